@@ -1,0 +1,3 @@
+module github.com/agentrl/agentrl
+
+go 1.24

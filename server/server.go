@@ -1,0 +1,163 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// StopReason says why a generation ended.
+type StopReason string
+
+const (
+	// StopEOS: a stop token (or stop condition) was produced; it is included in TokenIDs.
+	StopEOS StopReason = "stop"
+	// StopLength: MaxNewTokens (or the context window) was reached.
+	StopLength StopReason = "length"
+	// StopAbort: the request was aborted (by the caller, a weight update or a
+	// shutdown). TokenIDs holds what was produced before the abort.
+	StopAbort StopReason = "abort"
+)
+
+// SamplingParams are the per-request sampling settings every engine accepts.
+// Zero values mean the engine's neutral setting: TopP 0 is read as 1, TopK 0
+// (or negative) as disabled, Temperature 0 as greedy.
+type SamplingParams struct {
+	Temperature       float64
+	TopP              float64
+	TopK              int
+	MinP              float64
+	RepetitionPenalty float64 // 0 or 1 disables it
+	MaxNewTokens      int
+	StopTokenIDs      []int32
+	Seed              *uint64
+	Logprobs          bool // return the logprob of every sampled token
+}
+
+// GenerateRequest is one token-in/token-out generation call.
+type GenerateRequest struct {
+	// RequestID identifies the call to the engine (abort) and is the sticky
+	// routing key: one per trajectory, reused on every turn.
+	RequestID string
+	// GroupID names a group of samples that share a prompt (a GRPO group), so a
+	// router can start them on one server and reuse its prefix cache. Optional.
+	GroupID string
+	// Priority orders queued requests in engines that schedule (higher first).
+	Priority  int
+	PromptIDs []int32
+	Params    SamplingParams
+}
+
+// TokenOutput is what the engine sampled.
+type TokenOutput struct {
+	TokenIDs []int32
+	// Logprobs[i] is the logprob of TokenIDs[i]; nil unless requested.
+	Logprobs     []float32
+	StopReason   StopReason
+	PromptTokens int
+	// CachedTokens is how many prompt tokens were served from a prefix cache.
+	CachedTokens int
+	// WeightVersion is the version of the weights that produced these tokens.
+	WeightVersion int64
+}
+
+// LLMServer is a token-in/token-out engine: a remote server, a router over
+// many servers, or the in-process engine.
+type LLMServer interface {
+	Generate(ctx context.Context, req GenerateRequest) (TokenOutput, error)
+}
+
+// Aborter is implemented by engines that can stop requests early. An aborted
+// Generate returns the tokens produced so far with StopReason StopAbort.
+type Aborter interface {
+	Abort(ctx context.Context, requestID string) error
+	AbortAll(ctx context.Context) error
+}
+
+// SleepLevel says what Sleep frees.
+type SleepLevel int
+
+const (
+	// SleepKVCache frees the KV cache and keeps the weights.
+	SleepKVCache SleepLevel = 1
+	// SleepWeights frees the KV cache and the weights (they must be
+	// re-sent with UpdateWeights or reloaded before WakeUp returns).
+	SleepWeights SleepLevel = 2
+)
+
+// Sleeper is implemented by engines that can release memory between rollout
+// phases (for colocated training).
+type Sleeper interface {
+	Sleep(ctx context.Context, level SleepLevel) error
+	WakeUp(ctx context.Context) error
+}
+
+// Tensor is a named float32 tensor for an in-process weight update.
+type Tensor struct {
+	Name  string
+	Shape []int64
+	Data  []float32
+}
+
+// Weights is a weight update: either a checkpoint path the server loads
+// itself, or named tensors sent in-process. Version becomes the
+// WeightVersion of every output produced with these weights.
+type Weights struct {
+	Version int64
+	Path    string
+	Tensors []Tensor
+}
+
+// WeightUpdater is implemented by engines that accept new policy weights.
+type WeightUpdater interface {
+	UpdateWeights(ctx context.Context, w Weights) error
+}
+
+// HealthChecker is implemented by engines that can report readiness. A nil
+// error means healthy.
+type HealthChecker interface {
+	Health(ctx context.Context) error
+}
+
+// Sentinel errors callers branch on with errors.Is.
+var (
+	// ErrUnavailable: the server could not be reached or said it is not
+	// serving (connection refused, 503, closed).
+	ErrUnavailable = errors.New("server unavailable")
+	// ErrOverloaded: the server refused the request for load (429).
+	ErrOverloaded = errors.New("server overloaded")
+	// ErrBadRequest: the server rejected the request itself (4xx); sending it
+	// elsewhere will not help.
+	ErrBadRequest = errors.New("bad request")
+	// ErrBadResponse: the server answered something that could not be read.
+	ErrBadResponse = errors.New("bad response")
+)
+
+// Error is the typed error every server client returns: which server, which
+// operation, and why.
+type Error struct {
+	Server string // base URL or name of the server
+	Op     string // "generate", "abort", "health", ...
+	Status int    // HTTP status, 0 if none
+	// Retryable is true only when the call failed before the engine produced
+	// any token, so sending the same request again (here or elsewhere) can
+	// neither lose nor duplicate work.
+	Retryable bool
+	Err       error
+}
+
+func (e *Error) Error() string {
+	if e.Status != 0 {
+		return fmt.Sprintf("%s %s: HTTP %d: %v", e.Server, e.Op, e.Status, e.Err)
+	}
+	return fmt.Sprintf("%s %s: %v", e.Server, e.Op, e.Err)
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// IsRetryable reports whether err is a *Error that failed before any token
+// was produced.
+func IsRetryable(err error) bool {
+	var se *Error
+	return errors.As(err, &se) && se.Retryable
+}

@@ -1,0 +1,143 @@
+package trajectory
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+)
+
+// StopReason names why a trajectory ended.
+type StopReason string
+
+// Stop reasons every agent loop uses. Loops may add their own.
+const (
+	StopCompleted       StopReason = "completed"        // the model ended its turn without calling tools
+	StopResponseLength  StopReason = "response_length"  // the response budget is used up
+	StopPromptLength    StopReason = "prompt_length"    // the prompt alone exceeds its budget
+	StopMaxTurns        StopReason = "max_turns"        // max assistant or user turns reached
+	StopInvalidCalls    StopReason = "invalid_calls"    // too many consecutive invalid tool calls
+	StopInteractionDone StopReason = "interaction_done" // the interaction (user simulator) ended the episode
+	StopAborted         StopReason = "aborted"          // cancelled or aborted; the trajectory is partial
+	StopError           StopReason = "error"            // an engine or internal error ended the loop
+)
+
+// Timing records where a trajectory's wall time went.
+type Timing struct {
+	Generate time.Duration `json:"generate_ns"`
+	Tool     time.Duration `json:"tool_ns"`
+	Reward   time.Duration `json:"reward_ns"`
+	Total    time.Duration `json:"total_ns"`
+}
+
+// Trajectory is one rollout in token space, the unit the trainer consumes.
+//
+// The contract (DESIGN.md): ResponseMask[i] is 1 exactly where ResponseIDs[i]
+// was sampled by the policy; Logprobs, when present, is aligned with
+// ResponseIDs and 0 wherever the mask is 0; PromptIDs ++ ResponseIDs is the
+// sequence the engine saw last. Build trajectories with a Builder so the mask
+// cannot be written by hand.
+type Trajectory struct {
+	// ID and Index identify the sample; GroupID ties the n rollouts of one
+	// prompt together (GRPO groups).
+	ID      string `json:"id,omitempty"`
+	Index   int    `json:"index"`
+	GroupID string `json:"group_id,omitempty"`
+
+	PromptIDs    []int32 `json:"prompt_ids"`
+	ResponseIDs  []int32 `json:"response_ids"`
+	ResponseMask []int8  `json:"response_mask"`
+	// Logprobs are the rollout logprobs; nil when the engine returned none.
+	Logprobs []float32 `json:"rollout_logprobs,omitempty"`
+
+	// Reward is the trajectory reward; nil when it has not been scored.
+	Reward      *float64  `json:"reward,omitempty"`
+	TurnRewards []float64 `json:"turn_rewards,omitempty"`
+	ToolRewards []float64 `json:"tool_rewards,omitempty"`
+
+	NumTurns   int        `json:"num_turns"`
+	StopReason StopReason `json:"stop_reason,omitempty"`
+	// MinWeightVersion and MaxWeightVersion bound the weight versions that
+	// produced the response tokens (they differ after a partial rollout
+	// resumed across a weight update).
+	MinWeightVersion int64  `json:"min_weight_version"`
+	MaxWeightVersion int64  `json:"max_weight_version"`
+	Timing           Timing `json:"timing"`
+
+	// Extra carries caller-defined fields through JSONL unchanged.
+	Extra map[string]json.RawMessage `json:"extra,omitempty"`
+}
+
+// ErrInvalid is wrapped by every validation error.
+var ErrInvalid = errors.New("invalid trajectory")
+
+// FieldError says which field of a trajectory is wrong and where.
+type FieldError struct {
+	Field string // "response_mask", "rollout_logprobs", ...
+	Pos   int    // token position, -1 when the error is not about one token
+	Msg   string
+}
+
+func (e *FieldError) Error() string {
+	if e.Pos >= 0 {
+		return fmt.Sprintf("%s[%d]: %s", e.Field, e.Pos, e.Msg)
+	}
+	return fmt.Sprintf("%s: %s", e.Field, e.Msg)
+}
+
+func (e *FieldError) Unwrap() error { return ErrInvalid }
+
+// Validate checks the contract. The error is a *FieldError naming the field
+// and position; errors.Is(err, ErrInvalid) holds.
+func (t *Trajectory) Validate() error {
+	n := len(t.ResponseIDs)
+	if len(t.ResponseMask) != n {
+		return &FieldError{"response_mask", -1, fmt.Sprintf("length %d, response_ids has %d", len(t.ResponseMask), n)}
+	}
+	if t.Logprobs != nil && len(t.Logprobs) != n {
+		return &FieldError{"rollout_logprobs", -1, fmt.Sprintf("length %d, response_ids has %d", len(t.Logprobs), n)}
+	}
+	for i, id := range t.PromptIDs {
+		if id < 0 {
+			return &FieldError{"prompt_ids", i, fmt.Sprintf("negative token id %d", id)}
+		}
+	}
+	for i, id := range t.ResponseIDs {
+		if id < 0 {
+			return &FieldError{"response_ids", i, fmt.Sprintf("negative token id %d", id)}
+		}
+	}
+	for i, m := range t.ResponseMask {
+		if m != 0 && m != 1 {
+			return &FieldError{"response_mask", i, fmt.Sprintf("mask must be 0 or 1, got %d", m)}
+		}
+	}
+	for i, lp := range t.Logprobs {
+		if math.IsNaN(float64(lp)) || math.IsInf(float64(lp), 0) {
+			return &FieldError{"rollout_logprobs", i, fmt.Sprintf("not finite: %v", lp)}
+		}
+		if t.ResponseMask[i] == 0 && lp != 0 {
+			return &FieldError{"rollout_logprobs", i, fmt.Sprintf("logprob %v on a mask-0 token (must be 0)", lp)}
+		}
+	}
+	if t.Reward != nil && (math.IsNaN(*t.Reward) || math.IsInf(*t.Reward, 0)) {
+		return &FieldError{"reward", -1, fmt.Sprintf("not finite: %v", *t.Reward)}
+	}
+	if t.MinWeightVersion > t.MaxWeightVersion {
+		return &FieldError{"min_weight_version", -1, fmt.Sprintf("%d > max_weight_version %d", t.MinWeightVersion, t.MaxWeightVersion)}
+	}
+	if t.NumTurns < 0 {
+		return &FieldError{"num_turns", -1, fmt.Sprintf("negative: %d", t.NumTurns)}
+	}
+	return nil
+}
+
+// MaskOnes counts the policy tokens of the response.
+func (t *Trajectory) MaskOnes() int {
+	n := 0
+	for _, m := range t.ResponseMask {
+		n += int(m)
+	}
+	return n
+}
