@@ -1,0 +1,206 @@
+package trajectory
+
+import (
+	"errors"
+	"fmt"
+)
+
+// ErrPromptTooLong is returned by Collate when a prompt exceeds PromptLen and
+// TruncatePrompts is off.
+var ErrPromptTooLong = errors.New("prompt longer than PromptLen")
+
+// ErrMixedLogprobs is returned by Collate when some rows carry rollout
+// logprobs and others do not: padding the missing ones with zeros would feed
+// wrong numbers into importance-sampling corrections.
+var ErrMixedLogprobs = errors.New("some rows have rollout logprobs and some do not")
+
+// CollateOptions shape a Batch.
+type CollateOptions struct {
+	// PromptLen and ResponseLen are the padded widths. Both must be > 0.
+	PromptLen   int
+	ResponseLen int
+	// PadTokenID fills padded positions of prompts, responses and input_ids.
+	PadTokenID int32
+	// TruncatePrompts keeps the last PromptLen tokens of a longer prompt and
+	// counts it in Batch.PromptsTruncated; when false such a prompt is an
+	// error (ErrPromptTooLong).
+	TruncatePrompts bool
+}
+
+// Batch is a padded, row-major batch in verl's layout. Every 2-D tensor is a
+// flat slice of Size×width values; row i of Prompts is
+// Prompts[i*PromptLen:(i+1)*PromptLen].
+type Batch struct {
+	Size        int
+	PromptLen   int // P
+	ResponseLen int // R
+
+	Prompts   []int32 // [B,P] left-padded
+	Responses []int32 // [B,R] right-padded
+	InputIDs  []int32 // [B,P+R] prompts ++ responses
+	// AttentionMask is 1 on real tokens, 0 on padding. [B,P+R]
+	AttentionMask []int32
+	// PositionIDs is cumsum(AttentionMask)−1 on real tokens and 0 on padding. [B,P+R]
+	PositionIDs []int32
+	// ResponseMask is the policy mask times the response attention. [B,R]
+	ResponseMask []int32
+	// RolloutLogprobs is 0 on padding and mask-0 tokens; nil when no row has
+	// logprobs. [B,R]
+	RolloutLogprobs []float32
+	// TokenLevelScores holds each row's reward on its last valid response
+	// token. [B,R]
+	TokenLevelScores []float32
+	// Rewards is each row's sequence reward (0 when missing) and HasReward
+	// says which rows were scored; kept so that a reward on a row with an
+	// empty response is not lost. [B]
+	Rewards   []float32
+	HasReward []int32
+	NumTurns  []int32 // [B]
+	// ResponseLens is the number of valid response tokens per row after
+	// cutting to ResponseLen. [B]
+	ResponseLens []int32
+
+	IDs         []string
+	Indices     []int32
+	GroupIDs    []string
+	StopReasons []string
+
+	// PromptsTruncated counts rows whose prompt was left-truncated;
+	// ResponsesTruncated counts rows whose response was cut to ResponseLen.
+	PromptsTruncated   int
+	ResponsesTruncated int
+}
+
+// RowError says which row of a batch was rejected.
+type RowError struct {
+	Row int
+	Err error
+}
+
+func (e *RowError) Error() string { return fmt.Sprintf("row %d: %v", e.Row, e.Err) }
+func (e *RowError) Unwrap() error { return e.Err }
+
+// Collate validates every trajectory and pads them into a Batch. An invalid
+// row is an error (*RowError wrapping the field error) naming the row and
+// the field.
+func Collate(trajs []*Trajectory, opts CollateOptions) (*Batch, error) {
+	P, R := opts.PromptLen, opts.ResponseLen
+	if P <= 0 || R <= 0 {
+		return nil, fmt.Errorf("trajectory: Collate: PromptLen and ResponseLen must be > 0, got %d and %d", P, R)
+	}
+	B := len(trajs)
+	// Logprobs are present when any row carries them; a row with policy
+	// tokens but no logprobs then cannot be padded honestly. Rows without
+	// policy tokens need none (their logprobs are all 0 by the contract).
+	hasLP, lpRow := false, 0
+	for i, t := range trajs {
+		if t == nil {
+			return nil, &RowError{i, fmt.Errorf("%w: nil trajectory", ErrInvalid)}
+		}
+		if err := t.Validate(); err != nil {
+			return nil, &RowError{i, err}
+		}
+		if !opts.TruncatePrompts && len(t.PromptIDs) > P {
+			return nil, &RowError{i, fmt.Errorf("%w: prompt_ids has %d tokens, PromptLen is %d", ErrPromptTooLong, len(t.PromptIDs), P)}
+		}
+		if t.Logprobs != nil && !hasLP {
+			hasLP, lpRow = true, i
+		}
+	}
+	if hasLP {
+		for i, t := range trajs {
+			if t.Logprobs == nil && t.MaskOnes() > 0 {
+				return nil, &RowError{i, fmt.Errorf("%w: row %d has rollout_logprobs, this row has policy tokens without them", ErrMixedLogprobs, lpRow)}
+			}
+		}
+	}
+	L := P + R
+	b := &Batch{
+		Size: B, PromptLen: P, ResponseLen: R,
+		Prompts:          make([]int32, B*P),
+		Responses:        make([]int32, B*R),
+		InputIDs:         make([]int32, B*L),
+		AttentionMask:    make([]int32, B*L),
+		PositionIDs:      make([]int32, B*L),
+		ResponseMask:     make([]int32, B*R),
+		TokenLevelScores: make([]float32, B*R),
+		Rewards:          make([]float32, B),
+		HasReward:        make([]int32, B),
+		NumTurns:         make([]int32, B),
+		ResponseLens:     make([]int32, B),
+		IDs:              make([]string, B),
+		Indices:          make([]int32, B),
+		GroupIDs:         make([]string, B),
+		StopReasons:      make([]string, B),
+	}
+	if hasLP {
+		b.RolloutLogprobs = make([]float32, B*R)
+	}
+	for i, t := range trajs {
+		prompt := t.PromptIDs
+		if len(prompt) > P {
+			prompt = prompt[len(prompt)-P:]
+			b.PromptsTruncated++
+		}
+		n := len(t.ResponseIDs)
+		if n > R {
+			n = R
+			b.ResponsesTruncated++
+		}
+		np := len(prompt)
+		pad := P - np
+
+		// Prompt row: left padding, then tokens.
+		prow := b.Prompts[i*P : (i+1)*P]
+		fill(prow[:pad], opts.PadTokenID)
+		copy(prow[pad:], prompt)
+		// Response row: tokens, then right padding.
+		rrow := b.Responses[i*R : (i+1)*R]
+		copy(rrow, t.ResponseIDs[:n])
+		fill(rrow[n:], opts.PadTokenID)
+
+		in := b.InputIDs[i*L : (i+1)*L]
+		copy(in[:P], prow)
+		copy(in[P:], rrow)
+
+		att := b.AttentionMask[i*L : (i+1)*L]
+		fill(att[pad:P+n], 1) // make() already zeroed the padding
+		pos := b.PositionIDs[i*L : (i+1)*L]
+		seq := pos[pad : P+n]
+		for k := range seq {
+			seq[k] = int32(k)
+		}
+
+		rm := b.ResponseMask[i*R : i*R+n]
+		for k, m := range t.ResponseMask[:n] {
+			rm[k] = int32(m)
+		}
+		if t.Logprobs != nil {
+			copy(b.RolloutLogprobs[i*R:i*R+n], t.Logprobs[:n])
+		}
+		if t.Reward != nil {
+			b.Rewards[i] = float32(*t.Reward)
+			b.HasReward[i] = 1
+			if n > 0 {
+				b.TokenLevelScores[i*R+n-1] = float32(*t.Reward)
+			}
+		}
+		b.NumTurns[i] = int32(t.NumTurns)
+		b.ResponseLens[i] = int32(n)
+		b.IDs[i] = t.ID
+		b.Indices[i] = int32(t.Index)
+		b.GroupIDs[i] = t.GroupID
+		b.StopReasons[i] = string(t.StopReason)
+	}
+	return b, nil
+}
+
+func fill(s []int32, v int32) {
+	if v == 0 {
+		clear(s)
+		return
+	}
+	for i := range s {
+		s[i] = v
+	}
+}

@@ -1,0 +1,152 @@
+package trajectory
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// MaxJSONLLine bounds one JSONL line (one trajectory). A longer line is an
+// error rather than an unbounded allocation.
+const MaxJSONLLine = 256 << 20
+
+// ErrLineTooLong is returned by the JSONL reader for a line over MaxJSONLLine.
+var ErrLineTooLong = errors.New("JSONL line too long")
+
+// JSONLWriter writes one trajectory per line.
+type JSONLWriter struct {
+	w   *bufio.Writer
+	enc *json.Encoder
+}
+
+// NewJSONLWriter returns a writer; call Flush when done.
+func NewJSONLWriter(w io.Writer) *JSONLWriter {
+	bw := bufio.NewWriterSize(w, 1<<16)
+	enc := json.NewEncoder(bw)
+	enc.SetEscapeHTML(false)
+	return &JSONLWriter{w: bw, enc: enc}
+}
+
+// Write validates t and writes it as one line.
+func (jw *JSONLWriter) Write(t *Trajectory) error {
+	if t == nil {
+		return fmt.Errorf("trajectory: JSONL write: %w: nil trajectory", ErrInvalid)
+	}
+	if err := t.Validate(); err != nil {
+		return fmt.Errorf("trajectory: JSONL write: %w", err)
+	}
+	if err := jw.enc.Encode(t); err != nil { // Encode ends the line with '\n'
+		return fmt.Errorf("trajectory: JSONL write: %w", err)
+	}
+	return nil
+}
+
+// Flush writes buffered data to the underlying writer.
+func (jw *JSONLWriter) Flush() error { return jw.w.Flush() }
+
+// WriteJSONL writes all trajectories and flushes.
+func WriteJSONL(w io.Writer, trajs []*Trajectory) error {
+	jw := NewJSONLWriter(w)
+	for i, t := range trajs {
+		if err := jw.Write(t); err != nil {
+			return &RowError{i, err}
+		}
+	}
+	return jw.Flush()
+}
+
+// JSONLReader reads trajectories written by JSONLWriter. Blank lines are
+// skipped. Every trajectory is validated; unknown keys are rejected so that
+// nothing in the file is silently dropped.
+type JSONLReader struct {
+	r    *bufio.Reader
+	line int
+}
+
+// NewJSONLReader returns a reader over r.
+func NewJSONLReader(r io.Reader) *JSONLReader {
+	return &JSONLReader{r: bufio.NewReaderSize(r, 1<<16)}
+}
+
+// LineError says which line of a JSONL stream is bad.
+type LineError struct {
+	Line int // 1-based
+	Err  error
+}
+
+func (e *LineError) Error() string { return fmt.Sprintf("line %d: %v", e.Line, e.Err) }
+func (e *LineError) Unwrap() error { return e.Err }
+
+// Next returns the next trajectory, or io.EOF at the end of the stream.
+func (jr *JSONLReader) Next() (*Trajectory, error) {
+	for {
+		line, err := jr.readLine()
+		if err != nil {
+			return nil, err
+		}
+		jr.line++
+		line = bytes.TrimSpace(line)
+		if len(line) == 0 {
+			continue
+		}
+		dec := json.NewDecoder(bytes.NewReader(line))
+		dec.DisallowUnknownFields()
+		var t Trajectory
+		if err := dec.Decode(&t); err != nil {
+			return nil, &LineError{jr.line, fmt.Errorf("%w: %w", ErrInvalid, err)}
+		}
+		if dec.More() {
+			return nil, &LineError{jr.line, fmt.Errorf("%w: trailing data after the trajectory object", ErrInvalid)}
+		}
+		if err := t.Validate(); err != nil {
+			return nil, &LineError{jr.line, err}
+		}
+		return &t, nil
+	}
+}
+
+func (jr *JSONLReader) readLine() ([]byte, error) {
+	var buf []byte
+	for {
+		chunk, err := jr.r.ReadSlice('\n')
+		if len(buf)+len(chunk) > MaxJSONLLine {
+			return nil, &LineError{jr.line + 1, ErrLineTooLong}
+		}
+		switch {
+		case err == nil:
+			if buf == nil {
+				return chunk, nil
+			}
+			return append(buf, chunk...), nil
+		case errors.Is(err, bufio.ErrBufferFull):
+			buf = append(buf, chunk...)
+		case errors.Is(err, io.EOF):
+			buf = append(buf, chunk...)
+			if len(buf) == 0 {
+				return nil, io.EOF
+			}
+			return buf, nil
+		default:
+			return nil, err
+		}
+	}
+}
+
+// ReadJSONL reads every trajectory of r.
+func ReadJSONL(r io.Reader) ([]*Trajectory, error) {
+	jr := NewJSONLReader(r)
+	var out []*Trajectory
+	for {
+		t, err := jr.Next()
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			return out, err
+		}
+		out = append(out, t)
+	}
+}
