@@ -83,9 +83,9 @@ func TestToolSchemaRoundTrip(t *testing.T) {
 
 func TestDecodeErrors(t *testing.T) {
 	cases := map[string]string{
-		`{"content":"x"}`:                              `missing "role"`,
-		`{"role":"user","content":5}`:                  "content must be",
-		`{"role":"assistant","tool_calls":[{"id":1}]}`: "tool call",
+		`{"content":"x"}`:                                                     `missing "role"`,
+		`{"role":"user","content":5}`:                                         "content must be",
+		`{"role":"assistant","tool_calls":[{"id":1}]}`:                        "tool call",
 		`{"role":"assistant","tool_calls":[{"function":{"arguments":"{}"}}]}`: "no function name",
 		`{"type":"function","function":{"description":"d"}}`:                  "no function name",
 		`[1,2]`: "invalid message",

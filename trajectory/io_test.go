@@ -56,10 +56,10 @@ func TestJSONLRoundTripIsLossless(t *testing.T) {
 
 func TestJSONLReaderErrorsNameTheLine(t *testing.T) {
 	cases := map[string]string{
-		"{\"prompt_ids\":[1],\"response_ids\":[],\"response_mask\":[]}\n\n{bad json}\n":     "line 3: invalid trajectory",
-		"{\"prompt_ids\":[1],\"response_ids\":[5],\"response_mask\":[1,0]}\n":               "line 1: response_mask: length 2, response_ids has 1",
-		"{\"prompt_ids\":[1],\"response_ids\":[],\"response_mask\":[],\"surprise\":1}\n":    `line 1: invalid trajectory: json: unknown field "surprise"`,
-		"{\"prompt_ids\":[1],\"response_ids\":[],\"response_mask\":[]} {\"prompt_ids\":[]}": "line 1: invalid trajectory: trailing data",
+		"{\"prompt_ids\":[1],\"response_ids\":[],\"response_mask\":[]}\n\n{bad json}\n":             "line 3: invalid trajectory",
+		"{\"prompt_ids\":[1],\"response_ids\":[5],\"response_mask\":[1,0]}\n":                       "line 1: response_mask: length 2, response_ids has 1",
+		"{\"prompt_ids\":[1],\"response_ids\":[],\"response_mask\":[],\"surprise\":1}\n":            `line 1: invalid trajectory: json: unknown field "surprise"`,
+		"{\"prompt_ids\":[1],\"response_ids\":[],\"response_mask\":[]} {\"prompt_ids\":[]}":         "line 1: invalid trajectory: trailing data",
 		"{\"prompt_ids\":[1],\"response_ids\":[7],\"response_mask\":[0],\"rollout_logprobs\":[-1]}": "line 1: rollout_logprobs[0]: logprob -1 on a mask-0 token",
 	}
 	for in, want := range cases {
