@@ -1,0 +1,20 @@
+// Package agentloop turns dataset samples into trainable trajectories by
+// running agent loops against token-in/token-out engines.
+//
+// An AgentLoop runs one sample: SingleTurn (render, generate, done) or
+// ToolAgent (the PENDING → GENERATING → PROCESSING_TOOLS | INTERACTING →
+// TERMINATED state machine with tools and interactions), or any loop
+// registered under its own agent name. Loops assemble tokens only through a
+// trajectory.Builder: sampled tokens are appended as the engine returned
+// them (mask 1, logprobs) and everything else as a tokenizer delta (mask 0),
+// so history is never re-tokenized.
+//
+// A Manager runs batches (Generate) or streams (Stream) of samples with
+// bounded concurrency, n rollouts per prompt as groups, per-trajectory
+// timeouts, reward scoring as each trajectory finishes, and partial
+// trajectories marked aborted on cancellation:
+//
+//	env := &agentloop.Env{Server: engine, Tokenizer: tok, Tools: tools}
+//	m, err := agentloop.NewManager(nil, env, agentloop.Options{DefaultAgent: agentloop.ToolAgentName, N: 4})
+//	out, err := m.Generate(ctx, samples) // out.Trajectories, out.Metrics
+package agentloop

@@ -1,0 +1,379 @@
+package agentloop
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+	"golang.org/x/sync/semaphore"
+
+	"github.com/agentrl/agentrl/server"
+	"github.com/agentrl/agentrl/trajectory"
+)
+
+// RewardInput is what a reward function scores.
+type RewardInput struct {
+	Sample     Sample
+	Trajectory *trajectory.Trajectory
+	// Response is the decoded response with special tokens skipped (model
+	// and observation tokens: verl's solution_str).
+	Response string
+}
+
+// RewardFunc scores a finished trajectory. It runs on the trajectory's
+// goroutine as soon as the trajectory ends, so scoring overlaps generation.
+type RewardFunc func(ctx context.Context, in RewardInput) (float64, error)
+
+// ValidationOptions override sampling for validation runs (verl's
+// val_kwargs).
+type ValidationOptions struct {
+	Sampling server.SamplingParams
+	N        int // rollouts per prompt; 0 = 1
+}
+
+// Options configure a Manager.
+type Options struct {
+	// DefaultAgent runs samples with no AgentName; "" = single_turn_agent.
+	DefaultAgent string
+	// Concurrency bounds the trajectories in flight; 0 = 1024.
+	Concurrency int
+	// N is the number of rollouts per prompt (a group); 0 = 1.
+	N int
+	// Sampling is passed to every loop.
+	Sampling server.SamplingParams
+	// Validation is used by ForValidation.
+	Validation ValidationOptions
+	// Timeout bounds one trajectory; when it fires the trajectory returns
+	// partial with StopReason aborted and Extra "timeout": true. 0 = none.
+	Timeout time.Duration
+	// Reward, when set, scores each trajectory as it finishes. Without it a
+	// trajectory whose interaction gave a final score gets that score.
+	Reward RewardFunc
+	// KeepGroup, when set, decides whether a finished group is kept (e.g.
+	// drop GRPO groups whose rewards are all equal). Dropped groups are
+	// still delivered, with Filtered set, and left out of collation.
+	KeepGroup func(group []*trajectory.Trajectory) bool
+	// Collate shapes the Batch of Generate; a zero PromptLen skips
+	// collation.
+	Collate trajectory.CollateOptions
+}
+
+// Manager turns samples into trajectories with bounded concurrency. It is
+// safe for concurrent use.
+type Manager struct {
+	reg  *Registry
+	env  *Env
+	opts Options
+
+	mu    sync.Mutex
+	loops map[string]AgentLoop
+}
+
+// NewManager checks the options and returns a Manager. Loops are built
+// lazily, once per agent name.
+func NewManager(reg *Registry, env *Env, opts Options) (*Manager, error) {
+	if reg == nil {
+		reg = NewRegistry()
+	}
+	if err := env.check(); err != nil {
+		return nil, err
+	}
+	if opts.Concurrency < 0 || opts.N < 0 || opts.Timeout < 0 || opts.Validation.N < 0 {
+		return nil, fmt.Errorf("%w: Concurrency %d, N %d, Timeout %v and Validation.N %d must not be negative",
+			ErrConfig, opts.Concurrency, opts.N, opts.Timeout, opts.Validation.N)
+	}
+	if opts.DefaultAgent == "" {
+		opts.DefaultAgent = SingleTurnAgent
+	}
+	if _, err := reg.Config(opts.DefaultAgent); err != nil {
+		return nil, fmt.Errorf("default agent: %w", err)
+	}
+	if opts.Concurrency == 0 {
+		opts.Concurrency = 1024
+	}
+	if opts.N == 0 {
+		opts.N = 1
+	}
+	if opts.Validation.N == 0 {
+		opts.Validation.N = 1
+	}
+	return &Manager{reg: reg, env: env, opts: opts, loops: map[string]AgentLoop{}}, nil
+}
+
+// ForValidation returns a Manager sharing m's loops that samples with the
+// validation settings and keeps every group.
+func (m *Manager) ForValidation() *Manager {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	v := &Manager{reg: m.reg, env: m.env, opts: m.opts, loops: m.loops}
+	v.opts.Sampling = m.opts.Validation.Sampling
+	v.opts.N = m.opts.Validation.N
+	v.opts.KeepGroup = nil
+	// Both managers guard the shared map with their own mutex otherwise.
+	v.mu = sync.Mutex{}
+	v.loops = make(map[string]AgentLoop, len(m.loops))
+	for k, l := range m.loops {
+		v.loops[k] = l
+	}
+	return v
+}
+
+func (m *Manager) loop(name string) (AgentLoop, error) {
+	if name == "" {
+		name = m.opts.DefaultAgent
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if l, ok := m.loops[name]; ok {
+		return l, nil
+	}
+	l, err := m.reg.New(name, m.env)
+	if err != nil {
+		return nil, err
+	}
+	m.loops[name] = l
+	return l, nil
+}
+
+// Result is one finished group: the n rollouts of one prompt.
+type Result struct {
+	// Sample is the dataset row the group was made from.
+	Sample Sample
+	// Trajectories are the rollouts in order; an entry is nil only when its
+	// loop could not even encode the prompt (Errs says why).
+	Trajectories []*trajectory.Trajectory
+	// Errs[i] is the error that ended rollout i (a StopError trajectory, a
+	// failed reward function, or no trajectory at all); nil when it ended
+	// normally (including aborted).
+	Errs []error
+	// Filtered is true when Options.KeepGroup dropped the group.
+	Filtered bool
+
+	seq int // position of the sample in the input
+}
+
+// Err joins the group's errors.
+func (r Result) Err() error { return errors.Join(r.Errs...) }
+
+type groupState struct {
+	res  Result
+	left int
+}
+
+// Stream runs every sample received from in and delivers each group as soon
+// as all its rollouts finished. The channel is closed after in is closed (or
+// ctx is done) and every started group was delivered; the caller must
+// receive until then. When ctx is done, Stream stops reading in, and the
+// groups already read finish at once with partial trajectories marked
+// aborted.
+func (m *Manager) Stream(ctx context.Context, in <-chan Sample) <-chan Result {
+	out := make(chan Result, 64)
+	go func() {
+		defer close(out)
+		m.dispatch(ctx, func() (Sample, bool) {
+			select {
+			case <-ctx.Done():
+				return Sample{}, false
+			case s, ok := <-in:
+				return s, ok
+			}
+		}, func(r Result) { out <- r })
+	}()
+	return out
+}
+
+// dispatch runs the samples next yields, m.opts.N rollouts each, and calls
+// deliver for each finished group (from many goroutines, one at a time per
+// group). It returns once all are delivered.
+func (m *Manager) dispatch(ctx context.Context, next func() (Sample, bool), deliver func(Result)) {
+	sem := semaphore.NewWeighted(int64(m.opts.Concurrency))
+	var g errgroup.Group
+	n := m.opts.N
+	for seq := 0; ; seq++ {
+		s, ok := next()
+		if !ok {
+			break
+		}
+		gs := &groupState{res: Result{
+			seq:          seq,
+			Sample:       s,
+			Trajectories: make([]*trajectory.Trajectory, n),
+			Errs:         make([]error, n),
+		}, left: n}
+		var mu sync.Mutex
+		for r := 0; r < n; r++ {
+			rs := m.rolloutSample(s, r)
+			work := func() {
+				t, err := m.runOne(ctx, rs)
+				mu.Lock()
+				gs.res.Trajectories[r], gs.res.Errs[r] = t, err
+				gs.left--
+				done := gs.left == 0
+				mu.Unlock()
+				if done {
+					m.finishGroup(&gs.res)
+					deliver(gs.res)
+				}
+			}
+			if err := sem.Acquire(ctx, 1); err != nil {
+				// Cancelled: run inline so that the rollout still returns
+				// (at once, aborted) without unbounded goroutines.
+				work()
+				continue
+			}
+			g.Go(func() error {
+				defer sem.Release(1)
+				work()
+				return nil
+			})
+		}
+	}
+	_ = g.Wait() // work reports through deliver
+}
+
+func (m *Manager) rolloutSample(s Sample, r int) Sample {
+	s.GroupID = s.groupID()
+	s.Rollout = r
+	switch {
+	case s.ID == "":
+		s.ID = s.GroupID + "/" + strconv.Itoa(r)
+	case m.opts.N > 1:
+		s.ID = s.ID + "/" + strconv.Itoa(r)
+	}
+	return s
+}
+
+func (m *Manager) finishGroup(res *Result) {
+	if m.opts.KeepGroup == nil {
+		return
+	}
+	for _, t := range res.Trajectories {
+		if t == nil {
+			return // an incomplete group is kept so that nothing is silently lost
+		}
+	}
+	res.Filtered = !m.opts.KeepGroup(res.Trajectories)
+}
+
+// runOne runs one rollout and scores it.
+func (m *Manager) runOne(ctx context.Context, s Sample) (*trajectory.Trajectory, error) {
+	loop, err := m.loop(s.AgentName)
+	if err != nil {
+		return nil, fmt.Errorf("sample %s: %w", s.ID, err)
+	}
+	rctx, cancel := ctx, context.CancelFunc(func() {})
+	if m.opts.Timeout > 0 {
+		rctx, cancel = context.WithTimeout(ctx, m.opts.Timeout)
+	}
+	t, err := m.safeRun(rctx, loop, s)
+	timedOut := rctx.Err() != nil && ctx.Err() == nil
+	cancel()
+	if t == nil {
+		if err == nil {
+			err = fmt.Errorf("agentloop: agent %q returned neither a trajectory nor an error for sample %s", s.AgentName, s.ID)
+		}
+		return nil, err
+	}
+	if timedOut && t.StopReason == trajectory.StopAborted {
+		setExtra(t, "timeout", true)
+	}
+	if ctx.Err() != nil {
+		return t, err
+	}
+	if rerr := m.score(ctx, s, t); rerr != nil && err == nil {
+		err = rerr
+	}
+	return t, err
+}
+
+// safeRun turns a panicking loop into an error: one bad custom loop must not
+// take down thousands of trajectories.
+func (m *Manager) safeRun(ctx context.Context, loop AgentLoop, s Sample) (t *trajectory.Trajectory, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			t, err = nil, fmt.Errorf("agentloop: agent %q panicked on sample %s: %v", s.AgentName, s.ID, v)
+		}
+	}()
+	return loop.Run(ctx, s, m.opts.Sampling)
+}
+
+func (m *Manager) score(ctx context.Context, s Sample, t *trajectory.Trajectory) error {
+	if m.opts.Reward == nil {
+		if raw, ok := t.Extra[ExtraInteractionScore]; ok && t.Reward == nil {
+			var v float64
+			if err := jsonUnmarshal(raw, &v); err == nil {
+				t.Reward = &v
+			}
+		}
+		return nil
+	}
+	t0 := time.Now()
+	text, err := m.env.Tokenizer.Decode(t.ResponseIDs, true)
+	if err == nil {
+		var v float64
+		v, err = m.opts.Reward(ctx, RewardInput{Sample: s, Trajectory: t, Response: text})
+		if err == nil {
+			t.Reward = &v
+		}
+	}
+	t.Timing.Reward = time.Since(t0)
+	if err != nil {
+		setExtra(t, "reward_error", err.Error())
+		return fmt.Errorf("agentloop: reward of %s: %w", s.ID, err)
+	}
+	return nil
+}
+
+// Output is what Generate returns.
+type Output struct {
+	// Results has one entry per input sample, in input order.
+	Results []Result
+	// Trajectories are the kept ones (not filtered, not nil), in input and
+	// rollout order; Batch rows follow this order.
+	Trajectories []*trajectory.Trajectory
+	// Batch is the collated batch; nil when Options.Collate.PromptLen is 0.
+	Batch   *trajectory.Batch
+	Metrics Metrics
+}
+
+// Generate runs a batch. Every sample gets its Result, also when ctx is
+// cancelled midway (the unfinished trajectories are then partial and marked
+// aborted). The error is about collation only; per-trajectory errors are in
+// the Results.
+func (m *Manager) Generate(ctx context.Context, samples []Sample) (*Output, error) {
+	start := time.Now()
+	out := &Output{Results: make([]Result, len(samples))}
+	i := 0
+	m.dispatch(ctx, func() (Sample, bool) {
+		if i == len(samples) {
+			return Sample{}, false
+		}
+		i++
+		return samples[i-1], true
+	}, func(r Result) {
+		out.Results[r.seq] = r // each group writes its own slot
+	})
+	for _, r := range out.Results {
+		if r.Filtered {
+			continue
+		}
+		for _, t := range r.Trajectories {
+			if t != nil {
+				out.Trajectories = append(out.Trajectories, t)
+			}
+		}
+	}
+	out.Metrics = ComputeMetrics(out.Results, time.Since(start))
+	if m.opts.Collate.PromptLen > 0 && len(out.Trajectories) > 0 {
+		b, err := trajectory.Collate(out.Trajectories, m.opts.Collate)
+		if err != nil {
+			return out, fmt.Errorf("agentloop: collating %d trajectories: %w", len(out.Trajectories), err)
+		}
+		out.Batch = b
+	}
+	return out, nil
+}

@@ -1,0 +1,401 @@
+package agentloop
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/agentrl/agentrl/chat"
+	"github.com/agentrl/agentrl/parser"
+	"github.com/agentrl/agentrl/server"
+	"github.com/agentrl/agentrl/tool"
+	"github.com/agentrl/agentrl/trajectory"
+)
+
+// State is a ToolAgent state. Each state does one job and names the next.
+type State int
+
+const (
+	StatePending         State = iota // render and encode the prompt, start the interaction
+	StateGenerating                   // generate a turn, check limits, parse calls
+	StateProcessingTools              // run the calls, append their results as one delta
+	StateInteracting                  // let the interaction answer, append its text
+	StateTerminated                   // record why and release everything
+)
+
+func (s State) String() string {
+	switch s {
+	case StatePending:
+		return "PENDING"
+	case StateGenerating:
+		return "GENERATING"
+	case StateProcessingTools:
+		return "PROCESSING_TOOLS"
+	case StateInteracting:
+		return "INTERACTING"
+	case StateTerminated:
+		return "TERMINATED"
+	}
+	return fmt.Sprintf("State(%d)", int(s))
+}
+
+// ToolAgent is the multi-turn tool-calling loop (verl's tool_agent):
+// PENDING → GENERATING → PROCESSING_TOOLS | INTERACTING → … → TERMINATED.
+//
+// Unlike verl, malformed calls and tool failures become observations the
+// model sees; MaxConsecutiveInvalidToolCalls ends loops that keep failing;
+// calls beyond MaxParallelCalls are answered with an observation saying they
+// were not run; tool instances live for the whole trajectory and are always
+// released; every termination has a stop reason.
+type ToolAgent struct {
+	env    *Env
+	cfg    Config
+	parser parser.Parser // for samples that use all of env.Tools
+}
+
+// NewToolAgent is the Factory of tool_agent.
+func NewToolAgent(env *Env, cfg Config) (AgentLoop, error) {
+	if err := env.check(); err != nil {
+		return nil, err
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Format == "" {
+		cfg.Format = "hermes"
+	}
+	if cfg.MaxParallelCalls == 0 {
+		cfg.MaxParallelCalls = 1
+	}
+	if cfg.MaxToolResponseLength == 0 {
+		cfg.MaxToolResponseLength = 256
+	}
+	a := &ToolAgent{env: env, cfg: cfg}
+	p, err := a.newParser(env.Tools)
+	if err != nil {
+		return nil, err
+	}
+	a.parser = p
+	return a, nil
+}
+
+func (a *ToolAgent) newParser(tools *tool.Set) (parser.Parser, error) {
+	var schemas []chat.ToolSchema
+	if tools != nil {
+		schemas = tools.Schemas()
+	}
+	p, err := parser.New(a.cfg.Format, parser.Options{ThinkAware: a.cfg.ThinkAware, Tools: schemas})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	return p, nil
+}
+
+// toolRun is the ToolAgent's part of a trajectory's state.
+type toolRun struct {
+	*run
+	parser      parser.Parser
+	tools       *tool.Set
+	session     *tool.Session
+	interaction Interaction
+	interID     string
+	interActive bool
+	last        parser.Result // the last model turn, parsed
+	invalidRun  int           // consecutive turns whose calls were all invalid
+}
+
+// Run implements AgentLoop.
+func (a *ToolAgent) Run(ctx context.Context, s Sample, p server.SamplingParams) (*trajectory.Trajectory, error) {
+	tr := &toolRun{parser: a.parser, tools: a.env.Tools}
+	state := StatePending
+	var r *run
+	defer func() {
+		// Release on every path, also a panic in a hook or tool that
+		// escaped tool's own recovery.
+		if tr.run != nil {
+			tr.release(ctx)
+		}
+	}()
+	for state != StateTerminated {
+		switch state {
+		case StatePending:
+			var ok bool
+			r, ok = a.pending(ctx, tr, s, p)
+			tr.run = r
+			if !ok {
+				state = StateTerminated
+				continue
+			}
+			state = StateGenerating
+		case StateGenerating:
+			state = a.generating(ctx, tr)
+		case StateProcessingTools:
+			state = a.processTools(ctx, tr)
+		case StateInteracting:
+			state = a.interacting(ctx, tr)
+		}
+	}
+	tr.release(ctx)
+	return r.finish()
+}
+
+func (a *ToolAgent) pending(ctx context.Context, tr *toolRun, s Sample, p server.SamplingParams) (*run, bool) {
+	var selErr error
+	if s.Tools != nil && tr.tools != nil {
+		sub, err := tr.tools.Subset(s.Tools)
+		if err != nil {
+			selErr = fmt.Errorf("agentloop: tool selection of sample %d: %w", s.Index, err)
+		} else {
+			tr.tools = sub
+			if tr.parser, err = a.newParser(sub); err != nil {
+				selErr = err
+			}
+		}
+	}
+	var schemas []chat.ToolSchema
+	if tr.tools != nil && selErr == nil {
+		schemas = tr.tools.Schemas()
+	}
+	r := newRun(a.env, a.cfg, s, p, schemas)
+	tr.run = r
+	if selErr != nil {
+		r.fail(selErr)
+		return r, false
+	}
+	if !r.encodePrompt() {
+		return r, false
+	}
+	if len(s.InteractionKwargs) > 0 {
+		in, err := a.pickInteraction(s)
+		if err != nil {
+			r.fail(err)
+			return r, false
+		}
+		id, err := in.Start(ctx, s.InteractionKwargs)
+		if err != nil {
+			if ctx.Err() != nil {
+				r.stop = trajectory.StopAborted
+			} else {
+				r.fail(fmt.Errorf("agentloop: starting the interaction of %s: %w", s.ID, err))
+			}
+			return r, false
+		}
+		tr.interaction, tr.interID, tr.interActive = in, id, true
+	}
+	if tr.tools != nil {
+		tr.session = tr.tools.Session(s.ToolsKwargs)
+	}
+	return r, true
+}
+
+func (a *ToolAgent) pickInteraction(s Sample) (Interaction, error) {
+	name, _ := s.InteractionKwargs["name"].(string)
+	if name == "" && len(a.env.Interactions) == 1 {
+		for _, in := range a.env.Interactions {
+			return in, nil
+		}
+	}
+	in, ok := a.env.Interactions[name]
+	if !ok {
+		names := make([]string, 0, len(a.env.Interactions))
+		for n := range a.env.Interactions {
+			names = append(names, n)
+		}
+		return nil, fmt.Errorf("%w: sample %d: interaction %q is not configured (configured: %v)", ErrConfig, s.Index, name, names)
+	}
+	return in, nil
+}
+
+func (a *ToolAgent) generating(ctx context.Context, tr *toolRun) State {
+	ids, ok := tr.generate(ctx)
+	if !ok {
+		return StateTerminated
+	}
+	if a.cfg.MaxAssistantTurns > 0 && tr.assistantTurns >= a.cfg.MaxAssistantTurns ||
+		a.cfg.MaxUserTurns > 0 && tr.userTurns >= a.cfg.MaxUserTurns {
+		tr.stop = trajectory.StopMaxTurns
+		return StateTerminated
+	}
+	text, err := tr.modelText(ids)
+	if err != nil {
+		tr.fail(fmt.Errorf("agentloop: decoding turn %d of %s: %w", tr.assistantTurns, tr.s.ID, err))
+		return StateTerminated
+	}
+	res := tr.parser.Parse(text, ids)
+	for i := range res.Calls {
+		if res.Calls[i].ID == "" {
+			res.Calls[i].ID = fmt.Sprintf("call_%d_%d", tr.assistantTurns, i)
+		}
+		if res.Calls[i].Type == "" {
+			res.Calls[i].Type = "function"
+		}
+	}
+	tr.last = res
+	tr.env.trace(Event{Kind: EventParse, TrajectoryID: tr.s.ID, Turn: tr.assistantTurns, Calls: len(res.Calls), ParseErrors: len(res.Errors)})
+	tr.cc.Messages = append(tr.cc.Messages, chat.Message{
+		Role:             chat.RoleAssistant,
+		Content:          res.Content,
+		ReasoningContent: res.Reasoning,
+		ToolCalls:        res.Calls,
+	})
+	switch {
+	case len(res.Calls) > 0 || len(res.Errors) > 0:
+		return StateProcessingTools
+	case tr.interActive:
+		return StateInteracting
+	}
+	tr.stop = trajectory.StopCompleted
+	return StateTerminated
+}
+
+// invalid reports whether a failed call is the model's fault (as opposed to
+// the tool's): such turns count towards MaxConsecutiveInvalidToolCalls.
+func invalid(err error) bool {
+	return errors.Is(err, tool.ErrUnknownTool) || errors.Is(err, tool.ErrInvalidArguments)
+}
+
+func (a *ToolAgent) processTools(ctx context.Context, tr *toolRun) State {
+	calls := tr.last.Calls
+	run := calls[:min(len(calls), a.cfg.MaxParallelCalls)]
+	results := make([]tool.CallResult, len(run))
+	t0 := time.Now()
+	if tr.session == nil {
+		for i, c := range run {
+			results[i] = tool.CallResult{Name: c.Function.Name, Text: "Error: no tools are available.", Err: tool.ErrUnknownTool}
+		}
+	} else if len(run) == 1 {
+		results[0] = tr.session.Call(ctx, run[0])
+	} else {
+		var g errgroup.Group
+		for i, c := range run {
+			g.Go(func() error {
+				results[i] = tr.session.Call(ctx, c)
+				return nil
+			})
+		}
+		_ = g.Wait() // calls report failures in their results
+	}
+	tr.timing.Tool += time.Since(t0)
+	if ctx.Err() != nil {
+		tr.stop = trajectory.StopAborted
+		return StateTerminated
+	}
+
+	added := make([]chat.Message, 0, len(calls)+len(tr.last.Errors))
+	good, bad := 0, len(tr.last.Errors)
+	for i, res := range results {
+		tr.env.trace(Event{Kind: EventTool, TrajectoryID: tr.s.ID, Turn: tr.assistantTurns, Tool: res.Name, Latency: res.Duration, Err: res.Err})
+		tr.toolCalls++
+		if res.Err != nil {
+			tr.toolErrors++
+			if invalid(res.Err) {
+				bad++
+			} else {
+				good++ // a tool failure is not the model's: the call itself was valid
+			}
+		} else {
+			good++
+			tr.toolRewards = append(tr.toolRewards, res.Reward)
+		}
+		added = append(added, chat.Message{
+			Role:       chat.RoleTool,
+			Content:    tool.Truncate(res.Text, a.cfg.MaxToolResponseLength, a.cfg.truncateSide()),
+			ToolCallID: run[i].ID,
+			Name:       run[i].Function.Name,
+		})
+	}
+	for _, c := range calls[len(run):] {
+		tr.toolCalls++
+		tr.toolErrors++
+		added = append(added, chat.Message{
+			Role: chat.RoleTool,
+			Content: fmt.Sprintf("Error: the call to %q was not run: at most %d tool calls are run per turn.",
+				c.Function.Name, a.cfg.MaxParallelCalls),
+			ToolCallID: c.ID,
+			Name:       c.Function.Name,
+		})
+	}
+	for _, pe := range tr.last.Errors {
+		tr.toolCalls++
+		tr.toolErrors++
+		added = append(added, chat.Message{Role: chat.RoleTool, Content: "Error: " + pe.Message})
+	}
+	if good == 0 && bad > 0 {
+		tr.invalidRun++
+	} else {
+		tr.invalidRun = 0
+	}
+	if a.cfg.MaxConsecutiveInvalidToolCalls > 0 && tr.invalidRun >= a.cfg.MaxConsecutiveInvalidToolCalls {
+		tr.stop = trajectory.StopInvalidCalls
+		return StateTerminated
+	}
+	if !tr.observe(added) {
+		return StateTerminated
+	}
+	return StateGenerating
+}
+
+func (a *ToolAgent) interacting(ctx context.Context, tr *toolRun) State {
+	t0 := time.Now()
+	rep, err := tr.interaction.Respond(ctx, tr.interID, tr.cc.Messages)
+	lat := time.Since(t0)
+	tr.timing.Tool += lat
+	tr.env.trace(Event{Kind: EventInteraction, TrajectoryID: tr.s.ID, Turn: tr.assistantTurns, Latency: lat, Reward: rep.Reward, Err: err})
+	if err != nil {
+		if ctx.Err() != nil {
+			tr.stop = trajectory.StopAborted
+		} else {
+			tr.fail(fmt.Errorf("agentloop: interaction after turn %d of %s: %w", tr.assistantTurns, tr.s.ID, err))
+		}
+		return StateTerminated
+	}
+	tr.turnRewards = append(tr.turnRewards, rep.Reward)
+	if rep.Terminate {
+		tr.stop = trajectory.StopInteractionDone
+		return StateTerminated
+	}
+	if !tr.observe([]chat.Message{{Role: chat.RoleUser, Content: rep.Text}}) {
+		return StateTerminated
+	}
+	return StateGenerating
+}
+
+// release closes the tool session and finishes the interaction, once. It
+// runs on a context detached from ctx so a cancelled trajectory still
+// releases everything.
+func (tr *toolRun) release(ctx context.Context) {
+	if tr.session == nil && !tr.interActive {
+		return
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+	defer cancel()
+	if tr.session != nil {
+		if err := tr.session.Close(rctx); err != nil && tr.err == nil && tr.stop != trajectory.StopAborted {
+			tr.extraSet("release_error", err.Error())
+		}
+		tr.session = nil
+	}
+	if tr.interActive {
+		tr.interActive = false
+		if tr.stop != trajectory.StopAborted && tr.stop != trajectory.StopError {
+			if score, err := tr.interaction.FinalScore(rctx, tr.interID); err == nil {
+				tr.extraSet(ExtraInteractionScore, score)
+			} else {
+				tr.extraSet("interaction_score_error", err.Error())
+			}
+		}
+		if err := tr.interaction.Finalize(rctx, tr.interID); err != nil {
+			tr.extraSet("interaction_finalize_error", err.Error())
+		}
+	}
+}
+
+func (r *run) extraSet(k string, v any) {
+	if r.extra == nil {
+		r.extra = make(map[string]any)
+	}
+	r.extra[k] = v
+}

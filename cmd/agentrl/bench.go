@@ -1,0 +1,221 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"github.com/agentrl/agentrl/cuda"
+	"github.com/agentrl/agentrl/cuda/kernels"
+	"github.com/agentrl/agentrl/server"
+)
+
+func init() {
+	register("bench", "measure the in-process engine (bench engine --model DIR)", runBench)
+}
+
+func runBench(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] != "engine" {
+		return errors.New("usage: agentrl bench engine --model DIR [flags]")
+	}
+	fs := flag.NewFlagSet("bench engine", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	dir := fs.String("model", "", "model directory (required)")
+	threads := fs.Int("threads", 0, "kernel threads (default: all cores)")
+	reps := fs.Int("reps", 5, "repetitions per measurement (the median is reported)")
+	decodeN := fs.Int("decode-tokens", 64, "tokens generated per decode measurement")
+	prefillN := fs.Int("prefill-tokens", 512, "prompt length for the prefill measurement")
+	conc := fs.Int("concurrency", 32, "sequences in the aggregate decode measurement")
+	bwBytes := fs.Int("bandwidth-bytes", 1<<30, "buffer size for the memory bandwidth measurement")
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	if *dir == "" {
+		return errors.New("--model is required")
+	}
+	if *reps < 1 || *decodeN < 2 || *prefillN < 2 || *conc < 1 {
+		return errors.New("--reps, --decode-tokens, --prefill-tokens and --concurrency must be positive (tokens ≥ 2)")
+	}
+	e, err := cuda.Open(*dir, cuda.Options{Threads: *threads, MaxSeqs: max(64, *conc), MaxBatchTokens: max(512, *prefillN)})
+	if err != nil {
+		return err
+	}
+	defer e.Close()
+	b := &engineBench{e: e, reps: *reps, r: rand.New(rand.NewPCG(1, 2))}
+	cfg := e.Model().Config()
+	cpu := e.Model().CPU()
+
+	bw := cpu.MeasureBandwidth(*bwBytes, *reps)
+	peak := cpu.MeasureGEMM(*prefillN, 2*cfg.IntermediateSize, cfg.HiddenSize, *reps)
+	// Bytes a decode step must read: every weight except the embedding
+	// table (one row is gathered), plus the output projection.
+	weightBytes := 4 * float64(cfg.NumParams()-int64(cfg.VocabSize*cfg.HiddenSize))
+	if cfg.TieWordEmbeddings {
+		weightBytes += 4 * float64(cfg.VocabSize*cfg.HiddenSize)
+	}
+	bound := bw / weightBytes
+
+	dec1, err := b.decodeRate(ctx, 1, *decodeN)
+	if err != nil {
+		return err
+	}
+	pre, err := b.prefill(ctx, *prefillN)
+	if err != nil {
+		return err
+	}
+	flopsPerToken := 2 * (float64(cfg.NumParams()) - float64(cfg.VocabSize*cfg.HiddenSize))
+	decN, err := b.decodeRate(ctx, *conc, *decodeN)
+	if err != nil {
+		return err
+	}
+	hit, computed, err := b.multiTurn(ctx, 8, 4)
+	if err != nil {
+		return err
+	}
+
+	fmt.Fprintf(stdout, "model %s: %s, %.1fM parameters (%.0f MB fp32), kernels %v × %d threads\n\n",
+		*dir, cfg.ModelType, float64(cfg.NumParams())/1e6, weightBytes/1e6, cpu.Level(), cpu.Threads())
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "measurement\tvalue\treference\tratio")
+	fmt.Fprintf(tw, "memory bandwidth (read, all threads)\t%.1f GB/s\t\t\n", bw/1e9)
+	fmt.Fprintf(tw, "GEMM peak (%d×%d×%d)\t%.1f GFLOP/s\t\t\n", *prefillN, 2*cfg.IntermediateSize, cfg.HiddenSize, peak/1e9)
+	fmt.Fprintf(tw, "batch-1 decode\t%.1f tok/s\tbandwidth bound %.1f tok/s\t%.2f\n", dec1, bound, dec1/bound)
+	fmt.Fprintf(tw, "prefill %d tokens\t%.1f tok/s = %.1f GFLOP/s\tGEMM peak %.1f GFLOP/s\t%.2f\n",
+		*prefillN, pre, pre*flopsPerToken/1e9, peak/1e9, pre*flopsPerToken/peak)
+	fmt.Fprintf(tw, "aggregate decode, %d sequences\t%.1f tok/s\tbatch-1 %.1f tok/s\t%.2f×\n", *conc, decN, dec1, decN/dec1)
+	fmt.Fprintf(tw, "multi-turn prefix cache (group of 8 × 4 turns)\t%.1f%% computed\tprompt tokens\t%.1f%% cached\n", 100*computed, 100*hit)
+	return tw.Flush()
+}
+
+type engineBench struct {
+	e    *cuda.Engine
+	reps int
+	r    *rand.Rand
+}
+
+func (b *engineBench) prompt(n int) []int32 {
+	v := b.e.Model().Config().VocabSize
+	p := make([]int32, n)
+	for i := range p {
+		p[i] = int32(b.r.IntN(v))
+	}
+	return p
+}
+
+// decodeRate returns the aggregate decode rate of conc concurrent greedy
+// sequences generating n tokens each: time(n tokens) − time(1 token), so
+// the prefill is excluded; median over reps.
+func (b *engineBench) decodeRate(ctx context.Context, conc, n int) (float64, error) {
+	run := func(prompts [][]int32, maxNew int) (time.Duration, error) {
+		start := time.Now()
+		var wg sync.WaitGroup
+		errs := make([]error, len(prompts))
+		for i, p := range prompts {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				out, err := b.e.Generate(ctx, server.GenerateRequest{PromptIDs: p, Params: server.SamplingParams{MaxNewTokens: maxNew}})
+				if err == nil && len(out.TokenIDs) != maxNew {
+					err = fmt.Errorf("generated %d tokens, want %d", len(out.TokenIDs), maxNew)
+				}
+				errs[i] = err
+			}()
+		}
+		wg.Wait()
+		return time.Since(start), errors.Join(errs...)
+	}
+	var rates []float64
+	for r := 0; r < b.reps; r++ {
+		prompts := make([][]int32, conc)
+		for i := range prompts {
+			prompts[i] = b.prompt(16)
+		}
+		t1, err := run(prompts, 1)
+		if err != nil {
+			return 0, err
+		}
+		for i := range prompts { // fresh prompts: no prefix-cache advantage
+			prompts[i] = b.prompt(16)
+		}
+		tn, err := run(prompts, n)
+		if err != nil {
+			return 0, err
+		}
+		rates = append(rates, float64(conc*(n-1))/(tn-t1).Seconds())
+	}
+	return medianOf(rates), nil
+}
+
+// prefill returns prompt tokens per second for one n-token prompt.
+func (b *engineBench) prefill(ctx context.Context, n int) (float64, error) {
+	var rates []float64
+	for r := 0; r < b.reps; r++ {
+		p := b.prompt(n)
+		start := time.Now()
+		if _, err := b.e.Generate(ctx, server.GenerateRequest{PromptIDs: p, Params: server.SamplingParams{MaxNewTokens: 1}}); err != nil {
+			return 0, err
+		}
+		rates = append(rates, float64(n)/time.Since(start).Seconds())
+	}
+	return medianOf(rates), nil
+}
+
+// multiTurn runs a GRPO-style group of conv conversations that start from
+// one shared 512-token prompt (system prompt, tools, task) and run turns
+// turns each: a turn generates 32 sampled tokens, and the next turn's
+// prompt is the previous prompt and output plus 24 new tokens (a tool
+// result). It returns the fraction of prompt tokens served from the prefix
+// cache and the fraction computed by prefill.
+func (b *engineBench) multiTurn(ctx context.Context, conv, turns int) (hit, computed float64, err error) {
+	before := b.e.Stats()
+	var wg sync.WaitGroup
+	errs := make([]error, conv)
+	shared := b.prompt(min(512, b.e.MaxContext()/2))
+	for i := 0; i < conv; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			seq := shared
+			r := rand.New(rand.NewPCG(uint64(i), 9))
+			for t := 0; t < turns; t++ {
+				out, err := b.e.Generate(ctx, server.GenerateRequest{RequestID: fmt.Sprint("conv", i), PromptIDs: seq,
+					Params: server.SamplingParams{Temperature: 1, MaxNewTokens: 32}})
+				if err != nil {
+					errs[i] = err
+					return
+				}
+				seq = append(append(slices.Clone(seq), out.TokenIDs...), randTokens(r, 24, b.e.Model().Config().VocabSize)...)
+			}
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return 0, 0, err
+	}
+	after := b.e.Stats()
+	prompt := float64(after.PromptTokens - before.PromptTokens)
+	return float64(after.CachedTokens-before.CachedTokens) / prompt, float64(after.PrefillTokens-before.PrefillTokens) / prompt, nil
+}
+
+func randTokens(r *rand.Rand, n, vocab int) []int32 {
+	p := make([]int32, n)
+	for i := range p {
+		p[i] = int32(r.IntN(vocab))
+	}
+	return p
+}
+
+func medianOf(v []float64) float64 {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+var _ = kernels.Detect

@@ -1,0 +1,110 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/agentrl/agentrl/cuda/model"
+	"github.com/stretchr/testify/require"
+)
+
+func runCmd(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code := runMain(context.Background(), args, strings.NewReader(""), &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+func TestModelInit(t *testing.T) {
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a"), filepath.Join(dir, "b")
+	args := []string{"model", "init", "--arch", "qwen2", "--layers", "2", "--hidden", "32", "--heads", "4", "--kv-heads", "2",
+		"--vocab", "100", "--max-pos", "64", "--tie", "--seed", "5"}
+	code, out, errOut := runCmd(t, append(args, "--out", a)...)
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "qwen2, 2 layers, hidden 32, vocab 100")
+	code, _, errOut = runCmd(t, append(args, "--out", b)...)
+	require.Equal(t, 0, code, errOut)
+
+	// Same flags and seed: byte-identical checkpoints.
+	wa, err := os.ReadFile(filepath.Join(a, "model.safetensors"))
+	require.NoError(t, err)
+	wb, err := os.ReadFile(filepath.Join(b, "model.safetensors"))
+	require.NoError(t, err)
+	require.Equal(t, wa, wb)
+
+	m, err := model.Load(a, nil)
+	require.NoError(t, err)
+	cfg := m.Config()
+	require.Equal(t, model.Qwen2, cfg.ModelType)
+	require.True(t, cfg.TieWordEmbeddings)
+	require.Equal(t, 2, cfg.NumKeyValueHeads)
+	require.Equal(t, 96, cfg.IntermediateSize)
+	require.True(t, cfg.QKVBias())
+
+	code, out, errOut = runCmd(t, "model", "info", "--model", a)
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "heads 4/2 (head_dim 8)")
+}
+
+func TestModelInitTokenizer(t *testing.T) {
+	tok := filepath.Join("..", "..", "..", "shared", "testdata", "tokenizers", "qwen3")
+	if _, err := os.Stat(filepath.Join(tok, "tokenizer.json")); err != nil {
+		t.Skip("shared Qwen3 tokenizer not present")
+	}
+	dir := filepath.Join(t.TempDir(), "m")
+	code, _, errOut := runCmd(t, "model", "init", "--arch", "qwen3", "--layers", "1", "--hidden", "16", "--heads", "2",
+		"--tokenizer", tok, "--out", dir)
+	require.Equal(t, 0, code, errOut)
+	cfg, err := model.LoadConfig(filepath.Join(dir, "config.json"))
+	require.NoError(t, err)
+	require.Equal(t, 151669, cfg.VocabSize) // largest added-token id + 1
+	require.EqualValues(t, 151645, cfg.EOSTokenID)
+	for _, f := range []string{"tokenizer.json", "tokenizer_config.json"} {
+		require.FileExists(t, filepath.Join(dir, f))
+	}
+	code, _, errOut = runCmd(t, "model", "init", "--arch", "qwen3", "--vocab", "1000", "--tokenizer", tok, "--out", dir)
+	require.Equal(t, 1, code)
+	require.Contains(t, errOut, "smaller than the tokenizer's 151669 ids")
+}
+
+func TestModelInitErrors(t *testing.T) {
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"model"}, "usage"},
+		{[]string{"model", "frob"}, `unknown model subcommand "frob"`},
+		{[]string{"model", "init"}, "--out is required"},
+		{[]string{"model", "init", "--arch", "gpt2", "--out", "x"}, `model_type "gpt2" not supported`},
+		{[]string{"model", "init", "--heads", "3", "--kv-heads", "2", "--hidden", "24", "--out", "x"}, "not a multiple"},
+		{[]string{"model", "init", "--arch", "qwen3", "--attention-bias", "--out", "x"}, "llama only"},
+		{[]string{"model", "info"}, "--model is required"},
+		{[]string{"model", "info", "--model", "does-not-exist"}, "no such file"},
+	}
+	for _, tt := range tests {
+		code, _, errOut := runCmd(t, tt.args...)
+		require.Equal(t, 1, code, tt.args)
+		require.Contains(t, errOut, tt.want, tt.args)
+	}
+}
+
+func TestBenchEngine(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "m")
+	code, _, errOut := runCmd(t, "model", "init", "--arch", "llama", "--layers", "1", "--hidden", "32", "--heads", "2",
+		"--vocab", "64", "--max-pos", "512", "--out", dir)
+	require.Equal(t, 0, code, errOut)
+	code, out, errOut := runCmd(t, "bench", "engine", "--model", dir, "--reps", "1", "--decode-tokens", "4",
+		"--prefill-tokens", "16", "--concurrency", "2", "--bandwidth-bytes", "1048576")
+	require.Equal(t, 0, code, errOut)
+	for _, row := range []string{"memory bandwidth", "GEMM peak", "batch-1 decode", "prefill 16 tokens", "aggregate decode, 2 sequences", "multi-turn prefix cache"} {
+		require.Contains(t, out, row)
+	}
+	code, _, errOut = runCmd(t, "bench", "engine")
+	require.Equal(t, 1, code)
+	require.Contains(t, errOut, "--model is required")
+}

@@ -1,0 +1,602 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/parquet-go/parquet-go"
+	"github.com/schollz/progressbar/v3"
+	"go.yaml.in/yaml/v3"
+	"golang.org/x/term"
+
+	"github.com/agentrl/agentrl/agentloop"
+	"github.com/agentrl/agentrl/router"
+	"github.com/agentrl/agentrl/server"
+	"github.com/agentrl/agentrl/server/sglang"
+	"github.com/agentrl/agentrl/server/vllm"
+	"github.com/agentrl/agentrl/tokenizer"
+	"github.com/agentrl/agentrl/tool"
+	"github.com/agentrl/agentrl/trajectory"
+)
+
+func init() {
+	register("rollout", "run agent loops over a dataset against SGLang/vLLM servers; write trajectories", runRollout)
+}
+
+// rolloutConfig is the YAML config. Keys mirror verl's where they mean the
+// same (actor_rollout_ref.rollout.*, its multi_turn and agent sections, and
+// data.max_prompt_length / max_response_length); agentrl's own settings live
+// under "agentrl". Keys agentrl does not use are ignored so that a verl
+// config file can be passed as it is.
+type rolloutConfig struct {
+	Data struct {
+		MaxPromptLength   int `yaml:"max_prompt_length"`
+		MaxResponseLength int `yaml:"max_response_length"`
+	} `yaml:"data"`
+	ActorRolloutRef struct {
+		Rollout struct {
+			N                 int      `yaml:"n"`
+			Temperature       *float64 `yaml:"temperature"`
+			TopP              *float64 `yaml:"top_p"`
+			TopK              *int     `yaml:"top_k"`
+			MinP              float64  `yaml:"min_p"`
+			RepetitionPenalty float64  `yaml:"repetition_penalty"`
+			PromptLength      int      `yaml:"prompt_length"`
+			ResponseLength    int      `yaml:"response_length"`
+			CalculateLogProbs *bool    `yaml:"calculate_log_probs"`
+			ValKwargs         struct {
+				N           int      `yaml:"n"`
+				Temperature *float64 `yaml:"temperature"`
+				TopP        *float64 `yaml:"top_p"`
+				TopK        *int     `yaml:"top_k"`
+				DoSample    *bool    `yaml:"do_sample"`
+			} `yaml:"val_kwargs"`
+			MultiTurn struct {
+				Enable                         bool           `yaml:"enable"`
+				MaxAssistantTurns              int            `yaml:"max_assistant_turns"`
+				MaxUserTurns                   int            `yaml:"max_user_turns"`
+				MaxParallelCalls               int            `yaml:"max_parallel_calls"`
+				MaxToolResponseLength          int            `yaml:"max_tool_response_length"`
+				ToolResponseTruncateSide       string         `yaml:"tool_response_truncate_side"`
+				Format                         string         `yaml:"format"`
+				MaxConsecutiveInvalidToolCalls int            `yaml:"max_consecutive_invalid_tool_calls"`
+				ThinkAware                     bool           `yaml:"think_aware"`
+				ChatTemplateKwargs             map[string]any `yaml:"chat_template_kwargs"`
+			} `yaml:"multi_turn"`
+			Agent struct {
+				DefaultAgentLoop    string `yaml:"default_agent_loop"`
+				AgentLoopConfigPath string `yaml:"agent_loop_config_path"`
+			} `yaml:"agent"`
+		} `yaml:"rollout"`
+	} `yaml:"actor_rollout_ref"`
+	AgentRL struct {
+		Servers     []string      `yaml:"servers"`
+		Backend     string        `yaml:"backend"` // sglang (default) or vllm
+		Model       string        `yaml:"model"`   // vLLM model name
+		Concurrency int           `yaml:"concurrency"`
+		Timeout     time.Duration `yaml:"timeout"`
+		Tools       []string      `yaml:"tools"`  // built-in tools: calculator
+		Reward      string        `yaml:"reward"` // "" or last_number
+	} `yaml:"agentrl"`
+}
+
+// builtinTools are the tools the CLI can enable by name.
+var builtinTools = map[string]func() tool.Tool{
+	"calculator": tool.NewCalculator,
+}
+
+func runRollout(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("rollout", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cfgPath := fs.String("config", "", "YAML config (verl keys, see docs); optional")
+	dataPath := fs.String("data", "", "dataset: .jsonl or verl-format .parquet (required)")
+	tokDir := fs.String("tokenizer", "", "directory with tokenizer.json and tokenizer_config.json (required)")
+	servers := fs.String("servers", "", "comma-separated server URLs (overrides agentrl.servers)")
+	backend := fs.String("backend", "", "sglang or vllm (overrides agentrl.backend; default sglang)")
+	outPath := fs.String("out", "trajectories.jsonl", "trajectories JSONL output")
+	batchPath := fs.String("batch", "", "safetensors batch output (needs prompt/response lengths); optional")
+	n := fs.Int("n", 0, "rollouts per prompt (overrides actor_rollout_ref.rollout.n)")
+	limit := fs.Int("limit", 0, "use only the first N dataset rows (0 = all)")
+	validate := fs.Bool("validate", false, "sample with val_kwargs")
+	progress := fs.String("progress", "auto", "progress bar: auto (on a terminal), always, never")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: agentrl rollout --data FILE --tokenizer DIR --servers URL[,URL...] [--config FILE] [--out FILE] [--batch FILE]")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		fs.Usage()
+		return fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	var cfg rolloutConfig
+	if *cfgPath != "" {
+		data, err := os.ReadFile(*cfgPath)
+		if err != nil {
+			return err
+		}
+		if err := yaml.Unmarshal(data, &cfg); err != nil {
+			return fmt.Errorf("config %s: %w", *cfgPath, err)
+		}
+	}
+	if *servers != "" {
+		cfg.AgentRL.Servers = strings.Split(*servers, ",")
+	}
+	if *backend != "" {
+		cfg.AgentRL.Backend = *backend
+	}
+	if *n > 0 {
+		cfg.ActorRolloutRef.Rollout.N = *n
+	}
+	if *dataPath == "" || *tokDir == "" || len(cfg.AgentRL.Servers) == 0 {
+		fs.Usage()
+		return errors.New("--data, --tokenizer and at least one server are required")
+	}
+	switch *progress {
+	case "auto", "always", "never":
+	default:
+		return fmt.Errorf("--progress must be auto, always or never, got %q", *progress)
+	}
+
+	samples, err := readDataset(*dataPath, *limit)
+	if err != nil {
+		return err
+	}
+	tok, err := tokenizer.Load(*tokDir)
+	if err != nil {
+		return err
+	}
+	engine, closeEngine, err := buildEngine(cfg)
+	if err != nil {
+		return err
+	}
+	defer closeEngine()
+
+	env := &agentloop.Env{Server: engine, Tokenizer: tok}
+	if len(cfg.AgentRL.Tools) > 0 {
+		var tools []tool.Tool
+		for _, name := range cfg.AgentRL.Tools {
+			mk, ok := builtinTools[name]
+			if !ok {
+				return fmt.Errorf("agentrl.tools: unknown built-in tool %q (known: calculator)", name)
+			}
+			tools = append(tools, mk())
+		}
+		if env.Tools, err = tool.NewSet(tools...); err != nil {
+			return err
+		}
+	}
+	reg, opts, err := managerSettings(cfg, *validate)
+	if err != nil {
+		return err
+	}
+	m, err := agentloop.NewManager(reg, env, opts)
+	if err != nil {
+		return err
+	}
+	if *validate {
+		m = m.ForValidation()
+	}
+
+	out, err := os.Create(*outPath)
+	if err != nil {
+		return err
+	}
+	defer out.Close()
+	jw := trajectory.NewJSONLWriter(out)
+
+	total := len(samples) * max(opts.N, 1)
+	if *validate {
+		total = len(samples) * max(opts.Validation.N, 1)
+	}
+	bar := newProgress(*progress, stderr, total)
+	in := make(chan agentloop.Sample)
+	go func() {
+		defer close(in)
+		for _, s := range samples {
+			select {
+			case in <- s:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	start := time.Now()
+	var results []agentloop.Result
+	var kept []*trajectory.Trajectory
+	var writeErr error
+	for r := range m.Stream(ctx, in) {
+		results = append(results, r)
+		for _, t := range r.Trajectories {
+			if t == nil {
+				continue
+			}
+			if !r.Filtered {
+				kept = append(kept, t)
+			}
+			if writeErr == nil {
+				writeErr = jw.Write(t)
+			}
+		}
+		if bar != nil {
+			_ = bar.Add(len(r.Trajectories))
+		}
+	}
+	if bar != nil {
+		_ = bar.Finish()
+		fmt.Fprintln(stderr)
+	}
+	if writeErr != nil {
+		return fmt.Errorf("writing %s: %w", *outPath, writeErr)
+	}
+	if err := jw.Flush(); err != nil {
+		return fmt.Errorf("writing %s: %w", *outPath, err)
+	}
+	if err := out.Close(); err != nil {
+		return err
+	}
+	metrics := agentloop.ComputeMetrics(results, time.Since(start))
+	printSummary(stdout, metrics)
+
+	var failures []error
+	for _, r := range results {
+		if err := r.Err(); err != nil {
+			failures = append(failures, err)
+		}
+	}
+	if *batchPath != "" && len(kept) > 0 {
+		if opts.Collate.PromptLen <= 0 || opts.Collate.ResponseLen <= 0 {
+			return errors.New("--batch needs actor_rollout_ref.rollout.prompt_length and response_length (or data.max_prompt_length / max_response_length)")
+		}
+		b, err := trajectory.Collate(kept, opts.Collate)
+		if err != nil {
+			return fmt.Errorf("collating the batch: %w", err)
+		}
+		if err := writeBatch(*batchPath, b); err != nil {
+			return err
+		}
+	}
+	if ctx.Err() != nil {
+		return fmt.Errorf("interrupted: %d of %d trajectories finished before it, the rest are partial (stop reason aborted): %w",
+			metrics.Trajectories-metrics.StopReasons[trajectory.StopAborted], total, ctx.Err())
+	}
+	if len(failures) > 0 {
+		for i, err := range failures {
+			if i == 5 {
+				fmt.Fprintf(stderr, "... and %d more\n", len(failures)-5)
+				break
+			}
+			fmt.Fprintln(stderr, "error:", err)
+		}
+		return fmt.Errorf("%d of %d groups had errors", len(failures), len(results))
+	}
+	return nil
+}
+
+func writeBatch(path string, b *trajectory.Batch) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriterSize(f, 1<<20)
+	if err := b.WriteSafetensors(w); err != nil {
+		f.Close()
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	if err := w.Flush(); err != nil {
+		f.Close()
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return f.Close()
+}
+
+// managerSettings turns the config into the registry and Manager options.
+func managerSettings(cfg rolloutConfig, validate bool) (*agentloop.Registry, agentloop.Options, error) {
+	ro := cfg.ActorRolloutRef.Rollout
+	mt := ro.MultiTurn
+	promptLen, respLen := ro.PromptLength, ro.ResponseLength
+	if promptLen == 0 {
+		promptLen = cfg.Data.MaxPromptLength
+	}
+	if respLen == 0 {
+		respLen = cfg.Data.MaxResponseLength
+	}
+	loopCfg := agentloop.Config{
+		MaxAssistantTurns:              mt.MaxAssistantTurns,
+		MaxUserTurns:                   mt.MaxUserTurns,
+		MaxParallelCalls:               mt.MaxParallelCalls,
+		MaxToolResponseLength:          mt.MaxToolResponseLength,
+		ToolResponseTruncateSide:       mt.ToolResponseTruncateSide,
+		MaxConsecutiveInvalidToolCalls: mt.MaxConsecutiveInvalidToolCalls,
+		Format:                         mt.Format,
+		ThinkAware:                     mt.ThinkAware,
+		PromptLength:                   promptLen,
+		ResponseLength:                 respLen,
+		ChatTemplateKwargs:             mt.ChatTemplateKwargs,
+	}
+	reg := agentloop.NewRegistry()
+	for _, name := range []string{agentloop.SingleTurnAgent, agentloop.ToolAgentName} {
+		if err := reg.SetConfig(name, loopCfg); err != nil {
+			return nil, agentloop.Options{}, fmt.Errorf("multi_turn: %w", err)
+		}
+	}
+	if p := ro.Agent.AgentLoopConfigPath; p != "" {
+		f, err := os.Open(p)
+		if err != nil {
+			return nil, agentloop.Options{}, err
+		}
+		err = reg.LoadConfigs(f)
+		f.Close()
+		if err != nil {
+			return nil, agentloop.Options{}, fmt.Errorf("%s: %w", p, err)
+		}
+	}
+	def := ro.Agent.DefaultAgentLoop
+	if def == "" && mt.Enable {
+		def = agentloop.ToolAgentName
+	}
+	sp := server.SamplingParams{Temperature: 1, TopP: 1, MinP: ro.MinP, RepetitionPenalty: ro.RepetitionPenalty, Logprobs: true}
+	if ro.Temperature != nil {
+		sp.Temperature = *ro.Temperature
+	}
+	if ro.TopP != nil {
+		sp.TopP = *ro.TopP
+	}
+	if ro.TopK != nil {
+		sp.TopK = *ro.TopK
+	}
+	if ro.CalculateLogProbs != nil {
+		sp.Logprobs = *ro.CalculateLogProbs
+	}
+	// verl's val_kwargs default to greedy decoding.
+	vk := ro.ValKwargs
+	val := sp
+	val.Temperature, val.TopP, val.TopK = 0, 1, -1
+	if vk.Temperature != nil {
+		val.Temperature = *vk.Temperature
+	}
+	if vk.TopP != nil {
+		val.TopP = *vk.TopP
+	}
+	if vk.TopK != nil {
+		val.TopK = *vk.TopK
+	}
+	if vk.DoSample != nil && !*vk.DoSample {
+		val.Temperature = 0
+	}
+	opts := agentloop.Options{
+		DefaultAgent: def,
+		Concurrency:  cfg.AgentRL.Concurrency,
+		N:            max(ro.N, 1),
+		Sampling:     sp,
+		Validation:   agentloop.ValidationOptions{Sampling: val, N: max(vk.N, 1)},
+		Timeout:      cfg.AgentRL.Timeout,
+		Collate:      trajectory.CollateOptions{PromptLen: promptLen, ResponseLen: respLen},
+	}
+	switch cfg.AgentRL.Reward {
+	case "":
+	case "last_number":
+		opts.Reward = lastNumberReward
+	default:
+		return nil, agentloop.Options{}, fmt.Errorf("agentrl.reward: unknown reward %q (known: last_number)", cfg.AgentRL.Reward)
+	}
+	return reg, opts, nil
+}
+
+var numberRE = regexp.MustCompile(`-?[0-9][0-9,]*(?:\.[0-9]+)?`)
+
+// lastNumberReward is 1 when the last number of the response equals the
+// ground truth (commas ignored), as verl's flexible GSM8K score.
+func lastNumberReward(_ context.Context, in agentloop.RewardInput) (float64, error) {
+	truth := strings.ReplaceAll(strings.TrimSpace(fmt.Sprint(in.Sample.GroundTruth)), ",", "")
+	nums := numberRE.FindAllString(in.Response, -1)
+	if len(nums) == 0 || truth == "" {
+		return 0, nil
+	}
+	if strings.ReplaceAll(nums[len(nums)-1], ",", "") == truth {
+		return 1, nil
+	}
+	return 0, nil
+}
+
+// buildEngine makes one client per server URL, behind a router when there
+// are several.
+func buildEngine(cfg rolloutConfig) (server.LLMServer, func(), error) {
+	var backends []router.Backend
+	for _, u := range cfg.AgentRL.Servers {
+		u = strings.TrimSpace(u)
+		var (
+			srv server.LLMServer
+			err error
+		)
+		switch cfg.AgentRL.Backend {
+		case "", "sglang":
+			srv, err = sglang.New(sglang.Config{BaseURL: u})
+		case "vllm":
+			srv, err = vllm.New(vllm.Config{BaseURL: u, Model: cfg.AgentRL.Model})
+		default:
+			return nil, nil, fmt.Errorf("backend must be sglang or vllm, got %q", cfg.AgentRL.Backend)
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		backends = append(backends, router.Backend{Name: u, Server: srv})
+	}
+	r, err := router.New(router.Config{}, backends...)
+	if err != nil {
+		return nil, nil, err
+	}
+	return r, func() { r.Close() }, nil
+}
+
+// readDataset reads verl dataset rows from JSONL or Parquet.
+func readDataset(path string, limit int) ([]agentloop.Sample, error) {
+	var rows [][]byte
+	switch strings.ToLower(filepath.Ext(path)) {
+	case ".parquet":
+		var err error
+		if rows, err = readParquetRows(path, limit); err != nil {
+			return nil, err
+		}
+	case ".jsonl", ".json":
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return nil, err
+		}
+		for len(data) > 0 && (limit <= 0 || len(rows) < limit) {
+			line := data
+			if i := bytes.IndexByte(data, '\n'); i >= 0 {
+				line, data = data[:i], data[i+1:]
+			} else {
+				data = nil
+			}
+			rows = append(rows, line)
+		}
+	default:
+		return nil, fmt.Errorf("dataset %s: want a .jsonl or .parquet file", path)
+	}
+	samples := make([]agentloop.Sample, 0, len(rows))
+	for i, row := range rows {
+		if len(bytes.TrimSpace(row)) == 0 {
+			continue
+		}
+		s, err := agentloop.DecodeSample(row)
+		if err != nil {
+			return nil, fmt.Errorf("dataset %s: row %d: %w", path, i+1, err)
+		}
+		if !hasIndex(row) {
+			s.Index = i
+		}
+		samples = append(samples, s)
+	}
+	if len(samples) == 0 {
+		return nil, fmt.Errorf("dataset %s has no rows", path)
+	}
+	return samples, nil
+}
+
+// hasIndex reports whether a row names its index (top level or
+// extra_info); rows without one are numbered by position.
+func hasIndex(row []byte) bool {
+	var r struct {
+		Index     json.RawMessage `json:"index"`
+		ExtraInfo struct {
+			Index json.RawMessage `json:"index"`
+		} `json:"extra_info"`
+	}
+	_ = json.Unmarshal(row, &r)
+	return (len(r.Index) > 0 && string(r.Index) != "null") || (len(r.ExtraInfo.Index) > 0 && string(r.ExtraInfo.Index) != "null")
+}
+
+// readParquetRows reads every row of a Parquet file as JSON, whatever its
+// schema (verl writes prompt as a list of {role, content} structs and
+// reward_model / extra_info as structs).
+func readParquetRows(path string, limit int) ([][]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	pf, err := parquet.OpenFile(f, st.Size())
+	if err != nil {
+		return nil, fmt.Errorf("dataset %s: %w", path, err)
+	}
+	r := parquet.NewGenericReader[map[string]any](pf, pf.Schema())
+	defer r.Close()
+	var out [][]byte
+	buf := make([]map[string]any, 64)
+	for limit <= 0 || len(out) < limit {
+		for i := range buf {
+			buf[i] = map[string]any{}
+		}
+		n, err := r.Read(buf)
+		for _, row := range buf[:n] {
+			b, merr := json.Marshal(row)
+			if merr != nil {
+				return nil, fmt.Errorf("dataset %s: row %d: %w", path, len(out)+1, merr)
+			}
+			out = append(out, b)
+		}
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("dataset %s: %w", path, err)
+		}
+	}
+	if limit > 0 && len(out) > limit {
+		out = out[:limit]
+	}
+	return out, nil
+}
+
+func newProgress(mode string, w io.Writer, total int) *progressbar.ProgressBar {
+	if mode == "never" {
+		return nil
+	}
+	if mode == "auto" {
+		f, ok := w.(*os.File)
+		if !ok || !term.IsTerminal(int(f.Fd())) {
+			return nil
+		}
+	}
+	return progressbar.NewOptions(total,
+		progressbar.OptionSetWriter(w),
+		progressbar.OptionSetDescription("rollout"),
+		progressbar.OptionShowCount(),
+		progressbar.OptionShowIts(),
+		progressbar.OptionSetItsString("traj"),
+		progressbar.OptionThrottle(100*time.Millisecond),
+	)
+}
+
+func printSummary(w io.Writer, m agentloop.Metrics) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	row := func(k, f string, a ...any) { fmt.Fprintf(tw, "%s\t"+f+"\n", append([]any{k}, a...)...) }
+	row("trajectories", "%d (%d groups, %d filtered, %d failed)", m.Trajectories, m.Groups, m.FilteredGroups, m.Failed)
+	row("wall time", "%.2fs", m.Wall.Seconds())
+	row("trajectories/s", "%.2f", m.TrajectoriesPerSecond)
+	row("turns", "mean %.2f  min %.0f  max %.0f", m.Turns.Mean, m.Turns.Min, m.Turns.Max)
+	row("response length", "mean %.1f  min %.0f  max %.0f", m.ResponseLength.Mean, m.ResponseLength.Min, m.ResponseLength.Max)
+	row("mask-ones ratio", "%.3f", m.MaskOnesRatio)
+	row("tool calls", "%d (success rate %.3f)", m.ToolCalls, m.ToolSuccessRate())
+	if m.Reward.Count() > 0 {
+		row("reward", "mean %.4f  min %.4f  max %.4f", m.Reward.Mean, m.Reward.Min, m.Reward.Max)
+	} else {
+		row("reward", "not scored")
+	}
+	row("generate time", "mean %.3fs  max %.3fs", m.GenerateTime.Mean, m.GenerateTime.Max)
+	row("tool time", "mean %.3fs  max %.3fs", m.ToolTime.Mean, m.ToolTime.Max)
+	reasons := make([]string, 0, len(m.StopReasons))
+	for r := range m.StopReasons {
+		reasons = append(reasons, string(r))
+	}
+	sort.Strings(reasons)
+	var parts []string
+	for _, r := range reasons {
+		parts = append(parts, fmt.Sprintf("%s=%d", r, m.StopReasons[trajectory.StopReason(r)]))
+	}
+	row("stop reasons", "%s", strings.Join(parts, " "))
+	if m.Slowest.ID != "" {
+		row("slowest", "%s: %.3fs, %d turns, %d response tokens, %s", m.Slowest.ID, m.Slowest.Total.Seconds(), m.Slowest.Turns, m.Slowest.ResponseLen, m.Slowest.Stop)
+	}
+	tw.Flush()
+}

@@ -1,0 +1,215 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/parquet-go/parquet-go"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentrl/agentrl/agentloop"
+	"github.com/agentrl/agentrl/server/httpapi"
+	"github.com/agentrl/agentrl/server/servertest"
+	"github.com/agentrl/agentrl/tokenizer"
+	"github.com/agentrl/agentrl/trajectory"
+)
+
+// calcEngine serves a scripted "model" over SGLang's HTTP API on loopback:
+// it calls the calculator on its first turn and answers on its second.
+func calcEngine(t *testing.T, tok *tokenizer.Tokenizer) *httpapi.Server {
+	t.Helper()
+	imStart, _ := tok.TokenID("<|im_start|>")
+	imEnd, _ := tok.TokenID("<|im_end|>")
+	call := append(tok.Encode("<tool_call>\n{\"name\": \"calculator\", \"arguments\": {\"expression\": \"2+2\"}}\n</tool_call>"), imEnd)
+	answer := append(tok.Encode("The answer is 4."), imEnd)
+	rule := func(c servertest.Call) servertest.Reply {
+		n := 0
+		for _, id := range c.Req.PromptIDs {
+			if id == imStart {
+				n++
+			}
+		}
+		if n <= 3 { // system (tools), user, assistant: the first turn
+			return servertest.Reply{Tokens: call}
+		}
+		return servertest.Reply{Tokens: answer}
+	}
+	srv, err := httpapi.Start(servertest.New(servertest.Config{Rule: rule}), httpapi.Config{})
+	require.NoError(t, err)
+	t.Cleanup(func() { srv.Close() })
+	return srv
+}
+
+// verlRow is the layout of a verl dataset Parquet file.
+type verlRow struct {
+	DataSource  string    `parquet:"data_source"`
+	Prompt      []verlMsg `parquet:"prompt,list"`
+	Ability     string    `parquet:"ability"`
+	RewardModel struct {
+		GroundTruth string `parquet:"ground_truth"`
+		Style       string `parquet:"style"`
+	} `parquet:"reward_model"`
+	ExtraInfo struct {
+		Index int64  `parquet:"index"`
+		Split string `parquet:"split"`
+	} `parquet:"extra_info"`
+}
+
+type verlMsg struct {
+	Content string `parquet:"content"`
+	Role    string `parquet:"role"`
+}
+
+const rolloutYAML = `
+data:
+  max_prompt_length: 512
+  max_response_length: 256
+actor_rollout_ref:
+  model: {path: ignored}
+  rollout:
+    name: sglang
+    n: 2
+    temperature: 0.7
+    calculate_log_probs: true
+    multi_turn:
+      enable: true
+      max_assistant_turns: 4
+      max_parallel_calls: 1
+      format: hermes
+      max_consecutive_invalid_tool_calls: 2
+agentrl:
+  concurrency: 8
+  tools: [calculator]
+  reward: last_number
+`
+
+func TestRolloutJSONLAndParquet(t *testing.T) {
+	dir := qwenTokenizerDir(t)
+	tok, err := tokenizer.Load(dir)
+	require.NoError(t, err)
+	srv := calcEngine(t, tok)
+	tmp := t.TempDir()
+	cfg := filepath.Join(tmp, "config.yaml")
+	require.NoError(t, os.WriteFile(cfg, []byte(rolloutYAML), 0o644))
+
+	// The same three rows as JSONL and as verl Parquet.
+	jsonl := filepath.Join(tmp, "data.jsonl")
+	var lines []string
+	rows := make([]verlRow, 3)
+	for i := range rows {
+		truth := "4"
+		if i == 2 {
+			truth = "5"
+		}
+		rows[i].DataSource, rows[i].Ability = "openai/gsm8k", "math"
+		rows[i].Prompt = []verlMsg{{Role: "user", Content: fmt.Sprintf("What is 2+2? (%d)", i)}}
+		rows[i].RewardModel.GroundTruth, rows[i].RewardModel.Style = truth, "rule"
+		rows[i].ExtraInfo.Index, rows[i].ExtraInfo.Split = int64(10+i), "test"
+		lines = append(lines, fmt.Sprintf(`{"data_source": "openai/gsm8k", "prompt": [{"role": "user", "content": "What is 2+2? (%d)"}], "reward_model": {"ground_truth": %q}, "extra_info": {"index": %d, "split": "test"}}`, i, truth, 10+i))
+	}
+	require.NoError(t, os.WriteFile(jsonl, []byte(strings.Join(lines, "\n")+"\n"), 0o644))
+	pq := filepath.Join(tmp, "data.parquet")
+	var buf bytes.Buffer
+	w := parquet.NewGenericWriter[verlRow](&buf)
+	_, err = w.Write(rows)
+	require.NoError(t, err)
+	require.NoError(t, w.Close())
+	require.NoError(t, os.WriteFile(pq, buf.Bytes(), 0o644))
+
+	var outputs [][]*trajectory.Trajectory
+	for _, data := range []string{jsonl, pq} {
+		out := filepath.Join(tmp, filepath.Base(data)+".trajectories.jsonl")
+		batch := filepath.Join(tmp, filepath.Base(data)+".safetensors")
+		var stdout, stderr bytes.Buffer
+		code := runMain(context.Background(), []string{"rollout", "--config", cfg, "--data", data, "--tokenizer", dir,
+			"--servers", srv.URL(), "--out", out, "--batch", batch}, nil, &stdout, &stderr)
+		require.Equal(t, 0, code, "stderr: %s", stderr.String())
+		summary := strings.Join(strings.Fields(stdout.String()), " ")
+		require.Contains(t, summary, "trajectories 6 (3 groups, 0 filtered, 0 failed)")
+		require.Contains(t, summary, "stop reasons completed=6")
+		require.Contains(t, summary, "tool calls 6 (success rate 1.000)")
+		require.Contains(t, summary, "reward mean 0.6667 min 0.0000 max 1.0000")
+		require.Contains(t, summary, "mask-ones ratio 0.667")
+		require.Empty(t, stderr.String(), "no progress bar off a terminal")
+
+		f, err := os.Open(out)
+		require.NoError(t, err)
+		trajs, err := trajectory.ReadJSONL(f)
+		f.Close()
+		require.NoError(t, err)
+		require.Len(t, trajs, 6)
+		outputs = append(outputs, trajs)
+		for _, tr := range trajs {
+			require.NoError(t, tr.Validate())
+			require.Equal(t, 4, tr.NumTurns)
+			require.NotNil(t, tr.Logprobs)
+			text, err := tok.Decode(tr.ResponseIDs, false)
+			require.NoError(t, err)
+			require.Contains(t, text, "<tool_response>\n4\n</tool_response>")
+			require.True(t, strings.HasSuffix(text, "The answer is 4.<|im_end|>"))
+		}
+
+		bf, err := os.Open(batch)
+		require.NoError(t, err)
+		b, err := trajectory.ReadSafetensorsBatch(bf)
+		bf.Close()
+		require.NoError(t, err)
+		require.Equal(t, 6, b.Size)
+		require.Equal(t, 512, b.PromptLen)
+		require.Equal(t, 256, b.ResponseLen)
+	}
+	// Both dataset formats give the same trajectories (ids and tokens).
+	byID := func(ts []*trajectory.Trajectory) map[string][]int32 {
+		m := map[string][]int32{}
+		for _, t := range ts {
+			m[t.ID] = append(append([]int32{}, t.PromptIDs...), t.ResponseIDs...)
+		}
+		return m
+	}
+	require.Equal(t, byID(outputs[0]), byID(outputs[1]))
+	require.Contains(t, byID(outputs[0]), "12/1")
+}
+
+func TestRolloutErrors(t *testing.T) {
+	tmp := t.TempDir()
+	bad := filepath.Join(tmp, "bad.jsonl")
+	require.NoError(t, os.WriteFile(bad, []byte(`{"prompt": [{"role": "user", "content": "x"}]}`+"\n"+`{"prompt": 3}`+"\n"), 0o644))
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{}, "--data, --tokenizer and at least one server are required"},
+		{[]string{"--data", bad, "--tokenizer", tmp, "--servers", "http://127.0.0.1:1"}, "row 2"},
+		{[]string{"--data", filepath.Join(tmp, "x.csv"), "--tokenizer", tmp, "--servers", "http://127.0.0.1:1"}, "want a .jsonl or .parquet"},
+		{[]string{"--data", bad, "--tokenizer", tmp, "--servers", "http://127.0.0.1:1", "--progress", "maybe"}, "--progress must be"},
+	} {
+		var stdout, stderr bytes.Buffer
+		code := runMain(context.Background(), append([]string{"rollout"}, c.args...), nil, &stdout, &stderr)
+		require.Equal(t, 1, code)
+		require.Contains(t, stderr.String(), c.want, c.args)
+	}
+}
+
+func TestLastNumberReward(t *testing.T) {
+	for _, c := range []struct {
+		resp  string
+		truth any
+		want  float64
+	}{
+		{"so it is 1,234.", "1234", 1},
+		{"3 then 4", "4", 1},
+		{"4 then 3", "4", 0},
+		{"no number", "4", 0},
+		{"-7", -7, 1},
+		{"2.5", "2.5", 1},
+	} {
+		got, err := lastNumberReward(context.Background(), agentloop.RewardInput{Sample: agentloop.Sample{GroundTruth: c.truth}, Response: c.resp})
+		require.NoError(t, err)
+		require.Equal(t, c.want, got, c.resp)
+	}
+}

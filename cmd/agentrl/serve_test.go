@@ -1,0 +1,143 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentrl/agentrl/server"
+	"github.com/agentrl/agentrl/server/sglang"
+	"github.com/agentrl/agentrl/server/vllm"
+)
+
+// syncBuffer is a bytes.Buffer safe to write from the command while the test
+// reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func TestServe(t *testing.T) {
+	tokDir := qwenTokenizerDir(t)
+	dir := filepath.Join(t.TempDir(), "tiny-qwen3")
+	var out, errOut bytes.Buffer
+	require.Equal(t, 0, runMain(context.Background(), []string{"model", "init", "-out", dir, "-tokenizer", tokDir,
+		"-layers", "1", "-hidden", "32", "-heads", "2", "-seed", "1"}, strings.NewReader(""), &out, &errOut), errOut.String())
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	t.Setenv("AGENTRL_TEST_TOKEN", "tok")
+	var sout, serr syncBuffer
+	code := make(chan int, 1)
+	go func() {
+		code <- runMain(ctx, []string{"serve", "-model", dir, "-addr", "127.0.0.1:0", "-auth-token-env", "AGENTRL_TEST_TOKEN",
+			"-tool-parser", "hermes", "-kv-memory", "4000000"}, strings.NewReader(""), &sout, &serr)
+	}()
+	urlRE := regexp.MustCompile(`on (http://127\.0\.0\.1:\d+)`)
+	var base string
+	require.Eventually(t, func() bool {
+		m := urlRE.FindStringSubmatch(sout.String())
+		if m != nil {
+			base = m[1]
+		}
+		return m != nil
+	}, 60*time.Second, 10*time.Millisecond, "stderr: %s", serr.String())
+
+	// SGLang and vLLM clients drive the real engine through the server.
+	sc, err := sglang.New(sglang.Config{BaseURL: base, AuthToken: "tok"})
+	require.NoError(t, err)
+	seed := uint64(5)
+	req := server.GenerateRequest{RequestID: "s1", PromptIDs: []int32{9707, 11, 1879}, // "Hello, world"
+		Params: server.SamplingParams{Temperature: 1, MaxNewTokens: 6, Seed: &seed, Logprobs: true}}
+	a, err := sc.Generate(ctx, req)
+	require.NoError(t, err)
+	require.Len(t, a.TokenIDs, 6)
+	require.Equal(t, server.StopLength, a.StopReason)
+	require.Len(t, a.Logprobs, 6)
+	vc, err := vllm.New(vllm.Config{BaseURL: base, AuthToken: "tok"})
+	require.NoError(t, err)
+	b, err := vc.Generate(ctx, req)
+	require.NoError(t, err)
+	require.Equal(t, a.TokenIDs, b.TokenIDs, "a seeded request gives the same tokens through either API")
+	require.Equal(t, a.Logprobs, b.Logprobs)
+	require.NoError(t, sc.Health(ctx))
+
+	// The OpenAI chat endpoint renders the template and decodes.
+	body := `{"messages":[{"role":"user","content":"Hi"}],"max_tokens":4,"seed":1}`
+	hreq, err := http.NewRequest(http.MethodPost, base+"/v1/chat/completions", strings.NewReader(body))
+	require.NoError(t, err)
+	hreq.Header.Set("Authorization", "Bearer tok")
+	resp, err := http.DefaultClient.Do(hreq)
+	require.NoError(t, err)
+	data, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.NoError(t, err)
+	require.Equal(t, 200, resp.StatusCode, string(data))
+	var cr struct {
+		Choices []struct {
+			Message struct {
+				Role string `json:"role"`
+			} `json:"message"`
+			FinishReason string `json:"finish_reason"`
+		} `json:"choices"`
+		Usage struct {
+			CompletionTokens int `json:"completion_tokens"`
+		} `json:"usage"`
+	}
+	require.NoError(t, json.Unmarshal(data, &cr))
+	require.Equal(t, "assistant", cr.Choices[0].Message.Role)
+	require.LessOrEqual(t, cr.Usage.CompletionTokens, 4)
+
+	// Without the token: 401.
+	resp, err = http.Post(base+"/generate", "application/json", strings.NewReader(`{"input_ids":[1]}`))
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, 401, resp.StatusCode)
+
+	cancel()
+	require.Equal(t, 0, <-code, serr.String())
+	require.Contains(t, sout.String(), "stopped")
+	sglang.DefaultHTTPClient.CloseIdleConnections()
+	vllm.DefaultHTTPClient.CloseIdleConnections()
+	http.DefaultClient.CloseIdleConnections()
+}
+
+func TestServeUsageErrors(t *testing.T) {
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"serve"}, "-model is required"},
+		{[]string{"serve", "-model", "x", "extra"}, "unexpected arguments"},
+		{[]string{"serve", "-model", "x", "-auth-token-env", "AGENTRL_SURELY_UNSET_VAR"}, "AGENTRL_SURELY_UNSET_VAR is empty or unset"},
+		{[]string{"serve", "-model", filepath.Join(t.TempDir(), "none"), "-tool-parser", "hermes"}, "need a tokenizer"},
+		{[]string{"serve", "-model", filepath.Join(t.TempDir(), "none")}, "none"},
+	}
+	for _, tc := range tests {
+		var out, errOut bytes.Buffer
+		require.Equal(t, 1, runMain(context.Background(), tc.args, strings.NewReader(""), &out, &errOut))
+		require.Contains(t, errOut.String(), tc.want)
+	}
+}

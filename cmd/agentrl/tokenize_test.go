@@ -1,0 +1,135 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// qwenTokenizerDir unpacks the Qwen3 tokenizer committed (gzipped) in the
+// tokenizer package's testdata.
+func qwenTokenizerDir(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, name := range []string{"tokenizer.json", "tokenizer_config.json"} {
+		f, err := os.Open(filepath.Join("..", "..", "tokenizer", "testdata", "qwen3", name+".gz"))
+		require.NoError(t, err)
+		zr, err := gzip.NewReader(f)
+		require.NoError(t, err)
+		data, err := io.ReadAll(zr)
+		require.NoError(t, err)
+		f.Close()
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), data, 0o644))
+	}
+	return dir
+}
+
+func runTokenizeCmd(t *testing.T, args []string, stdin string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code = runMain(context.Background(), append([]string{"tokenize"}, args...), strings.NewReader(stdin), &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+// TestTokenizeGoldens feeds the golden inputs through the command and
+// compares every output line with the golden line.
+func TestTokenizeGoldens(t *testing.T) {
+	dir := qwenTokenizerDir(t)
+	for _, name := range []string{"encode_qwen3.jsonl", "chat_qwen3.jsonl"} {
+		t.Run(name, func(t *testing.T) {
+			data, err := os.ReadFile(filepath.Join("..", "..", "..", "shared", "golden", name))
+			if os.IsNotExist(err) {
+				t.Skip("shared goldens not present")
+			}
+			require.NoError(t, err)
+			var in strings.Builder
+			var want []map[string]any
+			sc := bufio.NewScanner(bytes.NewReader(data))
+			sc.Buffer(nil, 16<<20)
+			for sc.Scan() {
+				var rec map[string]json.RawMessage
+				require.NoError(t, json.Unmarshal(sc.Bytes(), &rec))
+				var w map[string]any
+				require.NoError(t, json.Unmarshal(sc.Bytes(), &w))
+				want = append(want, w)
+				// Drop the outputs; keep the inputs (name, text or context).
+				if _, ok := rec["context"]; ok {
+					delete(rec, "text")
+				}
+				delete(rec, "ids")
+				b, err := json.Marshal(rec)
+				require.NoError(t, err)
+				in.Write(b)
+				in.WriteByte('\n')
+			}
+			code, out, errOut := runTokenizeCmd(t, []string{"--tokenizer", dir}, in.String())
+			require.Equal(t, 0, code, errOut)
+			lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+			require.Len(t, lines, len(want))
+			for i, l := range lines {
+				var got map[string]any
+				require.NoError(t, json.Unmarshal([]byte(l), &got), l)
+				require.Equal(t, want[i], got, "line %d", i+1)
+			}
+		})
+	}
+}
+
+func TestTokenizeCommand(t *testing.T) {
+	dir := qwenTokenizerDir(t)
+	cases := []struct {
+		name     string
+		args     []string
+		in       string
+		wantOut  string
+		wantCode int
+		wantErr  string
+	}{
+		{name: "text", in: `{"id":7,"text":"Hello, world!"}` + "\n", wantOut: `{"id":7,"text":"Hello, world!","ids":[9707,11,1879,0]}` + "\n"},
+		{name: "no final newline", in: `{"text":"hello"}`, wantOut: `{"text":"hello","ids":[14990]}` + "\n"},
+		{name: "blank lines kept", in: "\n" + `{"text":""}` + "\n", wantOut: "\n" + `{"text":"","ids":[]}` + "\n"},
+		{name: "decode", args: []string{"--decode"}, in: `{"ids":[151644,872,198,6023,151645]}` + "\n",
+			wantOut: `{"ids":[151644,872,198,6023,151645],"text":"<|im_start|>user\nhi<|im_end|>"}` + "\n"},
+		{name: "decode skip special", args: []string{"--decode", "--skip-special"}, in: `{"ids":[151644,872,198,6023,151645]}` + "\n",
+			wantOut: `{"ids":[151644,872,198,6023,151645],"text":"user\nhi"}` + "\n"},
+		{name: "context", in: `{"context":{"messages":[{"role":"user","content":"hi"}],"add_generation_prompt":true}}` + "\n",
+			wantOut: `{"context":{"messages":[{"role":"user","content":"hi"}],"add_generation_prompt":true},"text":"<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n","ids":[151644,872,198,6023,151645,198,151644,77091,198]}` + "\n"},
+		{name: "template error is a field", in: `{"context":{"messages":[{"role":"user"}]}}` + "\n",
+			wantOut: `{"context":{"messages":[{"role":"user"}]},"error":`},
+		{name: "bad lines", in: "not json\n" + `{"x":1}` + "\n" + `{"ids":[1]}` + "\n" + `{"text":"ok"}` + "\n", wantCode: 1,
+			wantOut: `{"line":1,"error":"invalid JSON`, wantErr: "3 input line(s)"},
+		{name: "decode out of range", args: []string{"--decode"}, in: `{"ids":[999999999]}` + "\n", wantCode: 1, wantOut: `999999999`},
+		{name: "missing tokenizer", args: []string{}, wantCode: 1, wantErr: "--tokenizer DIR is required"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			args := c.args
+			if c.name != "missing tokenizer" {
+				args = append([]string{"--tokenizer", dir}, args...)
+			}
+			code, out, errOut := runTokenizeCmd(t, args, c.in)
+			require.Equal(t, c.wantCode, code, errOut)
+			if strings.HasSuffix(c.wantOut, "\n") {
+				require.Equal(t, c.wantOut, out)
+			} else {
+				require.Contains(t, out, c.wantOut)
+			}
+			require.Contains(t, errOut, c.wantErr)
+		})
+	}
+}
+
+func TestTokenizeMissingDir(t *testing.T) {
+	code, _, errOut := runTokenizeCmd(t, []string{"--tokenizer", t.TempDir()}, "")
+	require.Equal(t, 1, code)
+	require.Contains(t, errOut, "tokenizer.json")
+}

@@ -1,0 +1,373 @@
+package cuda
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+
+	"github.com/agentrl/agentrl/cuda/kernels"
+	"github.com/agentrl/agentrl/cuda/kvcache"
+	"github.com/agentrl/agentrl/cuda/model"
+	"github.com/agentrl/agentrl/server"
+)
+
+// Options configure an Engine. Zero values pick the defaults noted.
+type Options struct {
+	// Name identifies the engine in errors (default "cuda").
+	Name string
+	// Threads is the number of goroutines each kernel is split over
+	// (default: GOMAXPROCS).
+	Threads int
+	// BlockSize is the number of positions per KV block (default 16).
+	BlockSize int
+	// KVBlocks is the number of KV blocks. Default: as many as KVMemory
+	// holds, but no more than MaxSeqs full contexts.
+	KVBlocks int
+	// KVMemory is the KV cache size in bytes when KVBlocks is 0 (default 1 GiB).
+	KVMemory int64
+	// MaxBatchTokens is the per-step token budget: decode tokens plus
+	// prefill chunks (default 512).
+	MaxBatchTokens int
+	// MaxSeqs caps the number of sequences running at once (default 64).
+	MaxSeqs int
+	// MaxContext caps prompt + output length (default: the model's
+	// max_position_embeddings; never more than the whole KV cache).
+	MaxContext int
+}
+
+// Stats are engine counters since it started.
+type Stats struct {
+	Running, Waiting int
+	KVBlocks         int
+	FreeBlocks       int // unreferenced blocks (including cached ones)
+	CachedBlocks     int // blocks findable in the prefix cache
+	Requests         int64
+	PromptTokens     int64 // prompt tokens of admitted requests
+	CachedTokens     int64 // of those, served from the prefix cache
+	PrefillTokens    int64 // positions computed for prompts (including recompute after preemption)
+	DecodeTokens     int64 // tokens sampled
+	Preemptions      int64
+	Steps            int64
+	BatchTokensMax   int   // most tokens in one forward pass
+	BatchSeqsMax     int   // most sequences in one forward pass
+	BatchSeqsSum     int64 // Σ sequences per step (mean = BatchSeqsSum/Steps)
+	WeightVersion    int64
+	Asleep           bool
+}
+
+// Engine is the in-process LLM engine. It implements server.LLMServer,
+// server.Aborter, server.Sleeper, server.WeightUpdater and
+// server.HealthChecker. One scheduler goroutine owns all model, cache and
+// request state; Close stops it.
+type Engine struct {
+	name    string
+	m       *model.Model
+	dir     string
+	opts    Options
+	vocab   int
+	maxCtx  int
+	blocks  int
+	reqs    chan *request
+	ctrl    chan ctrlOp
+	quit    chan struct{}
+	done    chan struct{}
+	closing sync.Once
+	version atomic.Int64
+
+	statsMu sync.Mutex
+	stats   Stats
+}
+
+// Compile-time checks of the capabilities.
+var (
+	_ server.LLMServer     = (*Engine)(nil)
+	_ server.Aborter       = (*Engine)(nil)
+	_ server.Sleeper       = (*Engine)(nil)
+	_ server.WeightUpdater = (*Engine)(nil)
+	_ server.HealthChecker = (*Engine)(nil)
+)
+
+// Open loads the model in a Hugging Face directory and starts an engine.
+func Open(dir string, opts Options) (*Engine, error) {
+	m, err := model.Load(dir, kernels.NewCPU(opts.Threads))
+	if err != nil {
+		return nil, err
+	}
+	e, err := New(m, opts)
+	if err != nil {
+		return nil, err
+	}
+	e.dir = dir
+	return e, nil
+}
+
+// New starts an engine on a loaded model.
+func New(m *model.Model, opts Options) (*Engine, error) {
+	cfg := m.Config()
+	if opts.Name == "" {
+		opts.Name = "cuda"
+	}
+	if opts.BlockSize <= 0 {
+		opts.BlockSize = 16
+	}
+	if opts.MaxBatchTokens <= 0 {
+		opts.MaxBatchTokens = 512
+	}
+	if opts.MaxSeqs <= 0 {
+		opts.MaxSeqs = 64
+	}
+	if opts.KVMemory <= 0 {
+		opts.KVMemory = 1 << 30
+	}
+	maxCtx := cfg.MaxPositionEmbeddings
+	if opts.MaxContext > 0 && opts.MaxContext < maxCtx {
+		maxCtx = opts.MaxContext
+	}
+	nb := opts.KVBlocks
+	if nb <= 0 {
+		nb = int(opts.KVMemory / cfg.BytesPerBlock(opts.BlockSize))
+		perSeq := (maxCtx + opts.BlockSize - 1) / opts.BlockSize
+		nb = min(nb, opts.MaxSeqs*perSeq)
+	}
+	if nb < 1 {
+		return nil, fmt.Errorf("cuda: KV cache of %d blocks is too small", nb)
+	}
+	// A single sequence must always fit in an empty cache, or it could be
+	// preempted forever.
+	maxCtx = min(maxCtx, nb*opts.BlockSize)
+	e := &Engine{
+		name: opts.Name, m: m, opts: opts, vocab: cfg.VocabSize, maxCtx: maxCtx, blocks: nb,
+		reqs: make(chan *request), ctrl: make(chan ctrlOp), quit: make(chan struct{}), done: make(chan struct{}),
+	}
+	s := newSched(e)
+	e.publish(s)
+	go e.loop(s)
+	return e, nil
+}
+
+// Model returns the engine's model.
+func (e *Engine) Model() *model.Model { return e.m }
+
+// MaxContext is the longest prompt + output the engine accepts.
+func (e *Engine) MaxContext() int { return e.maxCtx }
+
+// Close stops the scheduler. In-flight Generate calls return what they
+// have with StopAbort and an error wrapping server.ErrUnavailable.
+func (e *Engine) Close() error {
+	e.closing.Do(func() { close(e.quit) })
+	<-e.done
+	return nil
+}
+
+func (e *Engine) err(op string, err error) error {
+	return &server.Error{Server: e.name, Op: op, Err: err}
+}
+
+var errClosed = fmt.Errorf("%w: engine closed", server.ErrUnavailable)
+
+type result struct {
+	out server.TokenOutput
+	err error
+}
+
+// Generate runs one request to completion (stop token, length, abort or
+// context cancellation). Cancelling ctx aborts the request: the tokens
+// produced so far come back with StopAbort, together with ctx's error.
+func (e *Engine) Generate(ctx context.Context, req server.GenerateRequest) (server.TokenOutput, error) {
+	if err := e.validate(&req); err != nil {
+		return server.TokenOutput{}, &server.Error{Server: e.name, Op: "generate", Err: err}
+	}
+	seed := rand.Uint64()
+	if req.Params.Seed != nil {
+		seed = *req.Params.Seed
+	}
+	r := &request{
+		id: req.RequestID, priority: req.Priority, params: req.Params,
+		prompt: len(req.PromptIDs), tokens: append([]int32(nil), req.PromptIDs...),
+		rng:   rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15)),
+		reply: make(chan result, 1),
+	}
+	select {
+	case e.reqs <- r:
+	case <-e.done:
+		return server.TokenOutput{}, &server.Error{Server: e.name, Op: "generate", Retryable: true, Err: errClosed}
+	case <-ctx.Done():
+		return server.TokenOutput{}, &server.Error{Server: e.name, Op: "generate", Retryable: true, Err: ctx.Err()}
+	}
+	select {
+	case res := <-r.reply:
+		return res.out, res.err
+	case <-ctx.Done():
+	}
+	// Abort it; the scheduler replies exactly once either way.
+	select {
+	case e.ctrl <- ctrlOp{f: func(s *sched) error { s.abort(r, nil); return nil }}:
+	case <-e.done:
+	case res := <-r.reply:
+		return res.out, res.err
+	}
+	res := <-r.reply
+	if res.err == nil && res.out.StopReason == server.StopAbort {
+		res.err = ctx.Err()
+	}
+	return res.out, res.err
+}
+
+func (e *Engine) validate(req *server.GenerateRequest) error {
+	bad := func(format string, a ...any) error {
+		return fmt.Errorf("%w: "+format, append([]any{server.ErrBadRequest}, a...)...)
+	}
+	n := len(req.PromptIDs)
+	if n == 0 {
+		return bad("empty prompt")
+	}
+	if n >= e.maxCtx {
+		return bad("prompt of %d tokens leaves no room in the context of %d", n, e.maxCtx)
+	}
+	for i, id := range req.PromptIDs {
+		if id < 0 || int(id) >= e.vocab {
+			return bad("prompt token %d: id %d outside the vocabulary of %d", i, id, e.vocab)
+		}
+	}
+	p := &req.Params
+	switch {
+	case p.Temperature < 0:
+		return bad("temperature %v is negative", p.Temperature)
+	case p.TopP < 0 || p.TopP > 1:
+		return bad("top_p %v outside [0,1]", p.TopP)
+	case p.MinP < 0 || p.MinP > 1:
+		return bad("min_p %v outside [0,1]", p.MinP)
+	case p.RepetitionPenalty < 0:
+		return bad("repetition_penalty %v is negative", p.RepetitionPenalty)
+	case p.MaxNewTokens < 0:
+		return bad("max_new_tokens %d is negative", p.MaxNewTokens)
+	}
+	return nil
+}
+
+type ctrlOp struct {
+	f     func(*sched) error
+	reply chan error // nil: no reply wanted
+}
+
+// do runs f on the scheduler goroutine between steps and returns its error.
+func (e *Engine) do(ctx context.Context, op string, f func(*sched) error) error {
+	reply := make(chan error, 1)
+	select {
+	case e.ctrl <- ctrlOp{f: f, reply: reply}:
+	case <-e.done:
+		return e.err(op, errClosed)
+	case <-ctx.Done():
+		return e.err(op, ctx.Err())
+	}
+	if err := <-reply; err != nil {
+		return e.err(op, err)
+	}
+	return nil
+}
+
+// Abort stops every in-flight request with this RequestID; their Generate
+// calls return the tokens so far with StopAbort.
+func (e *Engine) Abort(ctx context.Context, requestID string) error {
+	return e.do(ctx, "abort", func(s *sched) error {
+		s.abortWhere(func(r *request) bool { return r.id == requestID })
+		return nil
+	})
+}
+
+// AbortAll aborts every in-flight request.
+func (e *Engine) AbortAll(ctx context.Context) error {
+	return e.do(ctx, "abort", func(s *sched) error {
+		s.abortWhere(func(*request) bool { return true })
+		return nil
+	})
+}
+
+// Sleep frees the KV cache (and with SleepWeights the weights). Running
+// requests are not lost: they go back to the queue and resume, recomputed,
+// after WakeUp; new requests queue meanwhile.
+func (e *Engine) Sleep(ctx context.Context, level server.SleepLevel) error {
+	if level != server.SleepKVCache && level != server.SleepWeights {
+		return e.err("sleep", fmt.Errorf("%w: unknown sleep level %d", server.ErrBadRequest, level))
+	}
+	return e.do(ctx, "sleep", func(s *sched) error { s.sleep(level); return nil })
+}
+
+// WakeUp reallocates the KV cache and resumes scheduling. If Sleep dropped
+// the weights they must have been sent again with UpdateWeights, unless the
+// engine was opened from a directory, which is then reloaded.
+func (e *Engine) WakeUp(ctx context.Context) error {
+	return e.do(ctx, "wake_up", func(s *sched) error { return s.wake() })
+}
+
+// UpdateWeights replaces weights by name (Tensors) or reloads a checkpoint
+// directory (Path), then sets the weight version. Every tensor is checked
+// before any is applied. Cached prefixes are dropped and running requests
+// are recomputed under the new weights (their tokens are kept); the
+// version in an output is the one in force when the request finished.
+func (e *Engine) UpdateWeights(ctx context.Context, w server.Weights) error {
+	for _, t := range w.Tensors {
+		if err := e.m.CheckTensor(t.Name, t.Shape, len(t.Data)); err != nil {
+			return e.err("update_weights", fmt.Errorf("%w: %w", server.ErrBadRequest, err))
+		}
+	}
+	return e.do(ctx, "update_weights", func(s *sched) error { return s.updateWeights(w) })
+}
+
+// Health reports nil while the engine serves, an error wrapping
+// server.ErrUnavailable when closed or asleep.
+func (e *Engine) Health(ctx context.Context) error {
+	select {
+	case <-e.done:
+		return e.err("health", errClosed)
+	default:
+	}
+	if e.Stats().Asleep {
+		return e.err("health", fmt.Errorf("%w: engine is asleep", server.ErrUnavailable))
+	}
+	return nil
+}
+
+// Stats returns a snapshot of the engine's counters.
+func (e *Engine) Stats() Stats {
+	e.statsMu.Lock()
+	defer e.statsMu.Unlock()
+	return e.stats
+}
+
+func (e *Engine) publish(s *sched) {
+	st := s.stats
+	st.Running, st.Waiting = len(s.running), len(s.waiting)
+	st.KVBlocks = e.blocks
+	if s.blocks != nil {
+		st.FreeBlocks, st.CachedBlocks = s.blocks.Free(), s.blocks.Cached()
+	}
+	st.WeightVersion = e.version.Load()
+	st.Asleep = s.asleep
+	e.statsMu.Lock()
+	e.stats = st
+	e.statsMu.Unlock()
+}
+
+// CheckAccounting verifies the KV block accounting against the live
+// requests (tests; it runs on the scheduler goroutine).
+func (e *Engine) CheckAccounting(ctx context.Context) error {
+	return e.do(ctx, "check", func(s *sched) error {
+		if s.blocks == nil {
+			return nil
+		}
+		var live []*kvcache.Table
+		for _, r := range s.running {
+			live = append(live, r.table)
+		}
+		for _, r := range s.waiting {
+			if r.table != nil {
+				return errors.New("cuda: waiting request holds blocks")
+			}
+		}
+		return s.blocks.Check(live)
+	})
+}

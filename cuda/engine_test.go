@@ -1,0 +1,388 @@
+package cuda
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentrl/agentrl/cuda/kernels"
+	"github.com/agentrl/agentrl/cuda/model"
+	"github.com/agentrl/agentrl/cuda/safetensors"
+	"github.com/agentrl/agentrl/server"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+type reference struct {
+	name   string
+	cfg    *model.Config
+	seed   uint64
+	prompt []int32
+	decode []float32 // [32][vocab] logits before each greedy token
+	tokens []int32
+}
+
+// loadReferences reads testdata/reference.safetensors (regen.sh).
+func loadReferences(t testing.TB) []reference {
+	f, err := safetensors.Open("testdata/reference.safetensors")
+	require.NoError(t, err)
+	defer f.Close()
+	ints := func(name string) []int32 {
+		_, b, err := f.Bytes(name)
+		require.NoError(t, err)
+		out := make([]int32, len(b)/4)
+		for i := range out {
+			out[i] = int32(binary.LittleEndian.Uint32(b[4*i:]))
+		}
+		return out
+	}
+	var refs []reference
+	for _, name := range strings.Split(f.Metadata["variants"], ",") {
+		cfg, err := model.ParseConfig([]byte(f.Metadata[name+".config"]))
+		require.NoError(t, err)
+		seed, err := strconv.ParseUint(f.Metadata[name+".seed"], 10, 64)
+		require.NoError(t, err)
+		dec, _, err := f.Float32(name + ".decode_logits")
+		require.NoError(t, err)
+		refs = append(refs, reference{name: name, cfg: cfg, seed: seed, prompt: ints(name + ".prompt"), decode: dec, tokens: ints(name + ".tokens")})
+	}
+	return refs
+}
+
+func newEngine(t testing.TB, ref reference, opts Options) *Engine {
+	m, err := model.NewRandom(ref.cfg, ref.seed, kernels.NewCPU(opts.Threads))
+	require.NoError(t, err)
+	e, err := New(m, opts)
+	require.NoError(t, err)
+	t.Cleanup(func() { e.Close() })
+	return e
+}
+
+func logSoftmax(row []float32, id int32) float64 {
+	mx := math.Inf(-1)
+	for _, v := range row {
+		mx = math.Max(mx, float64(v))
+	}
+	var s float64
+	for _, v := range row {
+		s += math.Exp(float64(v) - mx)
+	}
+	return float64(row[id]) - mx - math.Log(s)
+}
+
+// TestGreedyMatchesPyTorch: 32 greedy tokens through the engine equal the
+// PyTorch reference's, and their logprobs match its log-softmax.
+func TestGreedyMatchesPyTorch(t *testing.T) {
+	for _, ref := range loadReferences(t) {
+		t.Run(ref.name, func(t *testing.T) {
+			e := newEngine(t, ref, Options{BlockSize: 4, KVBlocks: 64})
+			out, err := e.Generate(context.Background(), server.GenerateRequest{
+				PromptIDs: ref.prompt, Params: server.SamplingParams{MaxNewTokens: 32, Logprobs: true}})
+			require.NoError(t, err)
+			require.Equal(t, ref.tokens, out.TokenIDs)
+			require.Equal(t, server.StopLength, out.StopReason)
+			require.Equal(t, len(ref.prompt), out.PromptTokens)
+			V := ref.cfg.VocabSize
+			for i, id := range out.TokenIDs {
+				require.InDelta(t, logSoftmax(ref.decode[i*V:(i+1)*V], id), float64(out.Logprobs[i]), 1e-4)
+			}
+		})
+	}
+}
+
+func seedp(s uint64) *uint64 { return &s }
+
+// TestBatchInvariance: a seeded sampled request gives identical tokens and
+// logprobs alone and among many concurrent requests, with chunked prefill
+// and a prefix-cache hit.
+func TestBatchInvariance(t *testing.T) {
+	ref := loadReferences(t)[2]
+	params := server.SamplingParams{Temperature: 0.9, TopP: 0.95, TopK: 50, MinP: 0.01, RepetitionPenalty: 1.1,
+		MaxNewTokens: 24, Seed: seedp(42), Logprobs: true}
+	req := server.GenerateRequest{RequestID: "a", PromptIDs: ref.prompt, Params: params}
+
+	solo := newEngine(t, ref, Options{BlockSize: 4, KVBlocks: 256})
+	alone, err := solo.Generate(context.Background(), req)
+	require.NoError(t, err)
+	require.Len(t, alone.TokenIDs, 24)
+	// Again on the same engine: the prompt's full blocks come from the cache.
+	again, err := solo.Generate(context.Background(), req)
+	require.NoError(t, err)
+	require.Equal(t, 12, again.CachedTokens)
+	require.Equal(t, alone.TokenIDs, again.TokenIDs)
+	require.Equal(t, alone.Logprobs, again.Logprobs)
+
+	busy := newEngine(t, ref, Options{BlockSize: 4, KVBlocks: 256, MaxBatchTokens: 7})
+	r := rand.New(rand.NewPCG(1, 1))
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var got []server.TokenOutput
+	for i := 0; i < 12; i++ {
+		other := make([]int32, 1+r.IntN(30))
+		for j := range other {
+			other[j] = int32(r.IntN(256))
+		}
+		maxNew := 1 + r.IntN(20)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := busy.Generate(context.Background(), server.GenerateRequest{PromptIDs: other,
+				Params: server.SamplingParams{Temperature: 1, MaxNewTokens: maxNew}})
+			assert.NoError(t, err)
+		}()
+		if i%4 == 0 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				out, err := busy.Generate(context.Background(), req)
+				assert.NoError(t, err)
+				mu.Lock()
+				got = append(got, out)
+				mu.Unlock()
+			}()
+		}
+	}
+	wg.Wait()
+	require.Len(t, got, 3)
+	for _, out := range got {
+		require.Equal(t, alone.TokenIDs, out.TokenIDs)
+		require.Equal(t, alone.Logprobs, out.Logprobs)
+	}
+	st := busy.Stats()
+	require.Greater(t, st.BatchSeqsMax, 1)
+	require.LessOrEqual(t, st.BatchTokensMax, 7)
+}
+
+func TestBadInput(t *testing.T) {
+	ref := loadReferences(t)[0]
+	e := newEngine(t, ref, Options{BlockSize: 4, KVBlocks: 16, MaxContext: 40})
+	long := make([]int32, 40)
+	tests := []struct {
+		name string
+		req  server.GenerateRequest
+		want string
+	}{
+		{"empty", server.GenerateRequest{}, "empty prompt"},
+		{"vocab", server.GenerateRequest{PromptIDs: []int32{1, 256}}, "prompt token 1: id 256 outside the vocabulary of 256"},
+		{"negative", server.GenerateRequest{PromptIDs: []int32{-3}}, "id -3"},
+		{"too long", server.GenerateRequest{PromptIDs: long}, "prompt of 40 tokens leaves no room in the context of 40"},
+		{"top_p", server.GenerateRequest{PromptIDs: []int32{1}, Params: server.SamplingParams{TopP: 2}}, "top_p"},
+		{"temperature", server.GenerateRequest{PromptIDs: []int32{1}, Params: server.SamplingParams{Temperature: -1}}, "temperature"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := e.Generate(context.Background(), tt.req)
+			require.ErrorIs(t, err, server.ErrBadRequest)
+			require.ErrorContains(t, err, tt.want)
+			require.False(t, server.IsRetryable(err))
+		})
+	}
+	// Generation stops at the context limit.
+	out, err := e.Generate(context.Background(), server.GenerateRequest{PromptIDs: long[:30]})
+	require.NoError(t, err)
+	require.Equal(t, server.StopLength, out.StopReason)
+	require.Len(t, out.TokenIDs, 10)
+}
+
+func TestStopTokenAndAbort(t *testing.T) {
+	ref := loadReferences(t)[0]
+	e := newEngine(t, ref, Options{BlockSize: 4, KVBlocks: 64})
+	// The 3rd greedy token as a stop id: generation ends there, inclusive.
+	out, err := e.Generate(context.Background(), server.GenerateRequest{PromptIDs: ref.prompt,
+		Params: server.SamplingParams{StopTokenIDs: []int32{ref.tokens[2]}, MaxNewTokens: 32}})
+	require.NoError(t, err)
+	require.Equal(t, server.StopEOS, out.StopReason)
+	require.Equal(t, ref.tokens[:3], out.TokenIDs)
+
+	// Abort by id returns the partial output.
+	done := make(chan server.TokenOutput)
+	go func() {
+		out, err := e.Generate(context.Background(), server.GenerateRequest{RequestID: "long", PromptIDs: ref.prompt})
+		assert.NoError(t, err)
+		done <- out
+	}()
+	require.Eventually(t, func() bool { return e.Stats().DecodeTokens > 40 }, 10*time.Second, time.Millisecond)
+	require.NoError(t, e.Abort(context.Background(), "long"))
+	partial := <-done
+	require.Equal(t, server.StopAbort, partial.StopReason)
+	require.NotEmpty(t, partial.TokenIDs)
+	require.Equal(t, ref.tokens[:min(32, len(partial.TokenIDs))], partial.TokenIDs[:min(32, len(partial.TokenIDs))])
+
+	// Cancelling the context aborts too, with the context's error.
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		for e.Stats().Running == 0 {
+			time.Sleep(time.Millisecond)
+		}
+		cancel()
+	}()
+	out, err = e.Generate(ctx, server.GenerateRequest{PromptIDs: ref.prompt})
+	require.ErrorIs(t, err, context.Canceled)
+	require.Equal(t, server.StopAbort, out.StopReason)
+	require.NoError(t, e.CheckAccounting(context.Background()))
+	require.Equal(t, 64, e.Stats().FreeBlocks)
+}
+
+func TestSleepWakeUpdateWeights(t *testing.T) {
+	ref := loadReferences(t)[1]
+	ctx := context.Background()
+	e := newEngine(t, ref, Options{BlockSize: 4, KVBlocks: 64})
+	req := server.GenerateRequest{PromptIDs: ref.prompt, Params: server.SamplingParams{MaxNewTokens: 8}}
+	out, err := e.Generate(ctx, req)
+	require.NoError(t, err)
+	require.Equal(t, ref.tokens[:8], out.TokenIDs)
+	require.Zero(t, out.WeightVersion)
+
+	require.NoError(t, e.Sleep(ctx, server.SleepWeights))
+	require.ErrorIs(t, e.Health(ctx), server.ErrUnavailable)
+	err = e.WakeUp(ctx)
+	require.ErrorContains(t, err, "weights missing")
+
+	// New weights (another seed) with version 7.
+	var ts []server.Tensor
+	shapes := ref.cfg.TensorShapes()
+	for name, v := range model.RandomWeights(ref.cfg, 99) {
+		ts = append(ts, server.Tensor{Name: name, Shape: shapes[name], Data: v})
+	}
+	bad := append([]server.Tensor{{Name: "model.norm.weight", Shape: []int64{3}, Data: make([]float32, 3)}}, ts...)
+	require.ErrorIs(t, e.UpdateWeights(ctx, server.Weights{Version: 6, Tensors: bad}), server.ErrBadRequest)
+	require.NoError(t, e.UpdateWeights(ctx, server.Weights{Version: 7, Tensors: ts}))
+	require.NoError(t, e.WakeUp(ctx))
+	require.NoError(t, e.Health(ctx))
+	out, err = e.Generate(ctx, req)
+	require.NoError(t, err)
+	require.Equal(t, int64(7), out.WeightVersion)
+
+	fresh := newEngine(t, reference{cfg: ref.cfg, seed: 99}, Options{BlockSize: 4, KVBlocks: 64})
+	want, err := fresh.Generate(ctx, req)
+	require.NoError(t, err)
+	require.Equal(t, want.TokenIDs, out.TokenIDs)
+	require.Zero(t, out.CachedTokens, "prefix cache dropped on weight update")
+
+	// Requests sent while asleep wait for WakeUp.
+	require.NoError(t, e.Sleep(ctx, server.SleepKVCache))
+	res := make(chan server.TokenOutput)
+	go func() {
+		o, err := e.Generate(ctx, req)
+		assert.NoError(t, err)
+		res <- o
+	}()
+	require.Eventually(t, func() bool { return e.Stats().Waiting == 1 }, 5*time.Second, time.Millisecond)
+	require.NoError(t, e.WakeUp(ctx))
+	require.Equal(t, want.TokenIDs, (<-res).TokenIDs)
+}
+
+// TestStress: 256 concurrent requests of random lengths with random aborts
+// on a KV cache small enough to force preemption. Every request completes
+// or is aborted, outputs are consistent, and all blocks come back.
+func TestStress(t *testing.T) {
+	ref := loadReferences(t)[3]
+	e := newEngine(t, ref, Options{BlockSize: 4, KVBlocks: 40, MaxSeqs: 24, MaxBatchTokens: 64})
+	ctx := context.Background()
+	r := rand.New(rand.NewPCG(5, 5))
+	type job struct {
+		req   server.GenerateRequest
+		abort int // 0 none, 1 ctx cancel, 2 Abort by id
+		delay time.Duration
+	}
+	jobs := make([]job, 256)
+	for i := range jobs {
+		p := make([]int32, 1+r.IntN(60))
+		for j := range p {
+			p[j] = int32(r.IntN(ref.cfg.VocabSize))
+		}
+		if i%3 == 0 { // shared prefixes
+			copy(p, ref.prompt[:min(len(p), len(ref.prompt))])
+		}
+		jobs[i] = job{
+			req: server.GenerateRequest{RequestID: fmt.Sprint("r", i), Priority: r.IntN(3), PromptIDs: p,
+				Params: server.SamplingParams{Temperature: 1, MaxNewTokens: 1 + r.IntN(80), Seed: seedp(uint64(i)), Logprobs: true}},
+			abort: r.IntN(6), delay: time.Duration(r.IntN(30)) * time.Millisecond,
+		}
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	counts := map[server.StopReason]int{}
+	for _, j := range jobs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c, cancel := context.WithCancel(ctx)
+			defer cancel()
+			if j.abort == 1 {
+				time.AfterFunc(j.delay, cancel)
+			} else if j.abort == 2 {
+				time.AfterFunc(j.delay, func() { _ = e.Abort(ctx, j.req.RequestID) })
+			}
+			out, err := e.Generate(c, j.req)
+			if errors.Is(err, context.Canceled) && server.IsRetryable(err) {
+				out.StopReason = server.StopAbort // cancelled before it was queued
+			} else if out.StopReason == server.StopAbort && j.abort == 1 {
+				assert.ErrorIs(t, err, context.Canceled)
+			} else {
+				assert.NoError(t, err)
+			}
+			assert.Len(t, out.Logprobs, len(out.TokenIDs))
+			assert.LessOrEqual(t, len(out.TokenIDs), j.req.Params.MaxNewTokens)
+			if out.StopReason == server.StopLength {
+				assert.True(t, len(out.TokenIDs) == j.req.Params.MaxNewTokens || len(j.req.PromptIDs)+len(out.TokenIDs) == e.MaxContext())
+			} else {
+				assert.Equal(t, server.StopAbort, out.StopReason)
+				assert.NotZero(t, j.abort)
+			}
+			mu.Lock()
+			counts[out.StopReason]++
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	require.Equal(t, 256, counts[server.StopLength]+counts[server.StopAbort])
+	require.NotZero(t, counts[server.StopAbort])
+	require.NoError(t, e.CheckAccounting(ctx))
+	st := e.Stats()
+	require.Equal(t, st.KVBlocks, st.FreeBlocks)
+	require.Zero(t, st.Running+st.Waiting)
+	require.NotZero(t, st.Preemptions, "the cache was meant to force preemption")
+	t.Logf("stats: %+v, outcomes %v", st, counts)
+}
+
+// TestPriority: with one sequence slot, queued requests run highest
+// priority first, then in arrival order.
+func TestPriority(t *testing.T) {
+	ref := loadReferences(t)[0]
+	e := newEngine(t, ref, Options{BlockSize: 4, KVBlocks: 64, MaxSeqs: 1})
+	ctx := context.Background()
+	var mu sync.Mutex
+	var order []string
+	var wg sync.WaitGroup
+	run := func(id string, prio, n int) {
+		defer wg.Done()
+		_, err := e.Generate(ctx, server.GenerateRequest{RequestID: id, Priority: prio, PromptIDs: ref.prompt,
+			Params: server.SamplingParams{MaxNewTokens: n}})
+		assert.NoError(t, err)
+		mu.Lock()
+		order = append(order, id)
+		mu.Unlock()
+	}
+	wg.Add(1)
+	go run("first", 0, 200) // occupies the only slot
+	require.Eventually(t, func() bool { return e.Stats().Running == 1 }, 5*time.Second, time.Millisecond)
+	for i, p := range []int{0, 0, 5, 1} {
+		wg.Add(1)
+		go run(fmt.Sprint("p", p, "_", i), p, 2)
+		require.Eventually(t, func() bool { return e.Stats().Waiting == i+1 }, 5*time.Second, time.Millisecond)
+	}
+	wg.Wait()
+	require.Equal(t, []string{"first", "p5_2", "p1_3", "p0_0", "p0_1"}, order)
+}

@@ -1,0 +1,287 @@
+// Package gguf exports a Llama model to llama.cpp's GGUF format (F32), so
+// the engine can be measured side by side with llama.cpp on the very same
+// weights.
+//
+// Only what llama.cpp needs to run the model is written: the llama
+// hyper-parameters, an F32 tensor per weight (q and k rows permuted from
+// Hugging Face's half-split RoPE layout to llama.cpp's interleaved one, as
+// its converter does) and a SentencePiece-style vocabulary. A model
+// directory without a tokenizer gets a synthetic vocabulary (<unk>, <s>,
+// </s>, the 256 byte tokens, then "▁t<id>"), enough to evaluate token ids.
+//
+//	err := gguf.WriteFile("model.gguf", dir)
+package gguf
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"github.com/agentrl/agentrl/cuda/model"
+	"github.com/agentrl/agentrl/cuda/safetensors"
+)
+
+const (
+	alignment = 32
+	typeU32   = 4
+	typeI32   = 5
+	typeF32   = 6
+	typeStr   = 8
+	typeArr   = 9
+	ggmlF32   = 0
+)
+
+type kv struct {
+	key string
+	typ uint32
+	val any
+}
+
+type tensorInfo struct {
+	name  string // GGUF name
+	src   string // Hugging Face name
+	dims  []uint64
+	off   uint64
+	perm  int // heads to permute rows for (0: none)
+	bytes uint64
+}
+
+// WriteFile converts the Llama model directory dir to a GGUF file.
+func WriteFile(path, dir string) error {
+	cfg, err := model.LoadConfig(filepath.Join(dir, "config.json"))
+	if err != nil {
+		return err
+	}
+	set, err := safetensors.OpenDir(dir)
+	if err != nil {
+		return err
+	}
+	defer set.Close()
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("gguf: %w", err)
+	}
+	if err := Write(f, cfg, func(name string) ([]float32, error) {
+		v, _, err := set.Float32(name)
+		return v, err
+	}); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// Write writes cfg's model in GGUF; get returns a weight by its Hugging
+// Face name.
+func Write(w io.Writer, cfg *model.Config, get func(name string) ([]float32, error)) error {
+	if cfg.ModelType != model.Llama || cfg.AttentionBias || cfg.RopeScaling != nil {
+		return errors.New("gguf: only plain Llama models (no attention bias, no rope scaling) can be exported")
+	}
+	H, I, V := uint64(cfg.HiddenSize), uint64(cfg.IntermediateSize), uint64(cfg.VocabSize)
+	qd := uint64(cfg.NumAttentionHeads * cfg.HeadDim)
+	kvd := uint64(cfg.NumKeyValueHeads * cfg.HeadDim)
+	var ts []tensorInfo
+	add := func(name, src string, perm int, dims ...uint64) {
+		ts = append(ts, tensorInfo{name: name, src: src, dims: dims, perm: perm})
+	}
+	add("token_embd.weight", "model.embed_tokens.weight", 0, H, V)
+	add("output_norm.weight", "model.norm.weight", 0, H)
+	if !cfg.TieWordEmbeddings {
+		add("output.weight", "lm_head.weight", 0, H, V)
+	}
+	for i := 0; i < cfg.NumHiddenLayers; i++ {
+		b, p := "blk."+strconv.Itoa(i)+".", "model.layers."+strconv.Itoa(i)+"."
+		add(b+"attn_norm.weight", p+"input_layernorm.weight", 0, H)
+		add(b+"attn_q.weight", p+"self_attn.q_proj.weight", cfg.NumAttentionHeads, H, qd)
+		add(b+"attn_k.weight", p+"self_attn.k_proj.weight", cfg.NumKeyValueHeads, H, kvd)
+		add(b+"attn_v.weight", p+"self_attn.v_proj.weight", 0, H, kvd)
+		add(b+"attn_output.weight", p+"self_attn.o_proj.weight", 0, qd, H)
+		add(b+"ffn_norm.weight", p+"post_attention_layernorm.weight", 0, H)
+		add(b+"ffn_gate.weight", p+"mlp.gate_proj.weight", 0, H, I)
+		add(b+"ffn_up.weight", p+"mlp.up_proj.weight", 0, H, I)
+		add(b+"ffn_down.weight", p+"mlp.down_proj.weight", 0, I, H)
+	}
+	var off uint64
+	for i := range ts {
+		n := uint64(4)
+		for _, d := range ts[i].dims {
+			n *= d
+		}
+		ts[i].off, ts[i].bytes = off, n
+		off += (n + alignment - 1) / alignment * alignment
+	}
+
+	tokens := make([]string, V)
+	scores := make([]float32, V)
+	types := make([]int32, V)
+	for id := range tokens {
+		switch {
+		case id == 0:
+			tokens[id], types[id] = "<unk>", 2
+		case id == 1:
+			tokens[id], types[id] = "<s>", 3
+		case id == 2:
+			tokens[id], types[id] = "</s>", 3
+		case id < 259:
+			tokens[id], types[id] = fmt.Sprintf("<0x%02X>", id-3), 6
+		default:
+			tokens[id], types[id] = "▁t"+strconv.Itoa(id), 1
+		}
+		scores[id] = -float32(id)
+	}
+	meta := []kv{
+		{"general.architecture", typeStr, "llama"},
+		{"general.name", typeStr, "agentrl-export"},
+		{"general.alignment", typeU32, uint32(alignment)},
+		{"general.file_type", typeU32, uint32(0)},
+		{"llama.vocab_size", typeU32, uint32(V)},
+		{"llama.context_length", typeU32, uint32(cfg.MaxPositionEmbeddings)},
+		{"llama.embedding_length", typeU32, uint32(H)},
+		{"llama.block_count", typeU32, uint32(cfg.NumHiddenLayers)},
+		{"llama.feed_forward_length", typeU32, uint32(I)},
+		{"llama.attention.head_count", typeU32, uint32(cfg.NumAttentionHeads)},
+		{"llama.attention.head_count_kv", typeU32, uint32(cfg.NumKeyValueHeads)},
+		{"llama.attention.key_length", typeU32, uint32(cfg.HeadDim)},
+		{"llama.attention.value_length", typeU32, uint32(cfg.HeadDim)},
+		{"llama.rope.dimension_count", typeU32, uint32(cfg.HeadDim)},
+		{"llama.rope.freq_base", typeF32, float32(cfg.RopeTheta)},
+		{"llama.attention.layer_norm_rms_epsilon", typeF32, float32(cfg.RMSNormEps)},
+		{"tokenizer.ggml.model", typeStr, "llama"},
+		{"tokenizer.ggml.tokens", typeArr, tokens},
+		{"tokenizer.ggml.scores", typeArr, scores},
+		{"tokenizer.ggml.token_type", typeArr, types},
+		{"tokenizer.ggml.unknown_token_id", typeU32, uint32(0)},
+		{"tokenizer.ggml.bos_token_id", typeU32, uint32(1)},
+		{"tokenizer.ggml.eos_token_id", typeU32, uint32(2)},
+	}
+
+	bw := &countingWriter{w: bufio.NewWriterSize(w, 1<<20)}
+	bw.raw([]byte("GGUF"))
+	bw.u32(3)
+	bw.u64(uint64(len(ts)))
+	bw.u64(uint64(len(meta)))
+	for _, m := range meta {
+		bw.str(m.key)
+		bw.u32(m.typ)
+		switch v := m.val.(type) {
+		case string:
+			bw.str(v)
+		case uint32:
+			bw.u32(v)
+		case float32:
+			bw.u32(math.Float32bits(v))
+		case []string:
+			bw.u32(typeStr)
+			bw.u64(uint64(len(v)))
+			for _, s := range v {
+				bw.str(s)
+			}
+		case []float32:
+			bw.u32(typeF32)
+			bw.u64(uint64(len(v)))
+			for _, f := range v {
+				bw.u32(math.Float32bits(f))
+			}
+		case []int32:
+			bw.u32(typeI32)
+			bw.u64(uint64(len(v)))
+			for _, x := range v {
+				bw.u32(uint32(x))
+			}
+		}
+	}
+	for _, t := range ts {
+		bw.str(t.name)
+		bw.u32(uint32(len(t.dims)))
+		for _, d := range t.dims {
+			bw.u64(d)
+		}
+		bw.u32(ggmlF32)
+		bw.u64(t.off)
+	}
+	bw.pad()
+	for _, t := range ts {
+		v, err := get(t.src)
+		if err != nil {
+			return fmt.Errorf("gguf: %w", err)
+		}
+		if uint64(len(v))*4 != t.bytes {
+			return fmt.Errorf("gguf: %s has %d values, want %d", t.src, len(v), t.bytes/4)
+		}
+		if t.perm > 0 {
+			v = permuteRoPE(v, t.perm, cfg.HeadDim, cfg.HiddenSize)
+		}
+		buf := make([]byte, 4*len(v))
+		for i, f := range v {
+			binary.LittleEndian.PutUint32(buf[4*i:], math.Float32bits(f))
+		}
+		bw.raw(buf)
+		bw.pad()
+	}
+	if bw.err != nil {
+		return fmt.Errorf("gguf: %w", bw.err)
+	}
+	return bw.w.(*bufio.Writer).Flush()
+}
+
+// permuteRoPE reorders the rows of a q or k projection ([heads*hd][in])
+// from the half-split rotary layout (row j and j+hd/2 form a pair) to the
+// interleaved one (rows 2j and 2j+1), as llama.cpp's converter does.
+func permuteRoPE(w []float32, heads, hd, in int) []float32 {
+	out := make([]float32, len(w))
+	half := hd / 2
+	for h := 0; h < heads; h++ {
+		for s := 0; s < 2; s++ {
+			for j := 0; j < half; j++ {
+				src := (h*hd + s*half + j) * in
+				dst := (h*hd + 2*j + s) * in
+				copy(out[dst:dst+in], w[src:src+in])
+			}
+		}
+	}
+	return out
+}
+
+type countingWriter struct {
+	w   io.Writer
+	n   uint64
+	err error
+}
+
+func (c *countingWriter) raw(b []byte) {
+	if c.err != nil {
+		return
+	}
+	var n int
+	n, c.err = c.w.Write(b)
+	c.n += uint64(n)
+}
+
+func (c *countingWriter) u32(v uint32) {
+	var b [4]byte
+	binary.LittleEndian.PutUint32(b[:], v)
+	c.raw(b[:])
+}
+
+func (c *countingWriter) u64(v uint64) {
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], v)
+	c.raw(b[:])
+}
+
+func (c *countingWriter) str(s string) {
+	c.u64(uint64(len(s)))
+	c.raw([]byte(s))
+}
+
+func (c *countingWriter) pad() {
+	if r := c.n % alignment; r != 0 {
+		c.raw(make([]byte, alignment-r))
+	}
+}

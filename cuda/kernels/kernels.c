@@ -1,0 +1,417 @@
+#include "kernels.h"
+
+#include <immintrin.h>
+#include <math.h>
+#include <string.h>
+
+int agl_cpu_level(void) {
+	__builtin_cpu_init();
+	if (__builtin_cpu_supports("avx512f")) return 2;
+	if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return 1;
+	return 0;
+}
+
+void agl_pack_rows(const float* w, int64_t n, int64_t k, float* out, int64_t row0) {
+	for (int64_t r = 0; r < n; r++) {
+		int64_t row = row0 + r;
+		float* dst = out + (row / AGL_PANEL) * k * AGL_PANEL + row % AGL_PANEL;
+		const float* src = w + r * k;
+		for (int64_t kk = 0; kk < k; kk++) dst[kk * AGL_PANEL] = src[kk];
+	}
+}
+
+// Built with -std=c11, which implies -ffp-contract=off: no a*b+c is fused
+// behind our back, so results do not depend on the instruction set except
+// where an explicit fma is written.
+
+// ---------------------------------------------------------------- GEMM
+//
+// A tile is MR rows × (NP panels × 16) columns kept in registers while k
+// runs over a block of KC; partial sums go through a small tile buffer
+// between k blocks (stored float32 is exactly the register value, so the
+// chain stays one chain).
+
+// Tiles are up to 12 rows × 2 panels (prefill) or up to 6 rows × 4 panels
+// (decode: more independent FMA chains per weight byte streamed).
+// KC = 128: a 2-panel weight block (16 KB) plus 12 rows of x (6 KB) stay
+// in a 32 KB L1D.
+enum { KC = 128, TILE_MR = 12, SMALL_MR = 6, TILE_NC = 64 };
+
+typedef void (*micro_fn)(int mr, int np, const float* x, int64_t ldx, const float* w, int64_t ldw,
+                         int64_t kc, float* tile);
+
+static void micro_generic(int mr, int np, const float* x, int64_t ldx, const float* w,
+                          int64_t ldw, int64_t kc, float* tile) {
+	for (int r = 0; r < mr; r++) {
+		for (int p = 0; p < np; p++) {
+			const float* wp = w + p * ldw;
+			for (int j = 0; j < AGL_PANEL; j++) {
+				float acc = tile[r * TILE_NC + p * AGL_PANEL + j];
+				for (int64_t kk = 0; kk < kc; kk++) acc = fmaf(x[r * ldx + kk], wp[kk * AGL_PANEL + j], acc);
+				tile[r * TILE_NC + p * AGL_PANEL + j] = acc;
+			}
+		}
+	}
+}
+
+#define AVX512 __attribute__((target("avx512f")))
+#define AVX2 __attribute__((target("avx2,fma")))
+#define INLINE static inline __attribute__((always_inline))
+
+AVX512 INLINE void mk512(const int MR, const int NP, const float* x, int64_t ldx, const float* w,
+                         int64_t ldw, int64_t kc, float* tile) {
+	__m512 acc[TILE_MR][4];
+#pragma GCC unroll 12
+	for (int r = 0; r < MR; r++) {
+#pragma GCC unroll 4
+		for (int p = 0; p < NP; p++) acc[r][p] = _mm512_loadu_ps(tile + r * TILE_NC + p * 16);
+	}
+	for (int64_t kk = 0; kk < kc; kk++) {
+		__m512 b[4];
+#pragma GCC unroll 4
+		for (int p = 0; p < NP; p++) b[p] = _mm512_loadu_ps(w + p * ldw + kk * 16);
+#pragma GCC unroll 12
+		for (int r = 0; r < MR; r++) {
+			__m512 a = _mm512_set1_ps(x[r * ldx + kk]);
+#pragma GCC unroll 4
+			for (int p = 0; p < NP; p++) acc[r][p] = _mm512_fmadd_ps(a, b[p], acc[r][p]);
+		}
+	}
+#pragma GCC unroll 12
+	for (int r = 0; r < MR; r++) {
+#pragma GCC unroll 4
+		for (int p = 0; p < NP; p++) _mm512_storeu_ps(tile + r * TILE_NC + p * 16, acc[r][p]);
+	}
+}
+
+#define MK512_CASE(R)                                         \
+	case R:                                                   \
+		switch (np) {                                         \
+		case 1: mk512(R, 1, x, ldx, w, ldw, kc, tile); break; \
+		case 2: mk512(R, 2, x, ldx, w, ldw, kc, tile); break; \
+		case 3: if (R <= SMALL_MR) mk512(R <= SMALL_MR ? R : 1, 3, x, ldx, w, ldw, kc, tile); break; \
+		case 4: if (R <= SMALL_MR) mk512(R <= SMALL_MR ? R : 1, 4, x, ldx, w, ldw, kc, tile); break; \
+		}                                                     \
+		break;
+
+AVX512 static void micro_avx512(int mr, int np, const float* x, int64_t ldx, const float* w,
+                                int64_t ldw, int64_t kc, float* tile) {
+	switch (mr) {
+		MK512_CASE(1)
+		MK512_CASE(2)
+		MK512_CASE(3)
+		MK512_CASE(4)
+		MK512_CASE(5)
+		MK512_CASE(6)
+		MK512_CASE(7)
+		MK512_CASE(8)
+		MK512_CASE(9)
+		MK512_CASE(10)
+		MK512_CASE(11)
+		MK512_CASE(12)
+	}
+}
+
+// AVX2: a panel is two 8-wide registers; 6 rows × 1 panel = 12 accumulators.
+AVX2 INLINE void mk256(const int MR, const float* x, int64_t ldx, const float* w, int64_t kc,
+                       float* tile) {
+	__m256 acc[6][2];
+#pragma GCC unroll 6
+	for (int r = 0; r < MR; r++) {
+		acc[r][0] = _mm256_loadu_ps(tile + r * TILE_NC);
+		acc[r][1] = _mm256_loadu_ps(tile + r * TILE_NC + 8);
+	}
+	for (int64_t kk = 0; kk < kc; kk++) {
+		__m256 b0 = _mm256_loadu_ps(w + kk * 16);
+		__m256 b1 = _mm256_loadu_ps(w + kk * 16 + 8);
+#pragma GCC unroll 6
+		for (int r = 0; r < MR; r++) {
+			__m256 a = _mm256_set1_ps(x[r * ldx + kk]);
+			acc[r][0] = _mm256_fmadd_ps(a, b0, acc[r][0]);
+			acc[r][1] = _mm256_fmadd_ps(a, b1, acc[r][1]);
+		}
+	}
+#pragma GCC unroll 6
+	for (int r = 0; r < MR; r++) {
+		_mm256_storeu_ps(tile + r * TILE_NC, acc[r][0]);
+		_mm256_storeu_ps(tile + r * TILE_NC + 8, acc[r][1]);
+	}
+}
+
+AVX2 static void micro_avx2(int mr, int np, const float* x, int64_t ldx, const float* w,
+                            int64_t ldw, int64_t kc, float* tile) {
+	for (int p = 0; p < np; p++) {
+		for (int r0 = 0; r0 < mr; r0 += 6) {
+			int m = mr - r0 < 6 ? mr - r0 : 6;
+			const float* xr = x + r0 * ldx;
+			const float* wp = w + p * ldw;
+			float* tl = tile + r0 * TILE_NC + p * AGL_PANEL;
+			switch (m) {
+			case 1: mk256(1, xr, ldx, wp, kc, tl); break;
+			case 2: mk256(2, xr, ldx, wp, kc, tl); break;
+			case 3: mk256(3, xr, ldx, wp, kc, tl); break;
+			case 4: mk256(4, xr, ldx, wp, kc, tl); break;
+			case 5: mk256(5, xr, ldx, wp, kc, tl); break;
+			default: mk256(6, xr, ldx, wp, kc, tl); break;
+			}
+		}
+	}
+}
+
+void agl_gemm(int level, const float* x, int64_t t, int64_t k, const float* wp, int64_t n,
+              const float* bias, float* y, int64_t p_lo, int64_t p_hi) {
+	micro_fn micro = level >= 2 ? micro_avx512 : level == 1 ? micro_avx2 : micro_generic;
+	// With a single row block the weights are used once: stream whole
+	// panels instead of blocking k (no reuse to gain, better prefetching).
+	int64_t kcb = t <= TILE_MR ? k : KC;
+	int small = t <= SMALL_MR;
+	int mrmax = small ? SMALL_MR : TILE_MR, npmax = small ? 4 : 2;
+	if (kcb <= 0) kcb = 1;
+	float tile[TILE_MR * TILE_NC] __attribute__((aligned(64)));
+	int64_t ldw = k * AGL_PANEL;
+	for (int64_t kb = 0; kb < k || kb == 0; kb += kcb) {
+		int64_t kc = k - kb < kcb ? k - kb : kcb;
+		int last = kb + kc >= k;
+		for (int64_t p = p_lo; p < p_hi; p += npmax) {
+			int np = p_hi - p >= npmax ? npmax : (int)(p_hi - p);
+			int64_t c0 = p * AGL_PANEL;
+			int64_t nc = n - c0 < np * AGL_PANEL ? n - c0 : np * AGL_PANEL;
+			if (nc <= 0) break;
+			const float* w = wp + p * ldw + kb * AGL_PANEL;
+			for (int64_t t0 = 0; t0 < t; t0 += mrmax) {
+				int mr = t - t0 < mrmax ? (int)(t - t0) : mrmax;
+				for (int r = 0; r < mr; r++) {
+					float* tr = tile + r * TILE_NC;
+					if (kb == 0) {
+						memset(tr, 0, sizeof(float) * TILE_NC);
+					} else {
+						memcpy(tr, y + (t0 + r) * n + c0, sizeof(float) * nc);
+					}
+				}
+				if (kc > 0) micro(mr, np, x + t0 * k + kb, k, w, ldw, kc, tile);
+				for (int r = 0; r < mr; r++) {
+					float* yr = y + (t0 + r) * n + c0;
+					const float* tr = tile + r * TILE_NC;
+					if (last && bias) {
+						for (int64_t j = 0; j < nc; j++) yr[j] = tr[j] + bias[c0 + j];
+					} else {
+						memcpy(yr, tr, sizeof(float) * nc);
+					}
+				}
+			}
+		}
+		if (k == 0) break;
+	}
+}
+
+// ---------------------------------------------------------------- vector helpers
+
+AVX512 static float dot512(const float* a, const float* b, int64_t n) {
+	__m512 acc = _mm512_setzero_ps();
+	int64_t i = 0;
+	for (; i + 16 <= n; i += 16) acc = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i), acc);
+	if (i < n) {
+		__mmask16 m = (__mmask16)((1u << (n - i)) - 1);
+		acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, a + i), _mm512_maskz_loadu_ps(m, b + i), acc);
+	}
+	return _mm512_reduce_add_ps(acc);
+}
+
+AVX512 static void axpy512(float* y, float a, const float* x, int64_t n) {
+	__m512 va = _mm512_set1_ps(a);
+	int64_t i = 0;
+	for (; i + 16 <= n; i += 16)
+		_mm512_storeu_ps(y + i, _mm512_fmadd_ps(va, _mm512_loadu_ps(x + i), _mm512_loadu_ps(y + i)));
+	for (; i < n; i++) y[i] = fmaf(a, x[i], y[i]);
+}
+
+AVX2 static float hsum256(__m256 v) {
+	__m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+	s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+	s = _mm_add_ss(s, _mm_movehdup_ps(s));
+	return _mm_cvtss_f32(s);
+}
+
+AVX2 static float dot256(const float* a, const float* b, int64_t n) {
+	__m256 acc = _mm256_setzero_ps();
+	int64_t i = 0;
+	for (; i + 8 <= n; i += 8) acc = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc);
+	float s = hsum256(acc);
+	for (; i < n; i++) s = fmaf(a[i], b[i], s);
+	return s;
+}
+
+AVX2 static void axpy256(float* y, float a, const float* x, int64_t n) {
+	__m256 va = _mm256_set1_ps(a);
+	int64_t i = 0;
+	for (; i + 8 <= n; i += 8)
+		_mm256_storeu_ps(y + i, _mm256_fmadd_ps(va, _mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
+	for (; i < n; i++) y[i] = fmaf(a, x[i], y[i]);
+}
+
+static float dot_generic(const float* a, const float* b, int64_t n) {
+	// Four partial sums: the generic build has no hardware FMA, and a single
+	// dependent chain would be latency bound.
+	float s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+	int64_t i = 0;
+	for (; i + 4 <= n; i += 4) {
+		s0 += a[i] * b[i];
+		s1 += a[i + 1] * b[i + 1];
+		s2 += a[i + 2] * b[i + 2];
+		s3 += a[i + 3] * b[i + 3];
+	}
+	for (; i < n; i++) s0 += a[i] * b[i];
+	return (s0 + s1) + (s2 + s3);
+}
+
+static void axpy_generic(float* y, float a, const float* x, int64_t n) {
+	for (int64_t i = 0; i < n; i++) y[i] += a * x[i];
+}
+
+typedef struct {
+	float (*dot)(const float*, const float*, int64_t);
+	void (*axpy)(float*, float, const float*, int64_t);
+} vops;
+
+static const vops VOPS[3] = {
+	{dot_generic, axpy_generic},
+	{dot256, axpy256},
+	{dot512, axpy512},
+};
+
+static const vops* ops_for(int level) { return &VOPS[level < 0 ? 0 : level > 2 ? 2 : level]; }
+
+// ---------------------------------------------------------------- layer ops
+
+void agl_rmsnorm(int level, const float* x, const float* w, float* y, int64_t rows, int64_t d,
+                 float eps) {
+	const vops* v = ops_for(level);
+	for (int64_t r = 0; r < rows; r++) {
+		const float* xr = x + r * d;
+		float* yr = y + r * d;
+		float ms = v->dot(xr, xr, d) / (float)d;
+		float inv = 1.0f / sqrtf(ms + eps);
+		for (int64_t i = 0; i < d; i++) yr[i] = w[i] * (xr[i] * inv);
+	}
+}
+
+void agl_rope(float* x, int64_t t, int64_t nheads, int64_t hd, int64_t stride, const int32_t* pos,
+              const float* inv_freq) {
+	int64_t half = hd / 2;
+	float cs[512], sn[512];
+	for (int64_t i = 0; i < t; i++) {
+		for (int64_t j0 = 0; j0 < half; j0 += 512) {
+			int64_t m = half - j0 < 512 ? half - j0 : 512;
+			for (int64_t j = 0; j < m; j++) {
+				// float32 angle like the PyTorch reference: one rounded product.
+				float a = (float)pos[i] * inv_freq[j0 + j];
+				cs[j] = cosf(a);
+				sn[j] = sinf(a);
+			}
+			for (int64_t h = 0; h < nheads; h++) {
+				float* xh = x + i * stride + h * hd;
+				for (int64_t j = 0; j < m; j++) {
+					float a = xh[j0 + j], b = xh[j0 + j + half];
+					float p1 = a * cs[j], p2 = b * sn[j];
+					float p3 = b * cs[j], p4 = a * sn[j];
+					xh[j0 + j] = p1 - p2;
+					xh[j0 + j + half] = p3 + p4;
+				}
+			}
+		}
+	}
+}
+
+void agl_swiglu(const float* gu, int64_t t, int64_t inter, float* out) {
+	for (int64_t i = 0; i < t; i++) {
+		const float* g = gu + i * 2 * inter;
+		const float* u = g + inter;
+		float* o = out + i * inter;
+		for (int64_t j = 0; j < inter; j++) {
+			float s = g[j] / (1.0f + expf(-g[j]));
+			o[j] = s * u[j];
+		}
+	}
+}
+
+void agl_attention(int level, const float* q, int64_t nh, int64_t nkv, int64_t hd,
+                   const float* kc, const float* vc, const int32_t* pos, const int32_t* bt_off,
+                   const int32_t* bt, int64_t bs, float scale, float* out, int64_t lo, int64_t hi,
+                   float* scratch) {
+	const vops* v = ops_for(level);
+	int64_t group = nh / nkv;
+	int64_t kvstride = nkv * hd;
+	for (int64_t it = lo; it < hi; it++) {
+		int64_t i = it / nh, h = it % nh, kvh = h / group;
+		const float* qh = q + i * nh * hd + h * hd;
+		const int32_t* table = bt + bt_off[i];
+		int64_t n = (int64_t)pos[i] + 1;
+		float mx = -INFINITY;
+		for (int64_t p = 0; p < n; p++) {
+			int64_t slot = (int64_t)table[p / bs] * bs + p % bs;
+			float s = v->dot(qh, kc + slot * kvstride + kvh * hd, hd) * scale;
+			scratch[p] = s;
+			if (s > mx) mx = s;
+		}
+		float sum = 0;
+		for (int64_t p = 0; p < n; p++) {
+			float e = expf(scratch[p] - mx);
+			scratch[p] = e;
+			sum += e;
+		}
+		float* oh = out + i * nh * hd + h * hd;
+		memset(oh, 0, sizeof(float) * hd);
+		float inv = 1.0f / sum;
+		for (int64_t p = 0; p < n; p++) {
+			int64_t slot = (int64_t)table[p / bs] * bs + p % bs;
+			v->axpy(oh, scratch[p] * inv, vc + slot * kvstride + kvh * hd, hd);
+		}
+	}
+}
+
+void agl_add(float* x, const float* y, int64_t n) {
+	for (int64_t i = 0; i < n; i++) x[i] += y[i];
+}
+
+AVX512 static float sum512(const float* x, int64_t n) {
+	__m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+	int64_t i = 0;
+	for (; i + 64 <= n; i += 64) {
+		a0 = _mm512_add_ps(a0, _mm512_loadu_ps(x + i));
+		a1 = _mm512_add_ps(a1, _mm512_loadu_ps(x + i + 16));
+		a2 = _mm512_add_ps(a2, _mm512_loadu_ps(x + i + 32));
+		a3 = _mm512_add_ps(a3, _mm512_loadu_ps(x + i + 48));
+	}
+	float s = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
+	for (; i < n; i++) s += x[i];
+	return s;
+}
+
+AVX2 static float sum256(const float* x, int64_t n) {
+	__m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+	int64_t i = 0;
+	for (; i + 32 <= n; i += 32) {
+		a0 = _mm256_add_ps(a0, _mm256_loadu_ps(x + i));
+		a1 = _mm256_add_ps(a1, _mm256_loadu_ps(x + i + 8));
+		a2 = _mm256_add_ps(a2, _mm256_loadu_ps(x + i + 16));
+		a3 = _mm256_add_ps(a3, _mm256_loadu_ps(x + i + 24));
+	}
+	float s = hsum256(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
+	for (; i < n; i++) s += x[i];
+	return s;
+}
+
+float agl_sum(int level, const float* x, int64_t n) {
+	if (level >= 2) return sum512(x, n);
+	if (level == 1) return sum256(x, n);
+	float s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+	int64_t i = 0;
+	for (; i + 4 <= n; i += 4) {
+		s0 += x[i];
+		s1 += x[i + 1];
+		s2 += x[i + 2];
+		s3 += x[i + 3];
+	}
+	for (; i < n; i++) s0 += x[i];
+	return (s0 + s1) + (s2 + s3);
+}

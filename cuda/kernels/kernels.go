@@ -1,0 +1,245 @@
+package kernels
+
+/*
+#cgo CFLAGS: -O3 -std=c11 -Wall
+#cgo LDFLAGS: -lm
+#include "kernels.h"
+*/
+import "C"
+
+import (
+	"fmt"
+	"runtime"
+	"sync"
+	"unsafe"
+)
+
+// Level is an instruction-set level.
+type Level int
+
+// Instruction-set levels, in increasing order.
+const (
+	Generic Level = 0
+	AVX2    Level = 1 // AVX2 + FMA
+	AVX512  Level = 2 // AVX-512F
+)
+
+func (l Level) String() string {
+	switch l {
+	case Generic:
+		return "generic"
+	case AVX2:
+		return "avx2"
+	case AVX512:
+		return "avx512"
+	}
+	return fmt.Sprintf("Level(%d)", int(l))
+}
+
+// Detect returns the best level this CPU supports.
+func Detect() Level { return Level(C.agl_cpu_level()) }
+
+// Panel is the number of output columns packed together.
+const Panel = C.AGL_PANEL
+
+// Packed is a weight matrix W[N][K] in the kernels' panel layout.
+type Packed struct {
+	N, K int
+	Data []float32 // ceil(N/16)*16*K values
+}
+
+// Panels is the number of 16-column panels.
+func (p *Packed) Panels() int { return (p.N + Panel - 1) / Panel }
+
+// CPU runs kernels at one instruction-set level over a fixed number of
+// goroutines. It is safe for concurrent use.
+type CPU struct {
+	level   Level
+	threads int
+}
+
+// NewCPU returns a CPU using threads goroutines per operation (0 = one per
+// available core) at the best detected level.
+func NewCPU(threads int) *CPU {
+	if threads <= 0 {
+		threads = runtime.GOMAXPROCS(0)
+	}
+	return &CPU{level: Detect(), threads: threads}
+}
+
+// WithLevel returns a copy that runs at level l (at most the detected one).
+func (c *CPU) WithLevel(l Level) (*CPU, error) {
+	if l < Generic || l > Detect() {
+		return nil, fmt.Errorf("kernels: level %v not supported by this CPU (best %v)", l, Detect())
+	}
+	return &CPU{level: l, threads: c.threads}, nil
+}
+
+// Level is the instruction-set level in use.
+func (c *CPU) Level() Level { return c.level }
+
+// Threads is the number of goroutines an operation is split over.
+func (c *CPU) Threads() int { return c.threads }
+
+func fptr(s []float32) *C.float {
+	if len(s) == 0 {
+		return nil
+	}
+	return (*C.float)(unsafe.Pointer(&s[0]))
+}
+
+func iptr(s []int32) *C.int32_t {
+	if len(s) == 0 {
+		return nil
+	}
+	return (*C.int32_t)(unsafe.Pointer(&s[0]))
+}
+
+// parallel runs f over [0,n) split into at most c.threads contiguous
+// ranges, one per goroutine, and waits for all of them.
+func (c *CPU) parallel(n int, f func(lo, hi int)) {
+	parts := c.threads
+	if parts > n {
+		parts = n
+	}
+	if parts <= 1 {
+		if n > 0 {
+			f(0, n)
+		}
+		return
+	}
+	var wg sync.WaitGroup
+	for i := 1; i < parts; i++ {
+		lo, hi := n*i/parts, n*(i+1)/parts
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			f(lo, hi)
+		}()
+	}
+	f(0, n/parts)
+	wg.Wait()
+}
+
+// NewPacked allocates a zero n×k packed matrix.
+func NewPacked(n, k int) *Packed {
+	p := &Packed{N: n, K: k}
+	p.Data = make([]float32, p.Panels()*Panel*k)
+	return p
+}
+
+// Pack packs w (n rows of k) for MatMul.
+func (c *CPU) Pack(w []float32, n, k int) *Packed {
+	p := NewPacked(n, k)
+	c.PackRows(p, 0, w, n)
+	return p
+}
+
+// PackRows writes rows [row0, row0+rows) of p from w (rows×p.K values),
+// leaving the other rows alone: fused matrices (q|k|v, gate|up) are filled
+// one source tensor at a time.
+func (c *CPU) PackRows(p *Packed, row0 int, w []float32, rows int) {
+	if row0 < 0 || rows < 0 || row0+rows > p.N || len(w) != rows*p.K {
+		panic(fmt.Sprintf("kernels: PackRows: rows [%d,%d) of %d, %d values for K=%d", row0, row0+rows, p.N, len(w), p.K))
+	}
+	if rows == 0 || p.K == 0 {
+		return
+	}
+	C.agl_pack_rows(fptr(w), C.int64_t(rows), C.int64_t(p.K), fptr(p.Data), C.int64_t(row0))
+}
+
+// MatMul computes y[t][n] = Σ_k x[t][k]·W[n][k] + bias[n] for t tokens
+// (bias may be nil). y must hold t*N values and x t*K.
+func (c *CPU) MatMul(y, x []float32, t int, w *Packed, bias []float32) {
+	if len(x) < t*w.K || len(y) < t*w.N || (bias != nil && len(bias) != w.N) {
+		panic(fmt.Sprintf("kernels: MatMul: x %d, y %d, bias %d for t=%d N=%d K=%d", len(x), len(y), len(bias), t, w.N, w.K))
+	}
+	if t == 0 || w.N == 0 {
+		return
+	}
+	// Split on groups of 4 panels so each goroutine runs whole tiles
+	// (tiles are 2 or 4 panels wide).
+	groups := (w.Panels() + 3) / 4
+	c.parallel(groups, func(lo, hi int) {
+		phi := min(4*hi, w.Panels())
+		C.agl_gemm(C.int(c.level), fptr(x), C.int64_t(t), C.int64_t(w.K), fptr(w.Data), C.int64_t(w.N),
+			fptr(bias), fptr(y), C.int64_t(4*lo), C.int64_t(phi))
+	})
+}
+
+// RMSNorm computes y[r] = w ⊙ x[r] / sqrt(mean(x[r]²) + eps) for rows of
+// len(w). x and y may be the same slice.
+func (c *CPU) RMSNorm(y, x, w []float32, eps float32) {
+	d := len(w)
+	if d == 0 || len(x)%d != 0 || len(y) != len(x) {
+		panic(fmt.Sprintf("kernels: RMSNorm: x %d, y %d, w %d", len(x), len(y), d))
+	}
+	C.agl_rmsnorm(C.int(c.level), fptr(x), fptr(w), fptr(y), C.int64_t(len(x)/d), C.int64_t(d), C.float(eps))
+}
+
+// RoPE rotates heads [0, heads) of head size hd in each of the len(pos)
+// rows of x (row stride stride) by their positions, HF half-split style.
+func (c *CPU) RoPE(x []float32, stride, heads, hd int, pos []int32, invFreq []float32) {
+	if len(invFreq) != hd/2 || len(x) < len(pos)*stride || heads*hd > stride {
+		panic(fmt.Sprintf("kernels: RoPE: x %d, stride %d, heads %d, hd %d, inv_freq %d", len(x), stride, heads, hd, len(invFreq)))
+	}
+	if len(pos) == 0 {
+		return
+	}
+	C.agl_rope(fptr(x), C.int64_t(len(pos)), C.int64_t(heads), C.int64_t(hd), C.int64_t(stride), iptr(pos), fptr(invFreq))
+}
+
+// SwiGLU computes out[t][j] = silu(gu[t][j])·gu[t][inter+j].
+func (c *CPU) SwiGLU(out, gu []float32, t, inter int) {
+	if len(gu) < t*2*inter || len(out) < t*inter {
+		panic("kernels: SwiGLU: short buffers")
+	}
+	if t*inter == 0 {
+		return
+	}
+	C.agl_swiglu(fptr(gu), C.int64_t(t), C.int64_t(inter), fptr(out))
+}
+
+// Add computes x += y.
+func (c *CPU) Add(x, y []float32) {
+	if len(x) != len(y) {
+		panic("kernels: Add: length mismatch")
+	}
+	if len(x) == 0 {
+		return
+	}
+	C.agl_add(fptr(x), fptr(y), C.int64_t(len(x)))
+}
+
+// Attention describes one attention call over a paged KV cache.
+type Attention struct {
+	Heads, KVHeads, HeadDim int
+	BlockSize               int
+	Scale                   float32
+	K, V                    []float32 // the layer's cache: [slots][KVHeads*HeadDim]
+	Pos                     []int32   // per token: its absolute position
+	TableOff                []int32   // per token: offset of its sequence's block table in Tables
+	Tables                  []int32   // concatenated block tables
+}
+
+// Attend computes causal attention for len(a.Pos) tokens whose queries are
+// q ([t][Heads*HeadDim]), writing out (same shape). Token i attends to
+// cache positions 0..Pos[i], which must already hold its own K and V.
+func (c *CPU) Attend(out, q []float32, a *Attention) {
+	t := len(a.Pos)
+	width := a.Heads * a.HeadDim
+	if len(q) < t*width || len(out) < t*width || len(a.TableOff) != t || a.KVHeads <= 0 || a.Heads%a.KVHeads != 0 {
+		panic("kernels: Attend: inconsistent shapes")
+	}
+	maxPos := int32(0)
+	for _, p := range a.Pos {
+		maxPos = max(maxPos, p)
+	}
+	items := t * a.Heads
+	c.parallel(items, func(lo, hi int) {
+		scratch := make([]float32, maxPos+1)
+		C.agl_attention(C.int(c.level), fptr(q), C.int64_t(a.Heads), C.int64_t(a.KVHeads), C.int64_t(a.HeadDim),
+			fptr(a.K), fptr(a.V), iptr(a.Pos), iptr(a.TableOff), iptr(a.Tables), C.int64_t(a.BlockSize),
+			C.float(a.Scale), fptr(out), C.int64_t(lo), C.int64_t(hi), fptr(scratch))
+	})
+}

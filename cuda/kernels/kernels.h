@@ -1,0 +1,55 @@
+// C kernels for the CPU backend of the in-process engine. Every function is
+// pure: it reads its inputs, writes its outputs, and keeps no state, so Go
+// may call them from several goroutines at once on disjoint outputs.
+//
+// level selects the instruction set: 0 generic x86-64, 1 AVX2+FMA, 2 AVX-512F.
+// Vector variants are compiled with per-function target attributes and chosen
+// at run time (agl_cpu_level), so the library runs on any x86-64.
+#ifndef AGL_KERNELS_H
+#define AGL_KERNELS_H
+#include <stdint.h>
+
+enum { AGL_PANEL = 16 };
+
+int agl_cpu_level(void);
+
+// Weights W[n][k] (row-major, out × in) are packed once into panels of 16
+// output columns: P[p][k][j] = W[16p+j][k], zero-padded to a multiple of 16.
+// agl_pack_rows writes rows [row0, row0+n) of such a packed matrix.
+void agl_pack_rows(const float* w, int64_t n, int64_t k, float* out, int64_t row0);
+
+// y[t][n] = sum_k x[t][k] * W[n][k] (+ bias[n]) for the panels [p_lo, p_hi).
+// Every output element is one fused multiply-add chain over k in increasing
+// order, whatever the level, t or the panel range: results are bitwise
+// independent of batch composition and of the instruction set.
+void agl_gemm(int level, const float* x, int64_t t, int64_t k, const float* wp,
+              int64_t n, const float* bias, float* y, int64_t p_lo, int64_t p_hi);
+
+// y[r] = w * x[r] / sqrt(mean(x[r]^2) + eps) for each of rows rows of d.
+void agl_rmsnorm(int level, const float* x, const float* w, float* y,
+                 int64_t rows, int64_t d, float eps);
+
+// Rotary embedding, Hugging Face half-split convention, in place on
+// x[t][stride] for heads [0, nheads) of hd at offset h*hd.
+void agl_rope(float* x, int64_t t, int64_t nheads, int64_t hd, int64_t stride,
+              const int32_t* pos, const float* inv_freq);
+
+// out[i][hd] = silu(gu[i][j]) * gu[i][inter+j] for j < inter.
+void agl_swiglu(const float* gu, int64_t t, int64_t inter, float* out);
+
+// Causal attention over a paged KV cache for work items [lo, hi), item =
+// token*nh + head. q is [t][nh*hd]; kc/vc are [slots][nkv*hd]; token i sits
+// at position pos[i] and reads cache positions 0..pos[i] through the block
+// table bt + bt_off[i] (slot = bt[p/bs]*bs + p%bs). scratch holds at least
+// max(pos)+1 floats.
+void agl_attention(int level, const float* q, int64_t nh, int64_t nkv, int64_t hd,
+                   const float* kc, const float* vc, const int32_t* pos,
+                   const int32_t* bt_off, const int32_t* bt, int64_t bs, float scale,
+                   float* out, int64_t lo, int64_t hi, float* scratch);
+
+// x[i] += y[i]
+void agl_add(float* x, const float* y, int64_t n);
+#endif
+
+// Sum of x[0..n): a pure streaming read, used to measure memory bandwidth.
+float agl_sum(int level, const float* x, int64_t n);

@@ -1,0 +1,202 @@
+package kernels
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func randSlice(r *rand.Rand, n int) []float32 {
+	s := make([]float32, n)
+	for i := range s {
+		s[i] = float32(r.NormFloat64())
+	}
+	return s
+}
+
+func levels(t *testing.T) []*CPU {
+	var out []*CPU
+	for l := Generic; l <= Detect(); l++ {
+		for _, th := range []int{1, 2, 3} {
+			c, err := NewCPU(th).WithLevel(l)
+			require.NoError(t, err)
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// TestMatMul checks every level against a float64 reference, and that all
+// levels, thread counts and batch sizes give bitwise-identical rows.
+func TestMatMul(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for _, sz := range []struct{ t, n, k int }{
+		{1, 1, 1}, {1, 16, 16}, {3, 17, 5}, {13, 33, 300}, {1, 100, 513}, {25, 64, 257}, {12, 48, 0},
+	} {
+		t.Run(fmt.Sprintf("t%d_n%d_k%d", sz.t, sz.n, sz.k), func(t *testing.T) {
+			x := randSlice(r, sz.t*sz.k)
+			w := randSlice(r, sz.n*sz.k)
+			bias := randSlice(r, sz.n)
+			var first []float32
+			for _, c := range levels(t) {
+				p := c.Pack(w, sz.n, sz.k)
+				y := make([]float32, sz.t*sz.n)
+				c.MatMul(y, x, sz.t, p, bias)
+				for i := 0; i < sz.t; i++ {
+					for j := 0; j < sz.n; j++ {
+						ref := float64(bias[j])
+						var mag float64
+						for k := 0; k < sz.k; k++ {
+							ref += float64(x[i*sz.k+k]) * float64(w[j*sz.k+k])
+							mag += math.Abs(float64(x[i*sz.k+k]) * float64(w[j*sz.k+k]))
+						}
+						require.InDelta(t, ref, float64(y[i*sz.n+j]), 1e-5*(mag+1), "level %v row %d col %d", c.Level(), i, j)
+					}
+				}
+				if first == nil {
+					first = y
+				} else {
+					require.Equal(t, first, y, "level %v threads %d differs", c.Level(), c.Threads())
+				}
+				// Each row alone gives the same bits as in the batch.
+				for i := 0; i < sz.t; i++ {
+					yi := make([]float32, sz.n)
+					c.MatMul(yi, x[i*sz.k:(i+1)*sz.k], 1, p, bias)
+					require.Equal(t, y[i*sz.n:(i+1)*sz.n], yi)
+				}
+			}
+		})
+	}
+}
+
+func TestRMSNormSwiGLUAdd(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for _, c := range levels(t) {
+		x := randSlice(r, 3*37)
+		w := randSlice(r, 37)
+		y := make([]float32, len(x))
+		c.RMSNorm(y, x, w, 1e-6)
+		for row := 0; row < 3; row++ {
+			var ss float64
+			for _, v := range x[row*37 : (row+1)*37] {
+				ss += float64(v) * float64(v)
+			}
+			inv := 1 / math.Sqrt(ss/37+1e-6)
+			for i := 0; i < 37; i++ {
+				require.InDelta(t, float64(w[i])*float64(x[row*37+i])*inv, float64(y[row*37+i]), 1e-5)
+			}
+		}
+		gu := randSlice(r, 2*2*5)
+		out := make([]float32, 2*5)
+		c.SwiGLU(out, gu, 2, 5)
+		for i := 0; i < 2; i++ {
+			for j := 0; j < 5; j++ {
+				g, u := float64(gu[i*10+j]), float64(gu[i*10+5+j])
+				require.InDelta(t, g/(1+math.Exp(-g))*u, float64(out[i*5+j]), 1e-6)
+			}
+		}
+		a, b := []float32{1, 2}, []float32{0.5, -3}
+		c.Add(a, b)
+		require.Equal(t, []float32{1.5, -1}, a)
+	}
+}
+
+func TestRoPE(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	const hd, heads, stride = 8, 2, 20
+	x := randSlice(r, 3*stride)
+	orig := append([]float32(nil), x...)
+	inv := []float32{1, 0.1, 0.01, 0.001}
+	pos := []int32{0, 5, 1000}
+	NewCPU(1).RoPE(x, stride, heads, hd, pos, inv)
+	for i, p := range pos {
+		for h := 0; h < heads; h++ {
+			for j := 0; j < hd/2; j++ {
+				a, b := float64(orig[i*stride+h*hd+j]), float64(orig[i*stride+h*hd+j+hd/2])
+				ang := float64(float32(p) * inv[j])
+				require.InDelta(t, a*math.Cos(ang)-b*math.Sin(ang), float64(x[i*stride+h*hd+j]), 1e-5)
+				require.InDelta(t, b*math.Cos(ang)+a*math.Sin(ang), float64(x[i*stride+h*hd+j+hd/2]), 1e-5)
+			}
+		}
+		// columns past heads*hd are untouched
+		require.Equal(t, orig[i*stride+heads*hd:(i+1)*stride], x[i*stride+heads*hd:(i+1)*stride])
+	}
+}
+
+// TestAttention compares paged attention with a dense float64 reference,
+// using a scrambled block table.
+func TestAttention(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	const heads, kvHeads, hd, bs, n = 4, 2, 24, 4, 11
+	table := []int32{5, 1, 3} // 12 slots for 11 positions
+	slots := 6 * bs
+	kc := randSlice(r, slots*kvHeads*hd)
+	vc := randSlice(r, slots*kvHeads*hd)
+	q := randSlice(r, n*heads*hd)
+	pos := make([]int32, n)
+	off := make([]int32, n)
+	for i := range pos {
+		pos[i] = int32(i)
+	}
+	scale := float32(1 / math.Sqrt(hd))
+	for _, c := range levels(t) {
+		out := make([]float32, n*heads*hd)
+		c.Attend(out, q, &Attention{Heads: heads, KVHeads: kvHeads, HeadDim: hd, BlockSize: bs, Scale: scale,
+			K: kc, V: vc, Pos: pos, TableOff: off, Tables: table})
+		for i := 0; i < n; i++ {
+			for h := 0; h < heads; h++ {
+				kvh := h / (heads / kvHeads)
+				s := make([]float64, i+1)
+				mx := math.Inf(-1)
+				for p := 0; p <= i; p++ {
+					slot := int(table[p/bs])*bs + p%bs
+					for d := 0; d < hd; d++ {
+						s[p] += float64(q[(i*heads+h)*hd+d]) * float64(kc[(slot*kvHeads+kvh)*hd+d])
+					}
+					s[p] *= float64(scale)
+					mx = math.Max(mx, s[p])
+				}
+				var sum float64
+				for p := range s {
+					s[p] = math.Exp(s[p] - mx)
+					sum += s[p]
+				}
+				for d := 0; d < hd; d++ {
+					var o float64
+					for p := 0; p <= i; p++ {
+						slot := int(table[p/bs])*bs + p%bs
+						o += s[p] / sum * float64(vc[(slot*kvHeads+kvh)*hd+d])
+					}
+					require.InDelta(t, o, float64(out[(i*heads+h)*hd+d]), 1e-5, "level %v tok %d head %d", c.Level(), i, h)
+				}
+			}
+		}
+	}
+}
+
+func BenchmarkMatMul(b *testing.B) {
+	r := rand.New(rand.NewPCG(1, 1))
+	for _, sz := range []struct{ t, n, k int }{{1, 2048, 768}, {32, 2048, 768}, {256, 2048, 768}} {
+		for _, th := range []int{1, 2} {
+			b.Run(fmt.Sprintf("t%d_n%d_k%d_th%d", sz.t, sz.n, sz.k, th), func(b *testing.B) {
+				c := NewCPU(th)
+				p := c.Pack(randSlice(r, sz.n*sz.k), sz.n, sz.k)
+				x := randSlice(r, sz.t*sz.k)
+				y := make([]float32, sz.t*sz.n)
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					c.MatMul(y, x, sz.t, p, nil)
+				}
+				sec := b.Elapsed().Seconds() / float64(b.N)
+				b.ReportMetric(2*float64(sz.t*sz.n*sz.k)/sec/1e9, "GFLOP/s")
+				b.ReportMetric(float64(4*sz.n*sz.k)/sec/1e9, "wGB/s")
+			})
+		}
+	}
+}

@@ -1,0 +1,68 @@
+package kernels
+
+/*
+#include "kernels.h"
+*/
+import "C"
+
+import (
+	"math/rand/v2"
+	"slices"
+	"sync/atomic"
+	"time"
+)
+
+// MeasureBandwidth streams a buffer of the given size through all threads
+// reps times and returns the median read bandwidth in bytes per second. It
+// is the bound batch-1 decode is compared with: every step reads every
+// weight once.
+func (c *CPU) MeasureBandwidth(bytes int, reps int) float64 {
+	n := bytes / 4
+	buf := make([]float32, n)
+	for i := range buf {
+		buf[i] = 1 // touch every page before timing
+	}
+	var sink atomic.Uint32
+	rates := make([]float64, 0, reps)
+	for r := 0; r < reps; r++ {
+		start := time.Now()
+		c.parallel(n/4096, func(lo, hi int) {
+			s := C.agl_sum(C.int(c.level), fptr(buf[lo*4096:]), C.int64_t((hi-lo)*4096))
+			sink.Add(uint32(s))
+		})
+		rates = append(rates, float64(n/4096*4096*4)/time.Since(start).Seconds())
+	}
+	return median(rates)
+}
+
+// MeasureGEMM times MatMul on a t×k by k×n problem reps times and returns
+// the median rate in FLOP/s: the practical peak prefill is compared with.
+func (c *CPU) MeasureGEMM(t, n, k, reps int) float64 {
+	r := rand.New(rand.NewPCG(1, 2))
+	w := make([]float32, n*k)
+	for i := range w {
+		w[i] = float32(r.NormFloat64())
+	}
+	p := c.Pack(w, n, k)
+	x := make([]float32, t*k)
+	for i := range x {
+		x[i] = float32(r.NormFloat64())
+	}
+	y := make([]float32, t*n)
+	rates := make([]float64, 0, reps)
+	for i := 0; i < reps; i++ {
+		start := time.Now()
+		c.MatMul(y, x, t, p, nil)
+		rates = append(rates, 2*float64(t)*float64(n)*float64(k)/time.Since(start).Seconds())
+	}
+	return median(rates)
+}
+
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := slices.Clone(v)
+	slices.Sort(s)
+	return s[len(s)/2]
+}

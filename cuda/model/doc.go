@@ -1,0 +1,14 @@
+// Package model defines the Llama-family decoders the in-process engine
+// runs — Llama 3.x, Qwen2/2.5 (q/k/v bias) and Qwen3 (per-head QK RMSNorm),
+// with grouped-query attention, tied or untied embeddings and Hugging Face
+// half-split RoPE (including Llama-3.1 frequency scaling) — loaded from a
+// Hugging Face directory (config.json + model.safetensors or a sharded
+// index) and evaluated on a paged KV cache by package kernels.
+//
+//	m, err := model.Load(dir, nil)           // nil: all cores, best ISA
+//	kv := m.NewKVCache(numBlocks, 16)
+//	logits, err := m.Forward(kv, []model.Seq{{Tokens: prompt, Blocks: table}})
+//
+// Numerics are checked against a plain PyTorch implementation
+// (../testdata/reference.py) to ≤ 1e-4 relative error (≈1e-6 measured).
+package model

@@ -1,0 +1,184 @@
+package safetensors
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func writeTemp(t *testing.T, b []byte) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "m.safetensors")
+	require.NoError(t, os.WriteFile(p, b, 0o644))
+	return p
+}
+
+func TestRoundTrip(t *testing.T) {
+	var buf bytes.Buffer
+	a := []float32{1, -2.5, 3e-8, float32(math.Inf(1))}
+	bf := []byte{0x80, 0x3f, 0x00, 0xc0} // bf16 1.0, -2.0
+	require.NoError(t, Write(&buf, []Tensor{
+		F32Tensor("b.weight", []int64{2, 2}, a),
+		{Name: "a.bf", DType: BF16, Shape: []int64{2}, Data: bf},
+		{Name: "scalar", DType: F32, Data: make([]byte, 4)},
+	}, map[string]string{"format": "pt"}))
+	hdrLen := binary.LittleEndian.Uint64(buf.Bytes())
+	require.Zero(t, hdrLen%8, "header padded to 8 bytes")
+
+	f, err := Open(writeTemp(t, buf.Bytes()))
+	require.NoError(t, err)
+	defer f.Close()
+	require.Equal(t, map[string]string{"format": "pt"}, f.Metadata)
+	got, info, err := f.Float32("b.weight")
+	require.NoError(t, err)
+	require.Equal(t, a, got)
+	require.Equal(t, []int64{2, 2}, info.Shape)
+	got, _, err = f.Float32("a.bf")
+	require.NoError(t, err)
+	require.Equal(t, []float32{1, -2}, got)
+	got, info, err = f.Float32("scalar")
+	require.NoError(t, err)
+	require.Equal(t, []float32{0}, got)
+	require.Equal(t, int64(1), info.NumElements())
+	_, _, err = f.Float32("missing")
+	require.ErrorIs(t, err, ErrNotFound)
+	require.NoError(t, f.Close())
+	require.NoError(t, f.Close())
+}
+
+// TestHalfGolden checks F16 and BF16 conversion against values numpy and
+// PyTorch produced (testdata/gen_half.py).
+func TestHalfGolden(t *testing.T) {
+	fh, err := os.Open("testdata/half.txt")
+	require.NoError(t, err)
+	defer fh.Close()
+	sc := bufio.NewScanner(fh)
+	n := 0
+	for sc.Scan() {
+		parts := strings.Fields(sc.Text())
+		require.Len(t, parts, 3)
+		in, err := strconv.ParseUint(parts[1], 16, 16)
+		require.NoError(t, err)
+		want, err := strconv.ParseUint(parts[2], 16, 32)
+		require.NoError(t, err)
+		dst := make([]float32, 1)
+		require.NoError(t, ToFloat32(dst, DType(parts[0]), []byte{byte(in), byte(in >> 8)}))
+		require.Equalf(t, uint32(want), math.Float32bits(dst[0]), "%s %s", parts[0], parts[1])
+		n++
+	}
+	require.NoError(t, sc.Err())
+	require.Greater(t, n, 400)
+}
+
+func rawFile(hdr string, data int) []byte {
+	b := make([]byte, 8, 8+len(hdr)+data)
+	binary.LittleEndian.PutUint64(b, uint64(len(hdr)))
+	b = append(b, hdr...)
+	return append(b, make([]byte, data)...)
+}
+
+func TestCorrupt(t *testing.T) {
+	tests := []struct {
+		name string
+		file []byte
+		want string
+	}{
+		{"short", []byte{1, 2, 3}, "shorter than the 8-byte"},
+		{"huge header len", func() []byte {
+			b := make([]byte, 16)
+			binary.LittleEndian.PutUint64(b, 1<<40)
+			return b
+		}(), "exceeds"},
+		{"truncated header", func() []byte { b := rawFile(`{"a":1}`, 0); return b[:len(b)-2] }(), "truncated"},
+		{"not object", rawFile(`[1,2]   `, 0), "does not start with '{'"},
+		{"bad json", rawFile(`{"a":`, 0), "header JSON"},
+		{"trailing garbage", rawFile(`{}x`, 0), "after the header"},
+		{"unknown dtype", rawFile(`{"a":{"dtype":"Q4","shape":[1],"data_offsets":[0,4]}}`, 4), `tensor "a": unknown dtype`},
+		{"size mismatch", rawFile(`{"a":{"dtype":"F32","shape":[2],"data_offsets":[0,4]}}`, 8), `tensor "a": F32[2] needs 8 bytes but data_offsets span 4`},
+		{"beyond end", rawFile(`{"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}}`, 4), "beyond the 4-byte data section"},
+		{"reversed offsets", rawFile(`{"a":{"dtype":"F32","shape":[0],"data_offsets":[4,0]}}`, 4), "invalid data_offsets"},
+		{"one offset", rawFile(`{"a":{"dtype":"F32","shape":[1],"data_offsets":[0]}}`, 4), "must have 2 entries"},
+		{"negative dim", rawFile(`{"a":{"dtype":"F32","shape":[-1],"data_offsets":[0,4]}}`, 4), "negative dimension"},
+		{"no shape", rawFile(`{"a":{"dtype":"F32","data_offsets":[0,4]}}`, 4), "missing shape"},
+		{"extra field", rawFile(`{"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4],"x":1}}`, 4), "unknown field"},
+		{"overflow", rawFile(`{"a":{"dtype":"F32","shape":[4611686018427387904,4],"data_offsets":[0,4]}}`, 4), "overflows"},
+		{"overlap", rawFile(`{"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}}`, 8), "overlap"},
+		{"bad metadata", rawFile(`{"__metadata__":{"a":1}}`, 0), "__metadata__"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Open(writeTemp(t, tt.file))
+			require.ErrorIs(t, err, ErrFormat)
+			require.ErrorContains(t, err, tt.want)
+		})
+	}
+}
+
+func TestOpenDirSharded(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, WriteFile(filepath.Join(dir, "model-00001-of-00002.safetensors"),
+		[]Tensor{F32Tensor("x", []int64{1}, []float32{1})}, nil))
+	require.NoError(t, WriteFile(filepath.Join(dir, "model-00002-of-00002.safetensors"),
+		[]Tensor{F32Tensor("y", []int64{2}, []float32{2, 3})}, nil))
+	writeIndex := func(m map[string]string) {
+		b, err := json.Marshal(map[string]any{"metadata": map[string]any{}, "weight_map": m})
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(dir, IndexFile), b, 0o644))
+	}
+	writeIndex(map[string]string{"x": "model-00001-of-00002.safetensors", "y": "model-00002-of-00002.safetensors"})
+	s, err := OpenDir(dir)
+	require.NoError(t, err)
+	require.Equal(t, []string{"x", "y"}, s.Names())
+	v, _, err := s.Float32("y")
+	require.NoError(t, err)
+	require.Equal(t, []float32{2, 3}, v)
+	require.NoError(t, s.Close())
+
+	writeIndex(map[string]string{"x": "model-00002-of-00002.safetensors", "y": "model-00002-of-00002.safetensors"})
+	_, err = OpenDir(dir)
+	require.ErrorContains(t, err, `tensor "x"`)
+	writeIndex(map[string]string{"x": "../evil.safetensors"})
+	_, err = OpenDir(dir)
+	require.ErrorContains(t, err, "invalid shard file name")
+	writeIndex(map[string]string{"x": "missing.safetensors"})
+	_, err = OpenDir(dir)
+	require.Error(t, err)
+}
+
+func FuzzParseHeader(f *testing.F) {
+	var buf bytes.Buffer
+	_ = Write(&buf, []Tensor{F32Tensor("a", []int64{2}, []float32{1, 2}), {Name: "b", DType: F16, Shape: []int64{1, 1}, Data: []byte{0, 0x3c}}}, map[string]string{"k": "v"})
+	f.Add(buf.Bytes())
+	f.Add(rawFile(`{"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}}`, 8))
+	f.Add(rawFile(`{}`, 0))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		h, start, err := ParseHeader(b, int64(len(b)))
+		if err != nil {
+			return
+		}
+		// A header that parses must describe in-bounds, non-overlapping
+		// ranges whose sizes match dtype × shape.
+		var prevEnd int64
+		for _, ti := range h.Tensors {
+			if ti.Begin < prevEnd || start+ti.End > int64(len(b)) || ti.End-ti.Begin != ti.NumElements()*int64(ti.DType.Size()) {
+				t.Fatalf("invalid tensor accepted: %+v", ti)
+			}
+			prevEnd = ti.End
+			if ti.DType == F32 || ti.DType == F16 || ti.DType == BF16 {
+				dst := make([]float32, ti.NumElements())
+				if err := ToFloat32(dst, ti.DType, b[start+ti.Begin:start+ti.End]); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	})
+}

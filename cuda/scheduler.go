@@ -1,0 +1,375 @@
+package cuda
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+
+	"github.com/agentrl/agentrl/cuda/kvcache"
+	"github.com/agentrl/agentrl/cuda/model"
+	"github.com/agentrl/agentrl/server"
+)
+
+// request is one Generate call as the scheduler sees it.
+type request struct {
+	id       string
+	priority int
+	arrival  int64
+	params   server.SamplingParams
+	prompt   int     // prompt length
+	tokens   []int32 // prompt + output so far
+	logprobs []float32
+	rng      *rand.Rand
+	reply    chan result
+
+	table    *kvcache.Table // nil while waiting
+	computed int            // positions whose KV is in the cache
+	cached   int            // prompt tokens served from the prefix cache
+	admitted bool
+	sampled  bool    // a token was sampled since the last (re)admission
+	seen     []int32 // distinct ids in tokens (repetition penalty)
+	seenSet  map[int32]struct{}
+}
+
+// before orders requests: higher priority first, then earlier arrival.
+func (r *request) before(o *request) bool {
+	if r.priority != o.priority {
+		return r.priority > o.priority
+	}
+	return r.arrival < o.arrival
+}
+
+type sched struct {
+	e       *Engine
+	m       *model.Model
+	kv      *model.KVCache
+	blocks  *kvcache.Manager
+	waiting []*request // sorted by before
+	running []*request // sorted by before
+	asleep  bool
+	arrival int64
+	smp     sampler
+	stats   Stats
+	batch   []model.Seq
+	members []*request
+}
+
+func newSched(e *Engine) *sched {
+	s := &sched{e: e, m: e.m}
+	s.allocCache()
+	return s
+}
+
+func (s *sched) allocCache() {
+	s.kv = s.m.NewKVCache(s.e.blocks, s.e.opts.BlockSize)
+	s.blocks = kvcache.New(s.e.blocks, s.e.opts.BlockSize)
+}
+
+func insertSorted(list []*request, r *request) []*request {
+	i, _ := slices.BinarySearchFunc(list, r, func(a, b *request) int {
+		if a.before(b) {
+			return -1
+		}
+		return 1
+	})
+	return slices.Insert(list, i, r)
+}
+
+func remove(list []*request, r *request) ([]*request, bool) {
+	if i := slices.Index(list, r); i >= 0 {
+		return slices.Delete(list, i, i+1), true
+	}
+	return list, false
+}
+
+func (e *Engine) loop(s *sched) {
+	defer close(e.done)
+	for {
+		idle := len(s.running) == 0 && (len(s.waiting) == 0 || s.asleep)
+		if idle {
+			select {
+			case r := <-e.reqs:
+				s.add(r)
+			case op := <-e.ctrl:
+				s.run(op)
+			case <-e.quit:
+				s.shutdown()
+				return
+			}
+		}
+	drain:
+		for {
+			select {
+			case r := <-e.reqs:
+				s.add(r)
+			case op := <-e.ctrl:
+				s.run(op)
+			case <-e.quit:
+				s.shutdown()
+				return
+			default:
+				break drain
+			}
+		}
+		if !s.asleep && (len(s.running) > 0 || len(s.waiting) > 0) {
+			s.step()
+		}
+		e.publish(s)
+	}
+}
+
+func (s *sched) run(op ctrlOp) {
+	err := op.f(s)
+	s.e.publish(s) // before replying, so callers see the op's effect in Stats
+	if op.reply != nil {
+		op.reply <- err
+	}
+}
+
+func (s *sched) add(r *request) {
+	s.arrival++
+	r.arrival = s.arrival
+	r.seenSet = map[int32]struct{}{}
+	for _, id := range r.tokens {
+		r.see(id)
+	}
+	s.stats.Requests++
+	s.waiting = insertSorted(s.waiting, r)
+}
+
+func (r *request) see(id int32) {
+	if _, ok := r.seenSet[id]; !ok {
+		r.seenSet[id] = struct{}{}
+		r.seen = append(r.seen, id)
+	}
+}
+
+func (r *request) output(reason server.StopReason, version int64) server.TokenOutput {
+	out := server.TokenOutput{
+		TokenIDs:      slices.Clone(r.tokens[r.prompt:]),
+		StopReason:    reason,
+		PromptTokens:  r.prompt,
+		CachedTokens:  r.cached,
+		WeightVersion: version,
+	}
+	if r.params.Logprobs {
+		out.Logprobs = slices.Clone(r.logprobs)
+	}
+	return out
+}
+
+// finish releases r's blocks, removes it from the queues and replies.
+func (s *sched) finish(r *request, reason server.StopReason, err error) {
+	if r.table != nil {
+		s.blocks.Release(r.table)
+		r.table = nil
+	}
+	s.running, _ = remove(s.running, r)
+	s.waiting, _ = remove(s.waiting, r)
+	r.reply <- result{out: r.output(reason, s.e.version.Load()), err: err}
+}
+
+// abort finishes r with StopAbort if it is still in flight.
+func (s *sched) abort(r *request, err error) {
+	if slices.Contains(s.running, r) || slices.Contains(s.waiting, r) {
+		s.finish(r, server.StopAbort, err)
+	}
+}
+
+func (s *sched) abortWhere(pred func(*request) bool) {
+	for _, list := range [][]*request{slices.Clone(s.running), slices.Clone(s.waiting)} {
+		for _, r := range list {
+			if pred(r) {
+				s.finish(r, server.StopAbort, nil)
+			}
+		}
+	}
+}
+
+func (s *sched) shutdown() {
+	for _, list := range [][]*request{slices.Clone(s.running), slices.Clone(s.waiting)} {
+		for _, r := range list {
+			s.finish(r, server.StopAbort, &server.Error{Server: s.e.name, Op: "generate", Err: errClosed})
+		}
+	}
+}
+
+// preempt returns r's blocks and puts it back in the queue; it resumes by
+// recomputing its KV (tokens are kept).
+func (s *sched) preempt(r *request) {
+	if r.table != nil {
+		s.blocks.Release(r.table)
+		r.table = nil
+	}
+	r.computed = 0
+	s.running, _ = remove(s.running, r)
+	s.waiting = insertSorted(s.waiting, r)
+	s.stats.Preemptions++
+}
+
+func (s *sched) preemptAll() {
+	for _, r := range slices.Clone(s.running) {
+		s.preempt(r)
+	}
+}
+
+// step runs one forward pass: decode tokens and continuing prefills of
+// running requests first, then newly admitted requests, within the token
+// budget.
+func (s *sched) step() {
+	budget := s.e.opts.MaxBatchTokens
+	s.batch, s.members = s.batch[:0], s.members[:0]
+	chunk := map[*request]int{}
+	for i := 0; i < len(s.running) && budget > 0; i++ {
+		r := s.running[i]
+		n := min(len(r.tokens)-r.computed, budget)
+		// Make room for the positions this chunk writes; preempt the
+		// lowest-priority latest request (possibly r) until it fits.
+		preempted := false
+		for {
+			err := s.blocks.Grow(r.table, r.computed+n)
+			if err == nil {
+				break
+			}
+			victim := s.running[len(s.running)-1]
+			if _, scheduled := chunk[victim]; scheduled {
+				victim = r // never evict what is already in this batch
+			}
+			s.preempt(victim)
+			if victim == r {
+				preempted = true
+				break
+			}
+		}
+		if preempted {
+			i--
+			continue
+		}
+		chunk[r] = n
+		budget -= n
+	}
+	for budget > 0 && len(s.waiting) > 0 && len(s.running) < s.e.opts.MaxSeqs {
+		r := s.waiting[0]
+		table, cached, err := s.blocks.Acquire(r.tokens)
+		if errors.Is(err, kvcache.ErrNoSpace) {
+			break
+		}
+		s.waiting = s.waiting[1:]
+		r.table, r.computed, r.sampled = table, cached, false
+		if !r.admitted {
+			r.admitted = true
+			r.cached = min(cached, r.prompt)
+			s.stats.PromptTokens += int64(r.prompt)
+			s.stats.CachedTokens += int64(r.cached)
+		}
+		s.running = insertSorted(s.running, r)
+		n := min(len(r.tokens)-r.computed, budget)
+		chunk[r] = n
+		budget -= n
+	}
+	for _, r := range s.running {
+		n, ok := chunk[r]
+		if !ok || n == 0 {
+			continue
+		}
+		s.batch = append(s.batch, model.Seq{Tokens: r.tokens[r.computed : r.computed+n], Start: r.computed, Blocks: r.table.Blocks})
+		s.members = append(s.members, r)
+	}
+	if len(s.batch) == 0 {
+		return
+	}
+	logits, err := s.m.Forward(s.kv, s.batch)
+	if err != nil {
+		for _, r := range slices.Clone(s.members) {
+			s.finish(r, server.StopAbort, &server.Error{Server: s.e.name, Op: "generate", Err: fmt.Errorf("forward: %w", err)})
+		}
+		return
+	}
+	s.stats.Steps++
+	tokens := 0
+	for _, q := range s.batch {
+		tokens += len(q.Tokens)
+	}
+	s.stats.BatchTokensMax = max(s.stats.BatchTokensMax, tokens)
+	s.stats.BatchSeqsMax = max(s.stats.BatchSeqsMax, len(s.batch))
+	s.stats.BatchSeqsSum += int64(len(s.batch))
+	for i, r := range s.members {
+		n := len(s.batch[i].Tokens)
+		if !r.sampled {
+			s.stats.PrefillTokens += int64(n)
+		}
+		r.computed += n
+		s.blocks.Commit(r.table, r.tokens, r.computed)
+		if r.computed < len(r.tokens) {
+			continue // prefill continues next step
+		}
+		tok, lp := s.smp.sample(logits[i], &r.params, r.seenIfPenalized(), r.rng)
+		r.sampled = true
+		r.tokens = append(r.tokens, tok)
+		r.logprobs = append(r.logprobs, lp)
+		r.see(tok)
+		s.stats.DecodeTokens++
+		switch {
+		case slices.Contains(r.params.StopTokenIDs, tok):
+			s.finish(r, server.StopEOS, nil)
+		case r.params.MaxNewTokens > 0 && len(r.tokens)-r.prompt >= r.params.MaxNewTokens,
+			len(r.tokens) >= s.e.maxCtx:
+			s.finish(r, server.StopLength, nil)
+		}
+	}
+}
+
+func (r *request) seenIfPenalized() []int32 {
+	if rp := r.params.RepetitionPenalty; rp > 0 && rp != 1 {
+		return r.seen
+	}
+	return nil
+}
+
+func (s *sched) sleep(level server.SleepLevel) {
+	s.preemptAll()
+	s.kv, s.blocks = nil, nil
+	if level == server.SleepWeights {
+		s.m.DropWeights()
+	}
+	s.asleep = true
+}
+
+func (s *sched) wake() error {
+	if !s.asleep {
+		return nil
+	}
+	if miss := s.m.Missing(); len(miss) > 0 {
+		if s.e.dir == "" {
+			return fmt.Errorf("%w: %d weights missing after Sleep(SleepWeights) (first: %s); send them with UpdateWeights before WakeUp",
+				server.ErrBadRequest, len(miss), miss[0])
+		}
+		if err := s.m.LoadWeights(s.e.dir); err != nil {
+			return err
+		}
+	}
+	s.allocCache()
+	s.asleep = false
+	return nil
+}
+
+func (s *sched) updateWeights(w server.Weights) error {
+	if w.Path != "" {
+		if err := s.m.LoadWeights(w.Path); err != nil {
+			return err
+		}
+	}
+	for _, t := range w.Tensors {
+		if err := s.m.SetTensor(t.Name, t.Shape, t.Data); err != nil {
+			return err
+		}
+	}
+	s.e.version.Store(w.Version)
+	// KV computed with the old weights is stale.
+	s.preemptAll()
+	if s.blocks != nil {
+		s.blocks.Reset()
+	}
+	return nil
+}

@@ -1,0 +1,147 @@
+// Command customloop shows a custom AgentLoop registered under its own agent
+// name: "self_check_agent" lets the model answer, appends a fixed user turn
+// asking it to check the answer, and lets it answer again. Tokens are
+// assembled exactly as the built-in loops do: sampled tokens with
+// AppendModel, the user turn as a tokenizer delta with AppendObservation.
+//
+// The engine here is servertest's scripted model so that the example runs
+// anywhere; pass a real server.LLMServer in its place.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/agentrl/agentrl/agentloop"
+	"github.com/agentrl/agentrl/chat"
+	"github.com/agentrl/agentrl/server"
+	"github.com/agentrl/agentrl/server/servertest"
+	"github.com/agentrl/agentrl/tokenizer"
+	"github.com/agentrl/agentrl/trajectory"
+)
+
+// selfCheck is the custom loop. It is safe for concurrent use: all state of
+// a run lives in Run.
+type selfCheck struct {
+	env *agentloop.Env
+	cfg agentloop.Config
+}
+
+func init() {
+	agentloop.Register("self_check_agent", func(env *agentloop.Env, cfg agentloop.Config) (agentloop.AgentLoop, error) {
+		return &selfCheck{env: env, cfg: cfg}, nil
+	})
+}
+
+const checkPrompt = "Check your answer. Reply with the final answer only."
+
+func (a *selfCheck) Run(ctx context.Context, s agentloop.Sample, p server.SamplingParams) (*trajectory.Trajectory, error) {
+	if len(p.StopTokenIDs) == 0 {
+		p.StopTokenIDs = a.env.Tokenizer.EOSTokenIDs()
+	}
+	cc := tokenizer.ChatContext{Messages: append([]chat.Message(nil), s.Messages...), AddGenerationPrompt: true}
+	prompt, err := a.env.Tokenizer.EncodeChat(cc)
+	if err != nil {
+		return nil, err
+	}
+	b := trajectory.NewBuilder(prompt)
+	finish := func(stop trajectory.StopReason, turns int) *trajectory.Trajectory {
+		t := b.Build()
+		t.ID, t.Index, t.GroupID, t.StopReason, t.NumTurns = s.ID, s.Index, s.GroupID, stop, turns
+		return t
+	}
+	for pass := 1; pass <= 2; pass++ {
+		g, err := agentloop.GenerateResumable(ctx, a.env.Server, server.GenerateRequest{
+			RequestID: s.ID, GroupID: s.GroupID, PromptIDs: b.Sequence(), Params: p})
+		if aerr := b.AppendModel(g.TokenIDs, g.Logprobs); aerr != nil && err == nil {
+			err = aerr
+		}
+		switch {
+		case ctx.Err() != nil:
+			return finish(trajectory.StopAborted, 2*pass-1), nil
+		case err != nil:
+			return finish(trajectory.StopError, 2*pass-1), err
+		case g.StopReason != server.StopEOS:
+			return finish(trajectory.StopResponseLength, 2*pass-1), nil
+		}
+		if pass == 2 {
+			break
+		}
+		text, err := a.env.Tokenizer.Decode(g.TokenIDs[:len(g.TokenIDs)-1], false)
+		if err != nil {
+			return finish(trajectory.StopError, 1), err
+		}
+		cc.Messages = append(cc.Messages, chat.Message{Role: chat.RoleAssistant, Content: text})
+		check := []chat.Message{{Role: chat.RoleUser, Content: checkPrompt}}
+		delta, err := a.env.Tokenizer.EncodeDelta(cc, check)
+		if err != nil {
+			return finish(trajectory.StopError, 1), err
+		}
+		if err := b.AppendObservation(delta); err != nil {
+			return finish(trajectory.StopError, 1), err
+		}
+		cc.Messages = append(cc.Messages, check...)
+	}
+	return finish(trajectory.StopCompleted, 3), nil
+}
+
+func run(ctx context.Context, args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("customloop", flag.ContinueOnError)
+	tokDir := fs.String("tokenizer", "", "tokenizer directory (tokenizer.json, tokenizer_config.json)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *tokDir == "" {
+		return errors.New("--tokenizer DIR is required")
+	}
+	tok, err := tokenizer.Load(*tokDir)
+	if err != nil {
+		return err
+	}
+	imEnd, ok := tok.TokenID("<|im_end|>")
+	if !ok {
+		return errors.New("this example's scripted model speaks Qwen's chat format: the tokenizer has no <|im_end|>")
+	}
+	// The scripted model answers 5 at first and 4 once asked to check.
+	first := append(tok.Encode("2+2 is 5."), imEnd)
+	second := append(tok.Encode("4"), imEnd)
+	engine := servertest.New(servertest.Config{Rule: func(c servertest.Call) servertest.Reply {
+		if c.Turn == 0 {
+			return servertest.Reply{Tokens: first}
+		}
+		return servertest.Reply{Tokens: second}
+	}})
+
+	env := &agentloop.Env{Server: engine, Tokenizer: tok}
+	m, err := agentloop.NewManager(nil, env, agentloop.Options{DefaultAgent: "self_check_agent", N: 2,
+		Sampling: server.SamplingParams{Temperature: 1, Logprobs: true}})
+	if err != nil {
+		return err
+	}
+	out, err := m.Generate(ctx, []agentloop.Sample{{Messages: []chat.Message{{Role: chat.RoleUser, Content: "What is 2+2?"}}}})
+	if err != nil {
+		return err
+	}
+	for _, t := range out.Trajectories {
+		if err := t.Validate(); err != nil {
+			return err
+		}
+		full, err := tok.Decode(t.ResponseIDs, false)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "%s: %s, %d response tokens (%d sampled)\n%q\n", t.ID, t.StopReason, len(t.ResponseIDs), t.MaskOnes(), full)
+	}
+	return nil
+}
+
+func main() {
+	if err := run(context.Background(), os.Args[1:], os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "customloop:", err)
+		os.Exit(1)
+	}
+}

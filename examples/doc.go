@@ -1,0 +1,11 @@
+// Package examples holds runnable examples of agentrl, each a main package
+// in its own directory with a test that runs it:
+//
+//   - customloop: a custom AgentLoop registered under its own agent name.
+//   - remoterouter: a rollout against remote SGLang-compatible servers
+//     through the router, one of which fails midway.
+//   - usersim: an Interaction that simulates a user.
+//
+// Each takes --tokenizer DIR (a directory with tokenizer.json and
+// tokenizer_config.json, e.g. a Hugging Face model directory).
+package examples

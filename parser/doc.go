@@ -1,0 +1,44 @@
+// Package parser turns one assistant turn into content, reasoning and tool
+// calls, by format name (as verl's multi_turn.format):
+//
+//   - hermes: <tool_call>{"name": ..., "arguments": {...}}</tool_call>
+//     (Qwen2.5, Qwen3, many fine-tunes)
+//   - qwen3_coder: <tool_call><function=NAME><parameter=P>value</parameter>
+//     </function></tool_call>, values converted by the tool schema's types
+//   - llama3_json: {"name": ..., "parameters": {...}}, optionally after
+//     <|python_tag|>, several separated by ";"
+//   - deepseek_v3: <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function
+//     <｜tool▁sep｜>NAME\n```json\n{...}\n```<｜tool▁call▁end｜>…
+//   - gpt_oss: harmony messages, calls addressed "to=functions.NAME"
+//
+// Each format's type documents its exact rules. Across formats:
+//
+// Malformed calls are never dropped: each one (bad JSON, missing name,
+// unknown tool when Options.Tools is set, arguments that are not an
+// object, an unclosed tag) comes back in Result.Errors with a short
+// message meant to be shown to the model, next to the well-formed calls,
+// and parsing resumes after it.
+//
+// Arguments are the exact JSON text the model wrote (key order, spacing,
+// number spelling). qwen3_coder's model writes XML parameters; its
+// arguments are the JSON object vLLM's qwen3_coder parser would build,
+// byte for byte (Python json.dumps formatting, schema-typed values).
+//
+// With Options.ThinkAware, text inside <think>…</think> is Reasoning and
+// calls written there are ignored. A "</think>" with no "<think>" before it
+// closes a block that began in the prompt (Qwen3 thinking templates and
+// DeepSeek-R1 end the generation prompt with "<think>\n"), so everything
+// before it is reasoning; an unclosed "<think>" makes the rest of the turn
+// reasoning. gpt_oss always reports its analysis channel as Reasoning.
+//
+// A trailing end-of-turn marker kept by decoding with special tokens
+// (<|im_end|>, <|eot_id|>, <｜end▁of▁sentence｜>, …) is not content.
+// Parse never panics, and its work is linear in the length of the text:
+// no backtracking regular expressions, and no rescanning from each tag.
+//
+//	p, err := parser.New("hermes", parser.Options{ThinkAware: true})
+//	if err != nil { ... }
+//	res := p.Parse(text, nil)
+//	for _, c := range res.Calls { ... }  // run them
+//	for _, e := range res.Errors { ... } // show e.Message to the model
+package parser

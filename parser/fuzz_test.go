@@ -1,0 +1,201 @@
+package parser
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentrl/agentrl/chat"
+)
+
+// fuzzTools gives the qwen3_coder fuzz target schema types to convert by,
+// including the ones that go through json.loads and ast.literal_eval.
+const fuzzTools = `[{"type":"function","function":{"name":"f","parameters":{"type":"object","properties":{
+ "s":{"type":"string"},"i":{"type":"integer"},"n":{"type":"number"},"b":{"type":"boolean"},
+ "o":{"type":"object"},"a":{"type":"array"},"x":{"type":"any"}}}}},
+ {"type":"function","function":{"name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string"}}}}}]`
+
+// checkResult holds for any input: calls are well formed, nothing is
+// invented (content and reasoning are made of the input's bytes), the
+// output is bounded by the input and parsing is deterministic.
+func checkResult(t *testing.T, p Parser, text string) {
+	got := p.Parse(text, nil)
+	for _, c := range got.Calls {
+		if c.Function.Name == "" {
+			t.Fatalf("call without a name from %q", text)
+		}
+		a := strings.TrimSpace(c.Function.Arguments)
+		if !json.Valid([]byte(a)) || a[0] != '{' {
+			t.Fatalf("call %q arguments %q are not a JSON object (input %q)", c.Function.Name, c.Function.Arguments, text)
+		}
+	}
+	for _, e := range got.Errors {
+		if e.Message == "" {
+			t.Fatalf("empty error message from %q", text)
+		}
+	}
+	if len(got.Content)+len(got.Reasoning) > len(text) {
+		t.Fatalf("content+reasoning longer than the input %q", text)
+	}
+	// Bounded work: every call or error consumes at least two bytes of
+	// input, and argument text grows by at most a constant factor (the
+	// largest growth is a float literal such as 1e308 written out as an
+	// integer by qwen3_coder).
+	if n := len(got.Calls) + len(got.Errors); n > len(text)/2+1 {
+		t.Fatalf("%d calls and errors from %d bytes", n, len(text))
+	}
+	argBytes := 0
+	for _, c := range got.Calls {
+		argBytes += len(c.Function.Arguments)
+	}
+	if argBytes > 100*len(text)+2 {
+		t.Fatalf("%d bytes of arguments from %d bytes of input", argBytes, len(text))
+	}
+	again := p.Parse(text, nil)
+	require.Equal(t, got, again)
+}
+
+func fuzzFormat(f *testing.F, format string, seeds []string) {
+	var ts []chat.ToolSchema
+	if err := json.Unmarshal([]byte(fuzzTools), &ts); err != nil {
+		f.Fatal(err)
+	}
+	plain, err := New(format, Options{})
+	require.NoError(f, err)
+	aware, err := New(format, Options{ThinkAware: true, Tools: ts})
+	require.NoError(f, err)
+	for _, s := range append(seeds, goldenTexts(f, format)...) {
+		f.Add(s, false)
+		f.Add(s, true)
+	}
+	f.Fuzz(func(t *testing.T, text string, think bool) {
+		p := plain
+		if think {
+			p = aware
+		}
+		checkResult(t, p, text)
+	})
+}
+
+// goldenTexts returns the round-trip turns of a format as fuzz seeds.
+func goldenTexts(f *testing.F, format string) []string {
+	file, err := os.Open("testdata/roundtrip.jsonl")
+	require.NoError(f, err)
+	defer file.Close()
+	var out []string
+	sc := bufio.NewScanner(file)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var rec struct{ Format, Text string }
+		require.NoError(f, json.Unmarshal(sc.Bytes(), &rec))
+		if rec.Format == format {
+			out = append(out, rec.Text)
+		}
+	}
+	return out
+}
+
+func FuzzHermes(f *testing.F) {
+	fuzzFormat(f, "hermes", []string{
+		"",
+		"<tool_call>",
+		"<tool_call>{\"name\": \"f\", \"arguments\": {\"a\": \"</tool_call>\"}}</tool_call>",
+		"<tool_call>\"</tool_call>\"<tool_call>\"</tool_call>",
+		"a</think><tool_call>{}</tool_call><think>",
+		"<tool_call>{\"name\":\"f\",\"arguments\":{}}{\"name\":\"g\"}</tool_call>x",
+	})
+}
+
+func FuzzQwen3Coder(f *testing.F) {
+	fuzzFormat(f, "qwen3_coder", []string{
+		"<tool_call>\n<function=f>\n<parameter=i>\n1_0\n</parameter>\n<parameter=x>\n{'a': (1, 2.5e3), 3: None}\n</parameter>\n</function>\n</tool_call>",
+		"<function=f><parameter=o>{\"k\": [1, {\"z\": -0.0}]}</parameter><parameter=n>1e400</parameter></function>",
+		"<function=f><parameter=a>['\\x41', \"\\u00e9\", 0b11]</parameter><parameter=b>TRUE</parameter></function>",
+		"<tool_call><function=",
+		"<function=f><parameter=s>",
+		"<tool_call>\n<function=f>\n</function>",
+	})
+}
+
+func FuzzLlama3JSON(f *testing.F) {
+	fuzzFormat(f, "llama3_json", []string{
+		`{"name": "f", "parameters": {}}`,
+		`<|python_tag|>{"name": "f", "arguments": {"a": 1}}; {"name": "g", "parameters": {}}<|eom_id|>`,
+		`{"name": "f", "parameters": {"a": "}"}} trailing`,
+		`{{{{`,
+		`{"name": 1}`,
+	})
+}
+
+func FuzzDeepseekV3(f *testing.F) {
+	fuzzFormat(f, "deepseek_v3", []string{
+		"<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>f\n```json\n{}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>",
+		"<｜tool▁call▁begin｜>",
+		"<｜tool▁call▁begin｜>function<｜tool▁sep｜>f\n```json\n```<｜tool▁call▁end｜>",
+	})
+}
+
+func FuzzGptOSS(f *testing.F) {
+	fuzzFormat(f, "gpt_oss", []string{
+		"<|channel|>analysis<|message|>x<|end|><|start|>assistant<|channel|>commentary to=functions.f <|constrain|>json<|message|>{}<|call|>",
+		" to=functions.f<|channel|>commentary json<|message|>{\"a\": 1}<|call|>",
+		"<|start|><|start|><|channel|><|message|><|call|>",
+		"<|channel|>final<|message|>done<|return|>",
+	})
+}
+
+// TestAdversarialInputsStayLinear feeds each format megabytes of the
+// patterns that make naive scanners quadratic (rescanning to the end of
+// the text from every opening tag). A quadratic parser would take hours
+// here; a linear one takes milliseconds. No timing is asserted: the
+// test's timeout is the bound.
+func TestAdversarialInputsStayLinear(t *testing.T) {
+	// n repeats make megabyte inputs for the patterns that would rescan;
+	// patterns that are all well-formed calls (cost per call, no rescan
+	// risk) use fewer to keep the test quick under -race.
+	const n, calls = 20_000, 2_000
+	patterns := map[string][]string{
+		"hermes": {
+			strings.Repeat(`<tool_call>"</tool_call>"`, n),
+			strings.Repeat(`<tool_call>{"a":"`, n),
+			strings.Repeat(`<tool_call>`, n),
+			strings.Repeat(`<think>`, n) + strings.Repeat(`</think>`, n),
+		},
+		"qwen3_coder": {
+			strings.Repeat(`<tool_call><function=f><parameter=a>`, n),
+			"<function=f>" + strings.Repeat(`<parameter=a>x</parameter>`, calls) + "</function>",
+			"<function=f><parameter=x>" + strings.Repeat("[", n) + "</parameter></function>",
+			"<function=f><parameter=o>" + strings.Repeat(`{"a":`, n) + "</parameter></function>",
+			strings.Repeat(`<function=`, n),
+		},
+		"llama3_json": {
+			strings.Repeat(`{"name": "f", "parameters": {}};`, calls),
+			"{" + strings.Repeat(`"a": {`, n),
+			strings.Repeat("<|python_tag|>{", n),
+		},
+		"deepseek_v3": {
+			strings.Repeat("<｜tool▁call▁begin｜>", n),
+			strings.Repeat("<｜tool▁call▁begin｜>function<｜tool▁sep｜>f\n```json\n{}\n```<｜tool▁call▁end｜>", calls),
+		},
+		"gpt_oss": {
+			strings.Repeat("<|start|>assistant<|channel|>commentary to=functions.f", n),
+			strings.Repeat("<|channel|>analysis<|message|>x", n),
+			strings.Repeat("<|start|>", n),
+		},
+	}
+	var ts []chat.ToolSchema
+	require.NoError(t, json.Unmarshal([]byte(fuzzTools), &ts))
+	for format, texts := range patterns {
+		for _, think := range []bool{false, true} {
+			p, err := New(format, Options{ThinkAware: think, Tools: ts})
+			require.NoError(t, err)
+			for _, text := range texts {
+				checkResult(t, p, text)
+			}
+		}
+	}
+}

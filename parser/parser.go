@@ -1,0 +1,232 @@
+package parser
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/agentrl/agentrl/chat"
+)
+
+// Options tune a Parser.
+type Options struct {
+	// ThinkAware makes the parser ignore tool calls written inside
+	// <think>…</think> and return that text as Result.Reasoning (see
+	// splitThink for the exact rules, including a missing opening tag).
+	ThinkAware bool
+	// Tools, when set, lists the tools the model may call: a call to any
+	// other name is returned as a ParseError, and qwen3_coder converts
+	// parameter values by the types in each tool's JSON Schema.
+	Tools []chat.ToolSchema
+}
+
+// ParseError is one malformed tool call. Message is short and meant to be
+// shown to the model so that it can fix the call on its next turn.
+type ParseError struct {
+	Message string
+}
+
+func (e ParseError) Error() string { return e.Message }
+
+// Result is what a Parser makes of one assistant turn.
+type Result struct {
+	// Content is the text outside tool calls (and outside reasoning when
+	// ThinkAware): the pieces before, between and after the calls,
+	// concatenated and trimmed of surrounding white space.
+	Content string
+	// Reasoning is the text of the reasoning blocks (see Options.ThinkAware;
+	// gpt_oss always fills it from the analysis channel), trimmed.
+	Reasoning string
+	// Calls are the well-formed tool calls in the order written, with
+	// Type "function" and no ID (the agent loop assigns ids).
+	// Function.Arguments is the exact JSON text the model wrote.
+	Calls []chat.ToolCall
+	// Errors are the malformed calls, in the order written.
+	Errors []ParseError
+}
+
+// Parser turns one assistant turn into content, reasoning and tool calls.
+// text must be decoded with special tokens kept: the formats' markers
+// (<tool_call>, <|python_tag|>, <｜tool▁call▁begin｜>, <|channel|>, …) are
+// special tokens in their models' vocabularies. ids are the turn's token
+// ids; every current format is fully determined by the text, so ids may be
+// nil. Parse never panics and runs in time linear in len(text). A Parser
+// is safe for concurrent use.
+type Parser interface {
+	Parse(text string, ids []int32) Result
+}
+
+// A format parses the text that is left once reasoning has been split off.
+type format interface {
+	parse(text string, r *Result, v *validator)
+}
+
+var formats = map[string]func() format{
+	"hermes":      func() format { return hermes{} },
+	"qwen3_coder": func() format { return qwen3Coder{} },
+	"llama3_json": func() format { return llama3JSON{} },
+	"deepseek_v3": func() format { return deepseekV3{} },
+	"gpt_oss":     func() format { return gptOSS{} },
+}
+
+// Formats returns the known format names, sorted.
+func Formats() []string {
+	names := make([]string, 0, len(formats))
+	for n := range formats {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// ErrUnknownFormat is wrapped by New's error for a format name it does not
+// know.
+var ErrUnknownFormat = errors.New("parser: unknown format")
+
+// New returns the parser for format (one of Formats()). It fails on an
+// unknown format (wrapping ErrUnknownFormat) and on tool schemas that
+// cannot be used (no name, a duplicate name, parameters that are not a
+// JSON object).
+func New(format string, opts Options) (Parser, error) {
+	f, ok := formats[format]
+	if !ok {
+		return nil, fmt.Errorf("%w %q (known: %s)", ErrUnknownFormat, format, strings.Join(Formats(), ", "))
+	}
+	v, err := newValidator(opts.Tools)
+	if err != nil {
+		return nil, err
+	}
+	return &parser{f: f(), think: opts.ThinkAware && format != "gpt_oss", v: v}, nil
+}
+
+type parser struct {
+	f     format
+	think bool
+	v     *validator
+}
+
+func (p *parser) Parse(text string, _ []int32) Result {
+	var r Result
+	if p.think {
+		var reasoning string
+		text, reasoning = splitThink(text)
+		r.Reasoning = reasoning
+	}
+	p.f.parse(text, &r, p.v)
+	r.Content = strings.TrimSpace(r.Content)
+	r.Reasoning = strings.TrimSpace(r.Reasoning)
+	return r
+}
+
+// validator checks calls against the tool list given in Options.
+type validator struct {
+	tools     map[string]*toolInfo // nil: any name is accepted
+	available string               // tool names for error messages
+}
+
+type toolInfo struct {
+	// props maps parameter name → JSON Schema "type" as Python's str()
+	// would print it (what vLLM's qwen3_coder parser branches on); a
+	// parameter without a "type" maps to "string".
+	props map[string]string
+	// hasProps is false when the schema had no usable parameter list, in
+	// which case every value stays a string.
+	hasProps bool
+}
+
+func newValidator(tools []chat.ToolSchema) (*validator, error) {
+	if len(tools) == 0 {
+		return &validator{}, nil
+	}
+	v := &validator{tools: make(map[string]*toolInfo, len(tools))}
+	for i, t := range tools {
+		name := t.Function.Name
+		if name == "" {
+			return nil, fmt.Errorf("parser: tool %d has no name", i)
+		}
+		if _, dup := v.tools[name]; dup {
+			return nil, fmt.Errorf("parser: tool %q listed twice", name)
+		}
+		info, err := newToolInfo(t.Function.Parameters)
+		if err != nil {
+			return nil, fmt.Errorf("parser: tool %q: %w", name, err)
+		}
+		v.tools[name] = info
+	}
+	names := v.names()
+	// The message goes to the model: a long tool list is cut short.
+	const maxListed = 20
+	if len(names) > maxListed {
+		v.available = strings.Join(names[:maxListed], ", ") + fmt.Sprintf(", … (%d more)", len(names)-maxListed)
+	} else {
+		v.available = strings.Join(names, ", ")
+	}
+	return v, nil
+}
+
+// check validates one call. args must be the raw JSON text of the
+// arguments; which says where the call was (e.g. "tool call 2") for the
+// error message.
+func (v *validator) check(r *Result, which, name, args string) {
+	if name == "" {
+		r.addError("%s: missing function name", which)
+		return
+	}
+	if v.tools != nil && v.tools[name] == nil {
+		r.addError("%s: unknown tool %q (available: %s)", which, name, v.available)
+		return
+	}
+	trimmed := strings.TrimSpace(args)
+	if !json.Valid([]byte(trimmed)) {
+		r.addError("%s to %q: arguments are not valid JSON: %s", which, name, snippet(trimmed))
+		return
+	}
+	if trimmed[0] != '{' {
+		r.addError("%s to %q: arguments must be a JSON object, got %s", which, name, snippet(trimmed))
+		return
+	}
+	r.Calls = append(r.Calls, chat.ToolCall{Type: "function", Function: chat.FunctionCall{Name: name, Arguments: args}})
+}
+
+func (v *validator) names() []string {
+	names := make([]string, 0, len(v.tools))
+	for n := range v.tools {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+func (r *Result) addError(format string, args ...any) {
+	r.Errors = append(r.Errors, ParseError{Message: fmt.Sprintf(format, args...)})
+}
+
+func (r *Result) ordinal() string {
+	return fmt.Sprintf("tool call %d", len(r.Calls)+len(r.Errors)+1)
+}
+
+// snippet quotes the start of s for an error message; model output can be
+// long and the message should stay short.
+func snippet(s string) string {
+	const max = 60
+	if len(s) <= max {
+		return strconvQuote(s)
+	}
+	cut := max
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return strconvQuote(s[:cut]) + "…"
+}
+
+func strconvQuote(s string) string {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(s)
+	return strings.TrimSuffix(b.String(), "\n")
+}

@@ -1,0 +1,44 @@
+// Package router spreads token-in/token-out generation over many
+// server.LLMServer instances (SGLang or vLLM fleets, in-process engines) and
+// is itself a server.LLMServer, so an agent loop takes a Router where it
+// would take one server.
+//
+// Placement of each call, in order:
+//
+//   - Sticky sessions: all turns with the same RequestID go to the server of
+//     the previous turn (an LRU of request ids), so its prefix cache holds
+//     the conversation. A sticky server that was ejected or removed is
+//     replaced (counted as a repick).
+//   - Imbalance gate: a new turn leaves its sticky server for the least
+//     loaded one when the sticky server's in-flight count exceeds the
+//     least's by both Config.BalanceAbs and the factor Config.BalanceRel
+//     (counted as a move), so stickiness cannot starve the long tail.
+//   - Group affinity: the first turn of a sample with a GroupID joins the
+//     server its group's first sample picked (prefix-cache reuse across a
+//     GRPO group), unless the same gate says that server is too loaded.
+//   - Otherwise the least-loaded server: fewest calls in flight, counted on
+//     every attempt and released on completion, error or cancellation, kept
+//     in a heap whose entry is fixed on every acquire and release.
+//
+// Config.Deterministic replaces load-based placement with rendezvous
+// hashing of the group or request id over the healthy servers, for
+// reproducible runs.
+//
+// Health: a server that fails Config.FailureThreshold consecutive calls is
+// ejected (never the last active one) and probed with exponential backoff
+// (its Health method, or a trial generation) until it is readmitted on
+// probation: one call at a time and one failure to be ejected again, until a
+// call succeeds. A call that fails before producing any token
+// (server.IsRetryable) is retried on a server it has not tried; any other
+// failure is returned, since resending could duplicate work. Servers
+// can be added and removed (draining their calls) at run time. Abort goes to
+// the server holding the request; AbortAll, Sleep, WakeUp and UpdateWeights
+// go to every server.
+//
+//	r, err := router.New(router.Config{},
+//		router.Backend{Name: "gpu0", Server: sglang0},
+//		router.Backend{Name: "gpu1", Server: sglang1})
+//	if err != nil { ... }
+//	defer r.Close()
+//	out, err := r.Generate(ctx, server.GenerateRequest{RequestID: "traj-42", GroupID: "prompt-7", PromptIDs: ids})
+package router

@@ -1,0 +1,83 @@
+package router
+
+import (
+	"context"
+	"time"
+
+	"github.com/agentrl/agentrl/server"
+)
+
+// ejectLocked takes b out of routing and starts its prober.
+func (r *Router) ejectLocked(b *backend) {
+	r.removeLocked(b)
+	b.state = StateEjected
+	b.stats.ejections++
+	if r.closed {
+		return
+	}
+	// Removing the server or closing the router cancels the prober,
+	// including a probe in progress.
+	ctx, cancel := context.WithCancel(r.life)
+	b.stopProbe = cancel
+	delay := b.probeDelay
+	if delay == 0 {
+		delay = r.cfg.ProbeInterval
+	}
+	r.probing.Add(1)
+	go r.probeLoop(ctx, b, delay)
+}
+
+// probeLoop probes an ejected server with exponential backoff until a probe
+// succeeds (the server is readmitted), the server is removed, or the router
+// is closed.
+func (r *Router) probeLoop(ctx context.Context, b *backend, delay time.Duration) {
+	defer r.probing.Done()
+	t := time.NewTimer(delay)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if r.probe(ctx, b) == nil {
+			r.readmit(ctx, b, delay)
+			return
+		}
+		delay = min(2*delay, r.cfg.ProbeMaxInterval)
+		t.Reset(delay)
+	}
+}
+
+// probe asks b whether it is healthy: its Health method if it has one,
+// else a trial generation.
+func (r *Router) probe(ctx context.Context, b *backend) error {
+	ctx, cancel := context.WithTimeout(ctx, r.cfg.ProbeTimeout)
+	defer cancel()
+	if hc, ok := b.srv.(server.HealthChecker); ok {
+		return hc.Health(ctx)
+	}
+	_, err := b.srv.Generate(ctx, *r.cfg.ProbeRequest)
+	return err
+}
+
+// readmit puts b back into routing unless it was removed (or the router
+// closed) meanwhile. The server is on probation until a call succeeds: it
+// takes one new placement at a time, one more failure ejects it again, and
+// that ejection waits longer before probing (delay keeps doubling). A server whose health endpoint
+// answers while its generations hang or fail therefore costs fewer and
+// fewer calls.
+func (r *Router) readmit(ctx context.Context, b *backend, delay time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if ctx.Err() != nil || b.state != StateEjected {
+		return
+	}
+	b.state = StateActive
+	b.probation = true
+	b.consecutive = r.cfg.FailureThreshold - 1
+	b.probeDelay = min(2*delay, r.cfg.ProbeMaxInterval)
+	b.stopProbe()
+	b.stopProbe = nil
+	r.pushLocked(b)
+}

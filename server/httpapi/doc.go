@@ -1,0 +1,29 @@
+// Package httpapi serves any server.LLMServer over HTTP, so that tools
+// written for SGLang or vLLM (and agentrl's own sglang and vllm clients) can
+// drive an agentrl engine, a router or a test engine.
+//
+// Endpoints:
+//   - SGLang native: POST /generate (token ids in, token ids, logprobs,
+//     finish reason, cached tokens and weight version out), /abort_request,
+//     GET /health, /health_generate, /flush_cache, /update_weights_from_disk,
+//     /release_memory_occupation, /resume_memory_occupation,
+//     /pause_generation, /continue_generation, /model_info.
+//   - vLLM: POST /inference/v1/generate, /abort_requests, /pause, /resume,
+//     /sleep, /wake_up, GET /is_sleeping, POST /reset_prefix_cache.
+//   - OpenAI: POST /v1/completions (token-id prompts always; text prompts
+//     with Config.Chat), POST /v1/chat/completions (with Config.Chat: chat
+//     template, tool-call parser, SSE streaming), GET /v1/models.
+//
+// The server binds 127.0.0.1 unless told otherwise, can require a bearer
+// token (compared in constant time), limits request bodies (413), cancels a
+// request's generation when its client disconnects, and shuts down
+// gracefully: in-flight requests finish, or are cancelled when the shutdown
+// deadline passes. Sampling settings it cannot honour (n > 1, stop strings,
+// penalties other than repetition, constrained decoding) are rejected with
+// 400 rather than ignored.
+//
+//	srv, err := httpapi.Start(engine, httpapi.Config{AuthToken: token})
+//	if err != nil { ... }
+//	defer srv.Shutdown(ctx)
+//	fmt.Println("serving on", srv.URL())
+package httpapi

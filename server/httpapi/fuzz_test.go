@@ -1,0 +1,162 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentrl/agentrl/server"
+	"github.com/agentrl/agentrl/tokenizer"
+)
+
+var requestSeeds = []string{
+	`{"rid":"r1","input_ids":[1,2,3],"return_logprob":true,"sampling_params":{"temperature":0.7,"top_p":0.9,"top_k":20,"min_p":0.05,"max_new_tokens":64,"stop_token_ids":[2],"sampling_seed":1,"no_stop_trim":true,"skip_special_tokens":false}}`,
+	`{"input_ids":[[1],[2]]}`,
+	`{"text":"hi"}`,
+	`{"request_id":"v","token_ids":[5,6],"sampling_params":{"max_tokens":4,"logprobs":0,"seed":3,"stop":[]}}`,
+	`{"prompt":[1,2],"max_tokens":3,"logprobs":1,"return_token_ids":true,"stream":true,"stream_options":{"include_usage":true}}`,
+	`{"prompt":"x","n":2}`,
+	`{"input_ids":[1],"sampling_params":{"temperature":1e400}}`,
+	`{"input_ids":[1],"sampling_params":{"top_k":-1,"stop":""}}`,
+	`[]`, `null`, `{"rid":null,"input_ids":null}`, `{"input_ids":[2147483648]}`,
+}
+
+func checkPrepared(t *testing.T, p prepared) {
+	require.NotEmpty(t, p.req.RequestID)
+	require.NotEmpty(t, p.req.PromptIDs)
+	for _, id := range p.req.PromptIDs {
+		require.GreaterOrEqual(t, id, int32(0))
+	}
+	sp := p.req.Params
+	require.GreaterOrEqual(t, sp.MaxNewTokens, 1)
+	require.GreaterOrEqual(t, sp.Temperature, 0.0)
+	require.True(t, sp.TopP > 0 && sp.TopP <= 1)
+	require.GreaterOrEqual(t, sp.TopK, 0)
+	require.True(t, sp.MinP >= 0 && sp.MinP <= 1)
+}
+
+// FuzzDecodeRequests feeds arbitrary bodies to every request decoder: each
+// must either accept a request that satisfies the engine contract or return
+// a request error (400/413), never panic.
+func FuzzDecodeRequests(f *testing.F) {
+	for _, s := range requestSeeds {
+		f.Add([]byte(s))
+	}
+	s, err := New(fakeEngine{}, Config{})
+	require.NoError(f, err)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if p, err := s.parseSGLangGenerate(data); err == nil {
+			checkPrepared(t, p)
+		} else {
+			require.IsType(t, &errRequest{}, err)
+		}
+		if p, err := s.parseVLLMGenerate(data); err == nil {
+			checkPrepared(t, p)
+		} else {
+			require.IsType(t, &errRequest{}, err)
+		}
+		if p, _, err := s.parseCompletions(data); err == nil {
+			checkPrepared(t, p)
+		} else {
+			require.IsType(t, &errRequest{}, err)
+		}
+	})
+}
+
+// byteTokenizer is a stand-in ChatTokenizer: one id per byte, and a
+// template that joins role and content. Enough to fuzz request decoding
+// without a real vocabulary.
+type byteTokenizer struct{}
+
+func (byteTokenizer) Encode(text string) []int32 {
+	ids := make([]int32, len(text))
+	for i := 0; i < len(text); i++ {
+		ids[i] = int32(text[i])
+	}
+	return ids
+}
+
+func (byteTokenizer) Decode(ids []int32, _ bool) (string, error) {
+	b := make([]byte, len(ids))
+	for i, id := range ids {
+		if id < 0 || id > 255 {
+			return "", fmt.Errorf("id %d out of range", id)
+		}
+		b[i] = byte(id)
+	}
+	return string(b), nil
+}
+
+func (byteTokenizer) VocabSize() int { return 256 }
+
+func (byteTokenizer) EOSTokenIDs() []int32 { return []int32{0} }
+
+func (byteTokenizer) ApplyChatTemplate(c tokenizer.ChatContext) (string, error) {
+	var sb strings.Builder
+	for _, m := range c.Messages {
+		sb.WriteString(m.Role + ":" + m.Text() + "\n")
+	}
+	if c.AddGenerationPrompt {
+		sb.WriteString("assistant:")
+	}
+	return sb.String(), nil
+}
+
+// FuzzDecodeChatRequest feeds arbitrary bodies to the chat decoder.
+func FuzzDecodeChatRequest(f *testing.F) {
+	for _, s := range []string{
+		`{"model":"m","messages":[{"role":"user","content":"hi"}],"max_tokens":5,"logprobs":true,"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object"}}}],"tool_choice":"auto"}`,
+		`{"messages":[{"role":"assistant","content":null,"tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{}"}}]},{"role":"tool","tool_call_id":"c","content":"1"}],"stream":true}`,
+		`{"messages":[{"role":"user","content":[{"type":"text","text":"a"}]}],"chat_template_kwargs":{"enable_thinking":false},"add_generation_prompt":false}`,
+		`{"messages":[]}`, `{"messages":"x"}`, `{"messages":[{"role":"user"}],"logprobs":1}`, `{"messages":[{"role":"user","content":"x"}],"n":2}`,
+	} {
+		f.Add([]byte(s))
+	}
+	s, err := New(fakeEngine{}, Config{Chat: &Chat{Tokenizer: byteTokenizer{}, ToolParser: "hermes"}})
+	require.NoError(f, err)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		p, err := s.parseChat(data)
+		if err != nil {
+			require.IsType(t, &errRequest{}, err)
+			return
+		}
+		checkPrepared(t, p.prepared)
+		require.Contains(t, p.req.Params.StopTokenIDs, int32(0), "end of turn always stops")
+	})
+}
+
+type fakeEngine struct{}
+
+func (fakeEngine) Generate(_ context.Context, _ server.GenerateRequest) (server.TokenOutput, error) {
+	return server.TokenOutput{}, nil
+}
+
+// FuzzParseIntList checks the hand-written id-list scanner against
+// encoding/json on every valid JSON input.
+func FuzzParseIntList(f *testing.F) {
+	for _, s := range []string{`[]`, `[1,2,3]`, ` [ 0 , -1 ,2147483647 ] `, `[2147483648]`, `[-2147483648]`,
+		`[-2147483649]`, `[1.0]`, `[1e3]`, `[[1],[2]]`, `["a"]`, `[1,]`, `{}`, `[99999999999999999999]`, `[ ]`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if !json.Valid(data) {
+			return
+		}
+		var want []int32
+		wantErr := json.Unmarshal(data, &want)
+		if wantErr == nil && want == nil {
+			return // JSON null: the callers reject it before scanning
+		}
+		got, err := parseIntList(data)
+		if wantErr != nil {
+			require.Error(t, err, "encoding/json rejects %q: %v", data, wantErr)
+			return
+		}
+		require.NoError(t, err, "%q", data)
+		require.Equal(t, want, got)
+	})
+}

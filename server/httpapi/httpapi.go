@@ -1,0 +1,370 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/agentrl/agentrl/server"
+)
+
+// DefaultMaxBodyBytes is the request body limit when Config.MaxBodyBytes is 0:
+// room for prompts of a few million token ids.
+const DefaultMaxBodyBytes = 64 << 20
+
+// CacheFlusher is implemented by engines with a prefix cache that can be
+// emptied (SGLang /flush_cache, vLLM /reset_prefix_cache).
+type CacheFlusher interface {
+	FlushCache(ctx context.Context) error
+}
+
+// Pauser is implemented by engines that can hold new requests (SGLang
+// /pause_generation, vLLM /pause). With abortRunning the running requests
+// are aborted (they return their partial tokens); otherwise they continue.
+type Pauser interface {
+	Pause(ctx context.Context, abortRunning bool) error
+	Resume(ctx context.Context) error
+}
+
+// Config configures a Server. The zero value serves on a free port of
+// 127.0.0.1 with no auth and the default body limit.
+type Config struct {
+	// Addr is the listen address for Start; default "127.0.0.1:0". Binding
+	// another interface must be asked for explicitly.
+	Addr string
+	// AuthToken, when set, is required on every request as
+	// "Authorization: Bearer <AuthToken>".
+	AuthToken string
+	// MaxBodyBytes limits request bodies; larger ones get 413.
+	MaxBodyBytes int64
+	// Model is the model name reported by /model_info, /v1/models and OpenAI
+	// responses; default "agentrl".
+	Model string
+	// Chat enables text prompts on the native endpoints and the OpenAI
+	// chat endpoint; nil leaves them answering 400/404.
+	Chat *Chat
+}
+
+// Server serves an engine over HTTP. Use it as an http.Handler, or Start it
+// on its own listener.
+type Server struct {
+	engine server.LLMServer
+	cfg    Config
+	mux    *http.ServeMux
+
+	// base is the parent of every request context: cancelling it aborts
+	// every in-flight request (Close, Shutdown past its deadline).
+	base       context.Context
+	cancelBase context.CancelFunc
+	handlers   sync.WaitGroup
+
+	mu       sync.Mutex
+	srv      *http.Server
+	ln       net.Listener
+	serving  chan struct{} // closed when the Serve goroutine returned
+	serveEr  error
+	sleeping bool // as last set through /sleep, /release_memory_occupation, /wake_up
+}
+
+// New returns a Server for engine. It does not listen: call Start, or mount
+// it as a handler.
+func New(engine server.LLMServer, cfg Config) (*Server, error) {
+	if engine == nil {
+		return nil, errors.New("httpapi: nil engine")
+	}
+	if cfg.Addr == "" {
+		cfg.Addr = "127.0.0.1:0"
+	}
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if cfg.Model == "" {
+		cfg.Model = "agentrl"
+	}
+	if cfg.Chat != nil {
+		if err := cfg.Chat.validate(); err != nil {
+			return nil, err
+		}
+	}
+	s := &Server{engine: engine, cfg: cfg, mux: http.NewServeMux()}
+	s.base, s.cancelBase = context.WithCancel(context.Background())
+	s.routes()
+	return s, nil
+}
+
+// Start creates a Server and starts serving it (see (*Server).Start).
+func Start(engine server.LLMServer, cfg Config) (*Server, error) {
+	s, err := New(engine, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.Start(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Start listens on Config.Addr and serves in a goroutine owned by s until
+// Shutdown or Close.
+func (s *Server) Start() error {
+	ln, err := net.Listen("tcp", s.cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("httpapi: listen %s: %w", s.cfg.Addr, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.srv != nil {
+		ln.Close()
+		return errors.New("httpapi: server already started")
+	}
+	s.ln = ln
+	s.srv = &http.Server{
+		Handler:           s,
+		ReadHeaderTimeout: 30 * time.Second,
+		BaseContext:       func(net.Listener) context.Context { return s.base },
+	}
+	s.serving = make(chan struct{})
+	go func() {
+		defer close(s.serving)
+		err := s.srv.Serve(ln)
+		if errors.Is(err, http.ErrServerClosed) {
+			err = nil
+		}
+		s.mu.Lock()
+		s.serveEr = err
+		s.mu.Unlock()
+	}()
+	return nil
+}
+
+// Addr returns the listening address ("127.0.0.1:41234"), or "" before Start.
+func (s *Server) Addr() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ln == nil {
+		return ""
+	}
+	return s.ln.Addr().String()
+}
+
+// URL returns "http://" + Addr().
+func (s *Server) URL() string { return "http://" + s.Addr() }
+
+// Shutdown stops accepting connections and waits for in-flight requests to
+// finish. When ctx ends first, the in-flight requests are cancelled (the
+// engine sees their contexts end, so it aborts them) and Shutdown waits for
+// their handlers to return before returning ctx's error.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	srv, serving := s.srv, s.serving
+	s.mu.Unlock()
+	if srv == nil {
+		s.cancelBase()
+		s.handlers.Wait()
+		return nil
+	}
+	err := srv.Shutdown(ctx)
+	if err != nil {
+		s.cancelBase()
+		s.handlers.Wait()
+		srv.Close()
+	}
+	<-serving
+	s.cancelBase()
+	return err
+}
+
+// Close stops at once: the listener and every connection are closed and
+// in-flight requests cancelled, as if the process died. It waits for the
+// handlers to return.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	srv, serving := s.srv, s.serving
+	s.mu.Unlock()
+	var err error
+	if srv != nil {
+		// Connections first, so no handler gets to answer.
+		err = srv.Close()
+	}
+	s.cancelBase()
+	if srv != nil {
+		<-serving
+	}
+	s.handlers.Wait()
+	return err
+}
+
+// ServeHTTP implements http.Handler: auth, body limit, routing.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.handlers.Add(1)
+	defer s.handlers.Done()
+	if s.cfg.AuthToken != "" && !s.authorized(r) {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="agentrl"`)
+		writeError(w, http.StatusUnauthorized, "missing or wrong bearer token in the Authorization header")
+		return
+	}
+	if r.Body != nil {
+		r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
+	}
+	// Requests must also end when the server is closed, also when the
+	// handler is mounted elsewhere.
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	stop := context.AfterFunc(s.base, cancel)
+	defer stop()
+	s.mux.ServeHTTP(w, r.WithContext(ctx))
+}
+
+func (s *Server) authorized(r *http.Request) bool {
+	h := r.Header.Get("Authorization")
+	const prefix = "Bearer "
+	if len(h) < len(prefix) || !strings.EqualFold(h[:len(prefix)], prefix) {
+		return false
+	}
+	return subtle.ConstantTimeCompare([]byte(h[len(prefix):]), []byte(s.cfg.AuthToken)) == 1
+}
+
+// ---- shared helpers ------------------------------------------------------
+
+// errorBody is the OpenAI error shape, which SGLang and vLLM also use.
+type errorBody struct {
+	Error errorDetail `json:"error"`
+}
+
+type errorDetail struct {
+	Message string `json:"message"`
+	Type    string `json:"type"`
+	Code    int    `json:"code"`
+}
+
+func writeError(w http.ResponseWriter, status int, msg string) {
+	typ := "server_error"
+	switch {
+	case status == http.StatusTooManyRequests:
+		typ = "rate_limit_error"
+	case status == http.StatusServiceUnavailable:
+		typ = "service_unavailable"
+	case status >= 400 && status < 500:
+		typ = "invalid_request_error"
+	}
+	writeJSON(w, status, errorBody{Error: errorDetail{Message: msg, Type: typ, Code: status}})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		http.Error(w, "httpapi: encoding the response: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(b, '\n'))
+}
+
+// statusOf maps an engine error to the HTTP status the clients map back to
+// the same sentinel.
+func statusOf(err error) int {
+	switch {
+	case errors.Is(err, server.ErrBadRequest):
+		return http.StatusBadRequest
+	case errors.Is(err, server.ErrOverloaded):
+		return http.StatusTooManyRequests
+	case errors.Is(err, server.ErrUnavailable):
+		return http.StatusServiceUnavailable
+	case errors.Is(err, context.DeadlineExceeded):
+		return http.StatusGatewayTimeout
+	case errors.Is(err, context.Canceled):
+		// Only the client (which is gone) or Close sees this.
+		return http.StatusServiceUnavailable
+	}
+	var se *server.Error
+	if errors.As(err, &se) && se.Status >= 400 && se.Status <= 599 {
+		return se.Status
+	}
+	return http.StatusInternalServerError
+}
+
+func writeEngineError(w http.ResponseWriter, err error) {
+	writeError(w, statusOf(err), err.Error())
+}
+
+// errRequest is a request the handler rejects with 400 (or 413).
+type errRequest struct {
+	status int
+	msg    string
+}
+
+func (e *errRequest) Error() string { return e.msg }
+
+func badRequest(format string, args ...any) error {
+	return &errRequest{status: http.StatusBadRequest, msg: fmt.Sprintf(format, args...)}
+}
+
+// decodeJSON reads a JSON body into v. Errors name the field and offset.
+func decodeJSON(r *http.Request, v any) error {
+	data, err := readBody(r)
+	if err != nil {
+		return err
+	}
+	return unmarshalBody(data, v)
+}
+
+func unmarshalBody(data []byte, v any) error {
+	if len(bytes.TrimSpace(data)) == 0 {
+		return badRequest("empty request body: expected a JSON object")
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		var te *json.UnmarshalTypeError
+		var se *json.SyntaxError
+		switch {
+		case errors.As(err, &te):
+			return badRequest("field %q: expected %s, got JSON %s (byte offset %d)", te.Field, te.Type, te.Value, te.Offset)
+		case errors.As(err, &se):
+			return badRequest("invalid JSON at byte offset %d: %v", se.Offset, err)
+		}
+		return badRequest("invalid JSON request: %v", err)
+	}
+	return nil
+}
+
+func writeRequestError(w http.ResponseWriter, err error) {
+	var re *errRequest
+	if errors.As(err, &re) {
+		writeError(w, re.status, re.msg)
+		return
+	}
+	writeError(w, http.StatusBadRequest, err.Error())
+}
+
+func newRequestID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// decodeOptional is decodeJSON for control endpoints, which also accept an
+// empty body.
+func decodeOptional(r *http.Request, v any) error {
+	data, err := readBody(r)
+	if err != nil {
+		return err
+	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil
+	}
+	return unmarshalBody(data, v)
+}
+
+func notSupported(w http.ResponseWriter, what string) {
+	writeError(w, http.StatusNotImplemented, "the engine behind this server does not support "+what)
+}

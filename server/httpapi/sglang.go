@@ -1,0 +1,709 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/agentrl/agentrl/server"
+)
+
+// ---- SGLang /generate ------------------------------------------------------
+
+type sglGenerateRequest struct {
+	RID            json.RawMessage `json:"rid"`
+	Text           json.RawMessage `json:"text"`
+	InputIDs       json.RawMessage `json:"input_ids"`
+	InputEmbeds    json.RawMessage `json:"input_embeds"`
+	SamplingParams *sglSampling    `json:"sampling_params"`
+	ReturnLogprob  bool            `json:"return_logprob"`
+	TopLogprobsNum int             `json:"top_logprobs_num"`
+	Stream         bool            `json:"stream"`
+	Priority       *int            `json:"priority"`
+}
+
+type sglSampling struct {
+	Temperature       *float64        `json:"temperature"`
+	TopP              *float64        `json:"top_p"`
+	TopK              *int            `json:"top_k"`
+	MinP              *float64        `json:"min_p"`
+	RepetitionPenalty *float64        `json:"repetition_penalty"`
+	FrequencyPenalty  float64         `json:"frequency_penalty"`
+	PresencePenalty   float64         `json:"presence_penalty"`
+	MaxNewTokens      *int            `json:"max_new_tokens"`
+	StopTokenIDs      []int32         `json:"stop_token_ids"`
+	Stop              json.RawMessage `json:"stop"`
+	SkipSpecialTokens *bool           `json:"skip_special_tokens"`
+	NoStopTrim        bool            `json:"no_stop_trim"`
+	IgnoreEOS         bool            `json:"ignore_eos"`
+	N                 *int            `json:"n"`
+	SamplingSeed      *uint64         `json:"sampling_seed"`
+	Regex             *string         `json:"regex"`
+	JSONSchema        *string         `json:"json_schema"`
+	EBNF              *string         `json:"ebnf"`
+}
+
+// sglangDefaultMaxNewTokens is SGLang's default when max_new_tokens is absent.
+const sglangDefaultMaxNewTokens = 128
+
+// prepared is a decoded native request.
+type prepared struct {
+	req          server.GenerateRequest
+	stream       bool
+	skipSpecial  bool
+	trimStop     bool
+	logprobs     bool
+	tokensAsIDs  bool // vLLM return_tokens_as_token_ids
+	includeUsage bool
+}
+
+func (s *Server) parseSGLangGenerate(data []byte) (prepared, error) {
+	var in sglGenerateRequest
+	if err := unmarshalBody(data, &in); err != nil {
+		return prepared{}, err
+	}
+	p := prepared{stream: in.Stream, logprobs: in.ReturnLogprob, skipSpecial: true, trimStop: true}
+	if len(in.RID) > 0 && string(in.RID) != "null" {
+		if err := json.Unmarshal(in.RID, &p.req.RequestID); err != nil {
+			return p, badRequest(`field "rid": expected a string (batched requests are not supported: send one request per prompt)`)
+		}
+	}
+	if p.req.RequestID == "" {
+		p.req.RequestID = newRequestID()
+	}
+	if isSet(in.InputEmbeds) {
+		return p, badRequest(`field "input_embeds" is not supported: send "input_ids"`)
+	}
+	var err error
+	switch {
+	case isSet(in.InputIDs) && isSet(in.Text):
+		return p, badRequest(`give exactly one of "text" and "input_ids", not both`)
+	case isSet(in.InputIDs):
+		p.req.PromptIDs, err = s.parseIDs("input_ids", in.InputIDs)
+	case isSet(in.Text):
+		p.req.PromptIDs, err = s.encodeTextField("text", in.Text)
+	default:
+		return p, badRequest(`missing prompt: give "input_ids" (or "text")`)
+	}
+	if err != nil {
+		return p, err
+	}
+	if in.TopLogprobsNum > 0 {
+		return p, badRequest(`field "top_logprobs_num": top logprobs are not supported, only the sampled token's logprob (return_logprob)`)
+	}
+	if in.Priority != nil {
+		p.req.Priority = *in.Priority
+	}
+	sp := in.SamplingParams
+	if sp == nil {
+		sp = &sglSampling{}
+	}
+	params := server.SamplingParams{Temperature: 1, TopP: 1, MaxNewTokens: sglangDefaultMaxNewTokens, Logprobs: in.ReturnLogprob}
+	if sp.Temperature != nil {
+		params.Temperature = *sp.Temperature
+	}
+	if sp.TopP != nil {
+		params.TopP = *sp.TopP
+	}
+	if sp.TopK != nil {
+		params.TopK = *sp.TopK
+	}
+	if sp.MinP != nil {
+		params.MinP = *sp.MinP
+	}
+	if sp.RepetitionPenalty != nil {
+		params.RepetitionPenalty = *sp.RepetitionPenalty
+	}
+	if sp.MaxNewTokens != nil {
+		params.MaxNewTokens = *sp.MaxNewTokens
+	}
+	params.StopTokenIDs = sp.StopTokenIDs
+	params.Seed = sp.SamplingSeed
+	if sp.SkipSpecialTokens != nil {
+		p.skipSpecial = *sp.SkipSpecialTokens
+	}
+	p.trimStop = !sp.NoStopTrim
+	if err := checkUnsupported("sampling_params.", sp.N, sp.IgnoreEOS, sp.FrequencyPenalty, sp.PresencePenalty, sp.Stop); err != nil {
+		return p, err
+	}
+	for name, v := range map[string]*string{"regex": sp.Regex, "json_schema": sp.JSONSchema, "ebnf": sp.EBNF} {
+		if v != nil && *v != "" {
+			return p, badRequest("field %q: constrained decoding is not supported", "sampling_params."+name)
+		}
+	}
+	if err := validParams(&params, "sampling_params.", "max_new_tokens"); err != nil {
+		return p, err
+	}
+	p.req.Params = params
+	return p, nil
+}
+
+func isSet(raw json.RawMessage) bool {
+	return len(raw) > 0 && string(bytes.TrimSpace(raw)) != "null"
+}
+
+// checkUnsupported rejects settings this server cannot honour, rather than
+// silently sampling something else than asked.
+func checkUnsupported(prefix string, n *int, ignoreEOS bool, freq, pres float64, stop json.RawMessage) error {
+	switch {
+	case n != nil && *n != 1:
+		return badRequest("field %q: only n=1 is supported (send one request per sample)", prefix+"n")
+	case ignoreEOS:
+		return badRequest("field %q: ignore_eos is not supported", prefix+"ignore_eos")
+	case freq != 0:
+		return badRequest("field %q: frequency penalties are not supported", prefix+"frequency_penalty")
+	case pres != 0:
+		return badRequest("field %q: presence penalties are not supported", prefix+"presence_penalty")
+	}
+	if isSet(stop) {
+		var one string
+		var many []string
+		if json.Unmarshal(stop, &one) == nil && one == "" {
+			return nil
+		}
+		if json.Unmarshal(stop, &many) == nil && len(many) == 0 {
+			return nil
+		}
+		return badRequest("field %q: stop strings are not supported, use stop_token_ids", prefix+"stop")
+	}
+	return nil
+}
+
+func validParams(p *server.SamplingParams, prefix, maxName string) error {
+	finite := func(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
+	switch {
+	case !finite(p.Temperature) || p.Temperature < 0:
+		return badRequest("field %q: must be ≥ 0, got %v", prefix+"temperature", p.Temperature)
+	case !finite(p.TopP) || p.TopP <= 0 || p.TopP > 1:
+		return badRequest("field %q: must be in (0, 1], got %v", prefix+"top_p", p.TopP)
+	case p.TopK < -1:
+		return badRequest("field %q: must be -1 (disabled) or ≥ 0, got %d", prefix+"top_k", p.TopK)
+	case !finite(p.MinP) || p.MinP < 0 || p.MinP > 1:
+		return badRequest("field %q: must be in [0, 1], got %v", prefix+"min_p", p.MinP)
+	case !finite(p.RepetitionPenalty) || p.RepetitionPenalty < 0:
+		return badRequest("field %q: must be ≥ 0, got %v", prefix+"repetition_penalty", p.RepetitionPenalty)
+	case p.MaxNewTokens < 1:
+		return badRequest("field %q: must be ≥ 1, got %d", prefix+maxName, p.MaxNewTokens)
+	}
+	if p.TopK < 0 {
+		p.TopK = 0
+	}
+	for i, id := range p.StopTokenIDs {
+		if id < 0 {
+			return badRequest("field %q: element %d is negative (%d)", prefix+"stop_token_ids", i, id)
+		}
+	}
+	return nil
+}
+
+// parseIDs reads a flat list of token ids, naming the offending element.
+func (s *Server) parseIDs(field string, raw json.RawMessage) ([]int32, error) {
+	ids, err := parseIntList(raw)
+	if err != nil {
+		return nil, badRequest("field %q: %v", field, err)
+	}
+	if len(ids) == 0 {
+		return nil, badRequest("field %q: empty prompt", field)
+	}
+	vocab := 0
+	if s.cfg.Chat != nil {
+		vocab = s.cfg.Chat.Tokenizer.VocabSize()
+	}
+	for i, id := range ids {
+		if id < 0 || (vocab > 0 && int(id) >= vocab) {
+			if vocab > 0 {
+				return nil, badRequest("field %q: element %d: token id %d is outside the vocabulary [0, %d)", field, i, id, vocab)
+			}
+			return nil, badRequest("field %q: element %d: token id %d is negative", field, i, id)
+		}
+	}
+	return ids, nil
+}
+
+func (s *Server) encodeTextField(field string, raw json.RawMessage) ([]int32, error) {
+	var text string
+	if err := json.Unmarshal(raw, &text); err != nil {
+		return nil, badRequest("field %q: expected a string (batched prompts are not supported)", field)
+	}
+	if s.cfg.Chat == nil {
+		return nil, badRequest("field %q: this server has no tokenizer: send token ids", field)
+	}
+	ids := s.cfg.Chat.Tokenizer.Encode(text)
+	if len(ids) == 0 {
+		return nil, badRequest("field %q: empty prompt", field)
+	}
+	return ids, nil
+}
+
+// decodeText is the response text: "" without a tokenizer.
+func (s *Server) decodeText(ids []int32, skipSpecial bool) (string, error) {
+	if s.cfg.Chat == nil || len(ids) == 0 {
+		return "", nil
+	}
+	return s.cfg.Chat.Tokenizer.Decode(ids, skipSpecial)
+}
+
+type sglGenerateResponse struct {
+	Text      string  `json:"text"`
+	OutputIDs []int32 `json:"output_ids"`
+	MetaInfo  sglMeta `json:"meta_info"`
+}
+
+type sglMeta struct {
+	ID                  string          `json:"id"`
+	FinishReason        sglFinish       `json:"finish_reason"`
+	PromptTokens        int             `json:"prompt_tokens"`
+	CompletionTokens    int             `json:"completion_tokens"`
+	CachedTokens        int             `json:"cached_tokens"`
+	WeightVersion       string          `json:"weight_version"`
+	OutputTokenLogprobs *logprobTriples `json:"output_token_logprobs,omitempty"`
+	E2ELatency          float64         `json:"e2e_latency"`
+}
+
+type sglFinish struct {
+	Type    string `json:"type"`
+	Matched *int32 `json:"matched,omitempty"`
+	Length  *int   `json:"length,omitempty"`
+	Message string `json:"message,omitempty"`
+}
+
+// logprobTriples writes SGLang's [[logprob, token_id, null], ...] without
+// boxing every number.
+type logprobTriples struct {
+	lps []float32
+	ids []int32
+}
+
+func (l *logprobTriples) MarshalJSON() ([]byte, error) {
+	b := make([]byte, 0, 2+len(l.ids)*24)
+	b = append(b, '[')
+	for i, id := range l.ids {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, '[')
+		b = appendFloat(b, l.lps[i])
+		b = append(b, ',')
+		b = strconv.AppendInt(b, int64(id), 10)
+		b = append(b, ",null]"...)
+	}
+	return append(b, ']'), nil
+}
+
+func appendFloat(b []byte, f float32) []byte {
+	if math.IsInf(float64(f), -1) || math.IsNaN(float64(f)) {
+		// JSON has no -Infinity; engines report the smallest float instead.
+		return strconv.AppendFloat(b, -math.MaxFloat32, 'g', -1, 32)
+	}
+	return strconv.AppendFloat(b, float64(f), 'g', -1, 32)
+}
+
+// stopMatched reports whether the output ends with a stop token: one the
+// request named, or an end-of-turn token of the tokenizer. Only then is
+// there a stop token to trim from the text.
+func (s *Server) stopMatched(out server.TokenOutput, req server.GenerateRequest) bool {
+	n := len(out.TokenIDs)
+	if out.StopReason != server.StopEOS || n == 0 {
+		return false
+	}
+	last := out.TokenIDs[n-1]
+	if contains(req.Params.StopTokenIDs, last) {
+		return true
+	}
+	return s.cfg.Chat != nil && contains(s.cfg.Chat.Tokenizer.EOSTokenIDs(), last)
+}
+
+func sglFinishOf(out server.TokenOutput) sglFinish {
+	switch out.StopReason {
+	case server.StopLength:
+		n := len(out.TokenIDs)
+		return sglFinish{Type: "length", Length: &n}
+	case server.StopAbort:
+		return sglFinish{Type: "abort", Message: "request aborted"}
+	}
+	f := sglFinish{Type: "stop"}
+	if n := len(out.TokenIDs); n > 0 {
+		last := out.TokenIDs[n-1]
+		f.Matched = &last
+	}
+	return f
+}
+
+func (s *Server) handleSGLangGenerate(w http.ResponseWriter, r *http.Request) {
+	data, err := readBody(r)
+	if err != nil {
+		writeRequestError(w, err)
+		return
+	}
+	p, err := s.parseSGLangGenerate(data)
+	if err != nil {
+		writeRequestError(w, err)
+		return
+	}
+	start := time.Now()
+	out, err := s.engine.Generate(r.Context(), p.req)
+	if err != nil {
+		writeEngineError(w, err)
+		return
+	}
+	if err := checkOutput(out, p.req); err != nil {
+		writeEngineError(w, err)
+		return
+	}
+	textIDs := out.TokenIDs
+	if p.trimStop && s.stopMatched(out, p.req) {
+		textIDs = textIDs[:len(textIDs)-1]
+	}
+	text, err := s.decodeText(textIDs, p.skipSpecial)
+	if err != nil {
+		writeEngineError(w, fmt.Errorf("decoding the output: %w", err))
+		return
+	}
+	resp := sglGenerateResponse{
+		Text:      text,
+		OutputIDs: nonNil(out.TokenIDs),
+		MetaInfo: sglMeta{
+			ID:               p.req.RequestID,
+			FinishReason:     sglFinishOf(out),
+			PromptTokens:     len(p.req.PromptIDs),
+			CompletionTokens: len(out.TokenIDs),
+			CachedTokens:     out.CachedTokens,
+			WeightVersion:    strconv.FormatInt(out.WeightVersion, 10),
+			E2ELatency:       time.Since(start).Seconds(),
+		},
+	}
+	if p.logprobs {
+		resp.MetaInfo.OutputTokenLogprobs = &logprobTriples{lps: out.Logprobs, ids: out.TokenIDs}
+	}
+	if p.stream {
+		// The engine interface returns whole outputs: the stream is one
+		// cumulative event, which is a valid SGLang stream.
+		writeSSE(w, []any{resp})
+		return
+	}
+	writeJSON(w, http.StatusOK, resp)
+}
+
+func nonNil(ids []int32) []int32 {
+	if ids == nil {
+		return []int32{}
+	}
+	return ids
+}
+
+// checkOutput rejects engine outputs that would break the wire contract.
+func checkOutput(out server.TokenOutput, req server.GenerateRequest) error {
+	if req.Params.Logprobs && len(out.Logprobs) != len(out.TokenIDs) {
+		return &server.Error{Server: "engine", Op: "generate",
+			Err: fmt.Errorf("engine returned %d logprobs for %d tokens: %w", len(out.Logprobs), len(out.TokenIDs), server.ErrBadResponse)}
+	}
+	return nil
+}
+
+func readBody(r *http.Request) ([]byte, error) {
+	var buf bytes.Buffer
+	if r.ContentLength > 0 && r.ContentLength < 1<<30 {
+		buf.Grow(int(r.ContentLength))
+	}
+	if _, err := buf.ReadFrom(r.Body); err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, &errRequest{status: http.StatusRequestEntityTooLarge,
+				msg: fmt.Sprintf("request body is larger than the limit of %d bytes", mbe.Limit)}
+		}
+		return nil, badRequest("reading the request body: %v", err)
+	}
+	return buf.Bytes(), nil
+}
+
+// writeSSE writes events as server-sent events ending with [DONE].
+func writeSSE(w http.ResponseWriter, events []any) {
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	fl, _ := w.(http.Flusher)
+	for _, ev := range events {
+		b, err := json.Marshal(ev)
+		if err != nil {
+			b, _ = json.Marshal(errorBody{Error: errorDetail{Message: "encoding the event: " + err.Error(), Type: "server_error", Code: 500}})
+		}
+		_, _ = w.Write([]byte("data: "))
+		_, _ = w.Write(b)
+		_, _ = w.Write([]byte("\n\n"))
+		if fl != nil {
+			fl.Flush()
+		}
+	}
+	_, _ = w.Write([]byte("data: [DONE]\n\n"))
+	if fl != nil {
+		fl.Flush()
+	}
+}
+
+// ---- SGLang control endpoints --------------------------------------------
+
+func (s *Server) handleAbortRequest(w http.ResponseWriter, r *http.Request) {
+	var in struct {
+		RID      string `json:"rid"`
+		AbortAll bool   `json:"abort_all"`
+	}
+	if err := decodeOptional(r, &in); err != nil {
+		writeRequestError(w, err)
+		return
+	}
+	a, ok := s.engine.(server.Aborter)
+	if !ok {
+		notSupported(w, "abort")
+		return
+	}
+	var err error
+	switch {
+	case in.AbortAll:
+		err = a.AbortAll(r.Context())
+	case in.RID != "":
+		err = a.Abort(r.Context(), in.RID)
+	default:
+		writeError(w, http.StatusBadRequest, `give "rid" or "abort_all": true`)
+		return
+	}
+	if err != nil {
+		writeEngineError(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusOK)
+}
+
+func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
+	if h, ok := s.engine.(server.HealthChecker); ok {
+		if err := h.Health(r.Context()); err != nil {
+			writeError(w, http.StatusServiceUnavailable, err.Error())
+			return
+		}
+	}
+	w.WriteHeader(http.StatusOK)
+}
+
+func (s *Server) handleFlushCache(w http.ResponseWriter, r *http.Request) {
+	f, ok := s.engine.(CacheFlusher)
+	if !ok {
+		notSupported(w, "cache flushes")
+		return
+	}
+	if err := f.FlushCache(r.Context()); err != nil {
+		writeEngineError(w, err)
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write([]byte("Cache flushed.\n"))
+}
+
+type updateWeightsResponse struct {
+	Success           bool   `json:"success"`
+	Message           string `json:"message"`
+	NumPausedRequests int    `json:"num_paused_requests"`
+}
+
+// parseVersion reads a weight version sent as a JSON integer or a decimal
+// string ("7"); null, "" and SGLang's "default" mean 0.
+func parseVersion(raw json.RawMessage) (int64, error) {
+	if !isSet(raw) {
+		return 0, nil
+	}
+	var n int64
+	if err := json.Unmarshal(raw, &n); err == nil {
+		return n, nil
+	}
+	var str string
+	if err := json.Unmarshal(raw, &str); err != nil {
+		return 0, badRequest(`field "weight_version": expected an integer or a string holding one, got %s`, raw)
+	}
+	if str == "" || str == "default" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(str, 10, 64)
+	if err != nil {
+		return 0, badRequest(`field "weight_version": %q is not an integer`, str)
+	}
+	return n, nil
+}
+
+func (s *Server) handleUpdateWeightsFromDisk(w http.ResponseWriter, r *http.Request) {
+	var in struct {
+		ModelPath        string          `json:"model_path"`
+		WeightVersion    json.RawMessage `json:"weight_version"`
+		AbortAllRequests bool            `json:"abort_all_requests"`
+		FlushCache       *bool           `json:"flush_cache"`
+	}
+	if err := decodeJSON(r, &in); err != nil {
+		writeRequestError(w, err)
+		return
+	}
+	if in.ModelPath == "" {
+		writeError(w, http.StatusBadRequest, `field "model_path": required`)
+		return
+	}
+	version, err := parseVersion(in.WeightVersion)
+	if err != nil {
+		writeRequestError(w, err)
+		return
+	}
+	u, ok := s.engine.(server.WeightUpdater)
+	if !ok {
+		notSupported(w, "weight updates")
+		return
+	}
+	if in.AbortAllRequests {
+		if a, ok := s.engine.(server.Aborter); ok {
+			if err := a.AbortAll(r.Context()); err != nil {
+				writeEngineError(w, err)
+				return
+			}
+		}
+	}
+	if err := u.UpdateWeights(r.Context(), server.Weights{Version: version, Path: in.ModelPath}); err != nil {
+		writeJSON(w, statusOf(err), updateWeightsResponse{Message: err.Error()})
+		return
+	}
+	if in.FlushCache == nil || *in.FlushCache {
+		if f, ok := s.engine.(CacheFlusher); ok {
+			if err := f.FlushCache(r.Context()); err != nil {
+				writeJSON(w, statusOf(err), updateWeightsResponse{Message: "weights updated, flushing the cache failed: " + err.Error()})
+				return
+			}
+		}
+	}
+	writeJSON(w, http.StatusOK, updateWeightsResponse{Success: true, Message: "Succeeded to update model weights."})
+}
+
+// sleepLevelOfTags maps SGLang memory tags to a sleep level: releasing the
+// weights (or everything, no tags) is level 2, only the KV cache level 1.
+func sleepLevelOfTags(tags []string) (server.SleepLevel, error) {
+	if len(tags) == 0 {
+		return server.SleepWeights, nil
+	}
+	level := server.SleepKVCache
+	for _, t := range tags {
+		switch t {
+		case "kv_cache", "cuda_graph":
+		case "weights":
+			level = server.SleepWeights
+		default:
+			return 0, badRequest(`field "tags": unknown tag %q (known: weights, kv_cache, cuda_graph)`, t)
+		}
+	}
+	return level, nil
+}
+
+func (s *Server) handleReleaseMemory(w http.ResponseWriter, r *http.Request) {
+	var in struct {
+		Tags []string `json:"tags"`
+	}
+	if err := decodeOptional(r, &in); err != nil {
+		writeRequestError(w, err)
+		return
+	}
+	level, err := sleepLevelOfTags(in.Tags)
+	if err != nil {
+		writeRequestError(w, err)
+		return
+	}
+	sl, ok := s.engine.(server.Sleeper)
+	if !ok {
+		notSupported(w, "releasing memory")
+		return
+	}
+	if err := sl.Sleep(r.Context(), level); err != nil {
+		writeEngineError(w, err)
+		return
+	}
+	s.setSleeping(true)
+	w.WriteHeader(http.StatusOK)
+}
+
+func (s *Server) handleResumeMemory(w http.ResponseWriter, r *http.Request) {
+	var in struct {
+		Tags []string `json:"tags"`
+	}
+	if err := decodeOptional(r, &in); err != nil {
+		writeRequestError(w, err)
+		return
+	}
+	if _, err := sleepLevelOfTags(in.Tags); err != nil {
+		writeRequestError(w, err)
+		return
+	}
+	s.wakeUp(w, r)
+}
+
+func (s *Server) wakeUp(w http.ResponseWriter, r *http.Request) {
+	sl, ok := s.engine.(server.Sleeper)
+	if !ok {
+		notSupported(w, "sleep and wake-up")
+		return
+	}
+	if err := sl.WakeUp(r.Context()); err != nil {
+		writeEngineError(w, err)
+		return
+	}
+	s.setSleeping(false)
+	w.WriteHeader(http.StatusOK)
+}
+
+func (s *Server) handlePauseGeneration(w http.ResponseWriter, r *http.Request) {
+	var in struct {
+		Mode string `json:"mode"`
+	}
+	if err := decodeOptional(r, &in); err != nil {
+		writeRequestError(w, err)
+		return
+	}
+	switch in.Mode {
+	case "", "abort":
+		s.pause(w, r, true)
+	case "retract", "in_place":
+		s.pause(w, r, false)
+	default:
+		writeError(w, http.StatusBadRequest, fmt.Sprintf(`field "mode": unknown mode %q (known: abort, retract, in_place)`, in.Mode))
+	}
+}
+
+func (s *Server) pause(w http.ResponseWriter, r *http.Request, abortRunning bool) {
+	p, ok := s.engine.(Pauser)
+	if !ok {
+		notSupported(w, "pausing")
+		return
+	}
+	if err := p.Pause(r.Context(), abortRunning); err != nil {
+		writeEngineError(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusOK)
+}
+
+func (s *Server) handleResume(w http.ResponseWriter, r *http.Request) {
+	p, ok := s.engine.(Pauser)
+	if !ok {
+		notSupported(w, "pausing")
+		return
+	}
+	if err := p.Resume(r.Context()); err != nil {
+		writeEngineError(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusOK)
+}
+
+func (s *Server) handleModelInfo(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{
+		"model_path":     s.cfg.Model,
+		"tokenizer_path": s.cfg.Model,
+		"is_generation":  true,
+	})
+}

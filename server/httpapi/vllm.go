@@ -1,0 +1,480 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/agentrl/agentrl/server"
+)
+
+// vllmDefaultMaxTokens is vLLM's default when max_tokens is absent.
+const vllmDefaultMaxTokens = 16
+
+// vllmSampling holds the sampling fields vLLM accepts, both nested
+// (/inference/v1/generate "sampling_params") and top-level (/v1/completions).
+type vllmSampling struct {
+	MaxTokens         *int            `json:"max_tokens"`
+	Temperature       *float64        `json:"temperature"`
+	TopP              *float64        `json:"top_p"`
+	TopK              *int            `json:"top_k"`
+	MinP              *float64        `json:"min_p"`
+	RepetitionPenalty *float64        `json:"repetition_penalty"`
+	FrequencyPenalty  float64         `json:"frequency_penalty"`
+	PresencePenalty   float64         `json:"presence_penalty"`
+	Seed              *int64          `json:"seed"`
+	Logprobs          *int            `json:"logprobs"`
+	StopTokenIDs      []int32         `json:"stop_token_ids"`
+	Stop              json.RawMessage `json:"stop"`
+	SkipSpecialTokens *bool           `json:"skip_special_tokens"`
+	IgnoreEOS         bool            `json:"ignore_eos"`
+	N                 *int            `json:"n"`
+}
+
+func (v *vllmSampling) params(prefix string) (server.SamplingParams, error) {
+	p := server.SamplingParams{Temperature: 1, TopP: 1, MaxNewTokens: vllmDefaultMaxTokens}
+	if v.MaxTokens != nil {
+		p.MaxNewTokens = *v.MaxTokens
+	}
+	if v.Temperature != nil {
+		p.Temperature = *v.Temperature
+	}
+	if v.TopP != nil {
+		p.TopP = *v.TopP
+	}
+	if v.TopK != nil {
+		p.TopK = *v.TopK
+	}
+	if v.MinP != nil {
+		p.MinP = *v.MinP
+	}
+	if v.RepetitionPenalty != nil {
+		p.RepetitionPenalty = *v.RepetitionPenalty
+	}
+	if v.Seed != nil {
+		if *v.Seed < 0 {
+			return p, badRequest("field %q: must be ≥ 0, got %d", prefix+"seed", *v.Seed)
+		}
+		seed := uint64(*v.Seed)
+		p.Seed = &seed
+	}
+	if v.Logprobs != nil {
+		if *v.Logprobs < 0 {
+			return p, badRequest("field %q: must be ≥ 0, got %d", prefix+"logprobs", *v.Logprobs)
+		}
+		p.Logprobs = true
+	}
+	p.StopTokenIDs = v.StopTokenIDs
+	if err := checkUnsupported(prefix, v.N, v.IgnoreEOS, v.FrequencyPenalty, v.PresencePenalty, v.Stop); err != nil {
+		return p, err
+	}
+	return p, validParams(&p, prefix, "max_tokens")
+}
+
+// ---- /inference/v1/generate ----------------------------------------------
+
+type vllmGenerateRequest struct {
+	RequestID      string          `json:"request_id"`
+	TokenIDs       json.RawMessage `json:"token_ids"`
+	Model          string          `json:"model"`
+	SamplingParams *vllmSampling   `json:"sampling_params"`
+	Stream         bool            `json:"stream"`
+	Priority       *int            `json:"priority"`
+}
+
+type vllmLogprobEntry struct {
+	Token    string  `json:"token"`
+	TokenID  int32   `json:"token_id"`
+	Logprob  float32 `json:"logprob"`
+	TopEmpty []int   `json:"top_logprobs"`
+}
+
+type vllmGenerateChoice struct {
+	Index        int     `json:"index"`
+	FinishReason string  `json:"finish_reason"`
+	TokenIDs     []int32 `json:"token_ids"`
+	Logprobs     *struct {
+		Content []vllmLogprobEntry `json:"content"`
+	} `json:"logprobs"`
+}
+
+type vllmGenerateResponse struct {
+	RequestID string               `json:"request_id"`
+	Choices   []vllmGenerateChoice `json:"choices"`
+	// Not in vLLM: what agentrl's own engines add; vLLM clients ignore them.
+	CachedTokens  int   `json:"num_cached_tokens"`
+	WeightVersion int64 `json:"weight_version"`
+}
+
+func (s *Server) parseVLLMGenerate(data []byte) (prepared, error) {
+	var in vllmGenerateRequest
+	if err := unmarshalBody(data, &in); err != nil {
+		return prepared{}, err
+	}
+	p := prepared{stream: in.Stream}
+	p.req.RequestID = in.RequestID
+	if p.req.RequestID == "" {
+		p.req.RequestID = newRequestID()
+	}
+	if !isSet(in.TokenIDs) {
+		return p, badRequest(`missing prompt: give "token_ids"`)
+	}
+	var err error
+	if p.req.PromptIDs, err = s.parseIDs("token_ids", in.TokenIDs); err != nil {
+		return p, err
+	}
+	sp := in.SamplingParams
+	if sp == nil {
+		sp = &vllmSampling{}
+	}
+	if p.req.Params, err = sp.params("sampling_params."); err != nil {
+		return p, err
+	}
+	p.logprobs = p.req.Params.Logprobs
+	if in.Priority != nil {
+		p.req.Priority = *in.Priority
+	}
+	return p, nil
+}
+
+func finishString(r server.StopReason) string {
+	switch r {
+	case server.StopLength:
+		return "length"
+	case server.StopAbort:
+		return "abort"
+	}
+	return "stop"
+}
+
+func (s *Server) handleVLLMGenerate(w http.ResponseWriter, r *http.Request) {
+	data, err := readBody(r)
+	if err != nil {
+		writeRequestError(w, err)
+		return
+	}
+	p, err := s.parseVLLMGenerate(data)
+	if err != nil {
+		writeRequestError(w, err)
+		return
+	}
+	out, err := s.engine.Generate(r.Context(), p.req)
+	if err == nil {
+		err = checkOutput(out, p.req)
+	}
+	if err != nil {
+		writeEngineError(w, err)
+		return
+	}
+	ch := vllmGenerateChoice{FinishReason: finishString(out.StopReason), TokenIDs: nonNil(out.TokenIDs)}
+	if p.logprobs {
+		ch.Logprobs = &struct {
+			Content []vllmLogprobEntry `json:"content"`
+		}{Content: make([]vllmLogprobEntry, len(out.TokenIDs))}
+		for i, id := range out.TokenIDs {
+			ch.Logprobs.Content[i] = vllmLogprobEntry{Token: tokenAsID(id), TokenID: id, Logprob: finiteLogprob(out.Logprobs[i]), TopEmpty: []int{}}
+		}
+	}
+	resp := vllmGenerateResponse{RequestID: p.req.RequestID, Choices: []vllmGenerateChoice{ch},
+		CachedTokens: out.CachedTokens, WeightVersion: out.WeightVersion}
+	if p.stream {
+		writeSSE(w, []any{resp})
+		return
+	}
+	writeJSON(w, http.StatusOK, resp)
+}
+
+func tokenAsID(id int32) string { return "token_id:" + strconv.Itoa(int(id)) }
+
+func finiteLogprob(f float32) float32 {
+	if f != f || f < -3.4e38 {
+		return -3.4028235e38
+	}
+	return f
+}
+
+// ---- /v1/completions -------------------------------------------------------
+
+type completionsRequest struct {
+	vllmSampling
+	Model                  string          `json:"model"`
+	Prompt                 json.RawMessage `json:"prompt"`
+	RequestID              string          `json:"request_id"`
+	Stream                 bool            `json:"stream"`
+	StreamOptions          *streamOptions  `json:"stream_options"`
+	Echo                   bool            `json:"echo"`
+	ReturnTokenIDs         bool            `json:"return_token_ids"`
+	ReturnTokensAsTokenIDs bool            `json:"return_tokens_as_token_ids"`
+	IncludeStopStrInOutput bool            `json:"include_stop_str_in_output"`
+	Priority               *int            `json:"priority"`
+	Suffix                 string          `json:"suffix"`
+	BestOf                 *int            `json:"best_of"`
+	PromptLogprobs         *int            `json:"prompt_logprobs"`
+}
+
+type streamOptions struct {
+	IncludeUsage bool `json:"include_usage"`
+}
+
+type completionLogprobs struct {
+	TextOffset    []int                `json:"text_offset"`
+	TokenLogprobs []float32            `json:"token_logprobs"`
+	Tokens        []string             `json:"tokens"`
+	TopLogprobs   []map[string]float32 `json:"top_logprobs"`
+}
+
+type completionChoice struct {
+	Index         int                 `json:"index"`
+	Text          string              `json:"text"`
+	Logprobs      *completionLogprobs `json:"logprobs"`
+	FinishReason  *string             `json:"finish_reason"`
+	StopReason    *int32              `json:"stop_reason"`
+	PromptTokenID []int32             `json:"prompt_token_ids,omitempty"`
+	TokenIDs      []int32             `json:"token_ids,omitempty"`
+}
+
+type usage struct {
+	PromptTokens        int `json:"prompt_tokens"`
+	CompletionTokens    int `json:"completion_tokens"`
+	TotalTokens         int `json:"total_tokens"`
+	PromptTokensDetails *struct {
+		CachedTokens int `json:"cached_tokens"`
+	} `json:"prompt_tokens_details,omitempty"`
+}
+
+type completionResponse struct {
+	ID      string             `json:"id"`
+	Object  string             `json:"object"`
+	Created int64              `json:"created"`
+	Model   string             `json:"model"`
+	Choices []completionChoice `json:"choices"`
+	Usage   *usage             `json:"usage"`
+	// Not in vLLM; see vllmGenerateResponse.
+	WeightVersion int64 `json:"weight_version"`
+}
+
+func (s *Server) parseCompletions(data []byte) (prepared, completionsRequest, error) {
+	var in completionsRequest
+	if err := unmarshalBody(data, &in); err != nil {
+		return prepared{}, in, err
+	}
+	p := prepared{stream: in.Stream, tokensAsIDs: in.ReturnTokensAsTokenIDs, skipSpecial: true,
+		trimStop: !in.IncludeStopStrInOutput}
+	if in.StreamOptions != nil {
+		p.includeUsage = in.StreamOptions.IncludeUsage
+	}
+	if in.SkipSpecialTokens != nil {
+		p.skipSpecial = *in.SkipSpecialTokens
+	}
+	p.req.RequestID = in.RequestID
+	if p.req.RequestID == "" {
+		p.req.RequestID = newRequestID()
+	}
+	switch {
+	case in.Echo:
+		return p, in, badRequest(`field "echo": not supported`)
+	case in.Suffix != "":
+		return p, in, badRequest(`field "suffix": not supported`)
+	case in.BestOf != nil && *in.BestOf != 1:
+		return p, in, badRequest(`field "best_of": only 1 is supported`)
+	case in.PromptLogprobs != nil:
+		return p, in, badRequest(`field "prompt_logprobs": not supported`)
+	case !isSet(in.Prompt):
+		return p, in, badRequest(`missing "prompt": give token ids or a string`)
+	}
+	var err error
+	if in.Prompt[0] == '"' {
+		p.req.PromptIDs, err = s.encodeTextField("prompt", in.Prompt)
+	} else {
+		p.req.PromptIDs, err = s.parseIDs("prompt", in.Prompt)
+	}
+	if err != nil {
+		return p, in, err
+	}
+	if p.req.Params, err = in.vllmSampling.params(""); err != nil {
+		return p, in, err
+	}
+	p.logprobs = p.req.Params.Logprobs
+	if in.Priority != nil {
+		p.req.Priority = *in.Priority
+	}
+	return p, in, nil
+}
+
+func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
+	data, err := readBody(r)
+	if err != nil {
+		writeRequestError(w, err)
+		return
+	}
+	p, in, err := s.parseCompletions(data)
+	if err != nil {
+		writeRequestError(w, err)
+		return
+	}
+	out, err := s.engine.Generate(r.Context(), p.req)
+	if err == nil {
+		err = checkOutput(out, p.req)
+	}
+	if err != nil {
+		writeEngineError(w, err)
+		return
+	}
+	textIDs := out.TokenIDs
+	var stopReason *int32
+	if s.stopMatched(out, p.req) {
+		last := textIDs[len(textIDs)-1]
+		if contains(p.req.Params.StopTokenIDs, last) {
+			// Like vLLM: the matched stop_token_id, but null for EOS.
+			stopReason = &last
+		}
+		if p.trimStop {
+			textIDs = textIDs[:len(textIDs)-1]
+		}
+	}
+	text, err := s.decodeText(textIDs, p.skipSpecial)
+	if err != nil {
+		writeEngineError(w, fmt.Errorf("decoding the output: %w", err))
+		return
+	}
+	fr := finishString(out.StopReason)
+	ch := completionChoice{Text: text, FinishReason: &fr, StopReason: stopReason}
+	if in.ReturnTokenIDs {
+		ch.PromptTokenID = p.req.PromptIDs
+		ch.TokenIDs = nonNil(out.TokenIDs)
+	}
+	if p.logprobs {
+		lp := &completionLogprobs{
+			TextOffset:    make([]int, len(out.TokenIDs)),
+			TokenLogprobs: make([]float32, len(out.TokenIDs)),
+			Tokens:        make([]string, len(out.TokenIDs)),
+			TopLogprobs:   make([]map[string]float32, len(out.TokenIDs)),
+		}
+		off := 0
+		for i, id := range out.TokenIDs {
+			tok := tokenAsID(id)
+			if !p.tokensAsIDs && s.cfg.Chat != nil {
+				if t, err := s.cfg.Chat.Tokenizer.Decode([]int32{id}, false); err == nil {
+					tok = t
+				}
+			}
+			lp.TextOffset[i] = off
+			off += len(tok)
+			lp.Tokens[i] = tok
+			lp.TokenLogprobs[i] = finiteLogprob(out.Logprobs[i])
+			lp.TopLogprobs[i] = map[string]float32{tok: lp.TokenLogprobs[i]}
+		}
+		ch.Logprobs = lp
+	}
+	u := &usage{PromptTokens: len(p.req.PromptIDs), CompletionTokens: len(out.TokenIDs),
+		TotalTokens: len(p.req.PromptIDs) + len(out.TokenIDs)}
+	u.PromptTokensDetails = &struct {
+		CachedTokens int `json:"cached_tokens"`
+	}{out.CachedTokens}
+	resp := completionResponse{ID: "cmpl-" + p.req.RequestID, Object: "text_completion", Created: time.Now().Unix(),
+		Model: s.cfg.Model, Choices: []completionChoice{ch}, Usage: u, WeightVersion: out.WeightVersion}
+	if p.stream {
+		resp.Usage = nil
+		events := []any{resp}
+		if p.includeUsage {
+			events = append(events, completionResponse{ID: resp.ID, Object: resp.Object, Created: resp.Created,
+				Model: resp.Model, Choices: []completionChoice{}, Usage: u})
+		}
+		writeSSE(w, events)
+		return
+	}
+	writeJSON(w, http.StatusOK, resp)
+}
+
+// ---- vLLM control endpoints ----------------------------------------------
+
+func (s *Server) handleAbortRequests(w http.ResponseWriter, r *http.Request) {
+	var in struct {
+		RequestIDs []string `json:"request_ids"`
+	}
+	if err := decodeJSON(r, &in); err != nil {
+		writeRequestError(w, err)
+		return
+	}
+	a, ok := s.engine.(server.Aborter)
+	if !ok {
+		notSupported(w, "abort")
+		return
+	}
+	for _, id := range in.RequestIDs {
+		if err := a.Abort(r.Context(), id); err != nil {
+			writeEngineError(w, err)
+			return
+		}
+	}
+	w.WriteHeader(http.StatusOK)
+}
+
+func (s *Server) handleVLLMPause(w http.ResponseWriter, r *http.Request) {
+	switch mode := r.URL.Query().Get("mode"); mode {
+	case "", "abort":
+		s.pause(w, r, true)
+	case "wait", "keep":
+		s.pause(w, r, false)
+	default:
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("query parameter mode: unknown mode %q (known: abort, wait, keep)", mode))
+	}
+}
+
+func (s *Server) handleSleep(w http.ResponseWriter, r *http.Request) {
+	level := server.SleepKVCache
+	if q := r.URL.Query().Get("level"); q != "" {
+		n, err := strconv.Atoi(q)
+		if err != nil || (n != 1 && n != 2) {
+			writeError(w, http.StatusBadRequest, fmt.Sprintf("query parameter level: must be 1 or 2, got %q", q))
+			return
+		}
+		level = server.SleepLevel(n)
+	}
+	sl, ok := s.engine.(server.Sleeper)
+	if !ok {
+		notSupported(w, "sleep and wake-up")
+		return
+	}
+	if err := sl.Sleep(r.Context(), level); err != nil {
+		writeEngineError(w, err)
+		return
+	}
+	s.setSleeping(true)
+	w.WriteHeader(http.StatusOK)
+}
+
+func (s *Server) handleWakeUp(w http.ResponseWriter, r *http.Request) {
+	for _, t := range r.URL.Query()["tags"] {
+		if t != "weights" && t != "kv_cache" {
+			writeError(w, http.StatusBadRequest, fmt.Sprintf("query parameter tags: unknown tag %q (known: weights, kv_cache)", t))
+			return
+		}
+	}
+	s.wakeUp(w, r)
+}
+
+func (s *Server) handleIsSleeping(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]bool{"is_sleeping": s.isSleeping()})
+}
+
+func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{
+		"object": "list",
+		"data":   []map[string]any{{"id": s.cfg.Model, "object": "model", "owned_by": "agentrl"}},
+	})
+}
+
+func (s *Server) setSleeping(v bool) {
+	s.mu.Lock()
+	s.sleeping = v
+	s.mu.Unlock()
+}
+
+func (s *Server) isSleeping() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.sleeping
+}

@@ -1,0 +1,647 @@
+package servertest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"math"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/agentrl/agentrl/server"
+)
+
+// Call is what a Rule sees: the request and how many earlier calls this
+// server received with the same RequestID (0 on a trajectory's first turn).
+type Call struct {
+	Req  server.GenerateRequest
+	Turn int
+}
+
+// Reply is what the scripted model "samples" for one call, before the server
+// applies the request's StopTokenIDs and MaxNewTokens.
+type Reply struct {
+	Tokens []int32
+	// Logprobs, when set, must have one entry per token. When nil and the
+	// request asks for logprobs, deterministic values are derived from the
+	// token ids and positions.
+	Logprobs []float32
+	// Fault, when set, overrides the server-wide fault for this call.
+	Fault *Fault
+}
+
+// Rule decides the reply to a call. Rules run concurrently and must be safe
+// for that; the ones in this package are.
+type Rule func(c Call) Reply
+
+// Echo replies with the prompt itself.
+func Echo() Rule {
+	return func(c Call) Reply { return Reply{Tokens: c.Req.PromptIDs} }
+}
+
+// Constant replies with the same tokens to every call.
+func Constant(tokens ...int32) Rule {
+	return func(Call) Reply { return Reply{Tokens: tokens} }
+}
+
+// Scripts replies from a canned script per request id: scripts[id][turn] is
+// the reply to the turn-th call with that id. Calls outside the scripts get
+// fallback, or fail with server.ErrBadRequest when fallback is nil.
+func Scripts(scripts map[string][][]int32, fallback Rule) Rule {
+	return func(c Call) Reply {
+		if turns, ok := scripts[c.Req.RequestID]; ok && c.Turn < len(turns) {
+			return Reply{Tokens: turns[c.Turn]}
+		}
+		if fallback != nil {
+			return fallback(c)
+		}
+		f := ErrorFault(fmt.Errorf("servertest: no script for request %q turn %d: %w",
+			c.Req.RequestID, c.Turn, server.ErrBadRequest))
+		return Reply{Fault: &f}
+	}
+}
+
+// Random replies with pseudo-random tokens in [0, vocab), of a length in
+// [minLen, maxLen]. The reply depends only on seed, the request id and the
+// turn, so it is the same whichever server or goroutine serves the call.
+func Random(seed uint64, vocab int32, minLen, maxLen int) Rule {
+	return func(c Call) Reply {
+		h := fnv.New64a()
+		_, _ = h.Write([]byte(c.Req.RequestID))
+		r := rand.New(rand.NewPCG(seed, h.Sum64()^uint64(c.Turn)*0x9e3779b97f4a7c15))
+		n := minLen
+		if maxLen > minLen {
+			n += r.IntN(maxLen - minLen + 1)
+		}
+		toks := make([]int32, n)
+		for i := range toks {
+			toks[i] = r.Int32N(vocab)
+		}
+		return Reply{Tokens: toks}
+	}
+}
+
+// Latency is a distribution of delays.
+type Latency interface {
+	Sample(r *rand.Rand) time.Duration
+}
+
+type fixedLatency time.Duration
+
+func (f fixedLatency) Sample(*rand.Rand) time.Duration { return time.Duration(f) }
+
+// Fixed is a constant delay.
+func Fixed(d time.Duration) Latency { return fixedLatency(d) }
+
+type uniformLatency struct{ lo, hi time.Duration }
+
+func (u uniformLatency) Sample(r *rand.Rand) time.Duration {
+	if u.hi <= u.lo {
+		return u.lo
+	}
+	return u.lo + time.Duration(r.Int64N(int64(u.hi-u.lo)+1))
+}
+
+// Uniform draws delays uniformly from [lo, hi].
+func Uniform(lo, hi time.Duration) Latency { return uniformLatency{lo, hi} }
+
+type logNormalLatency struct {
+	median time.Duration
+	sigma  float64
+}
+
+func (l logNormalLatency) Sample(r *rand.Rand) time.Duration {
+	return time.Duration(float64(l.median) * math.Exp(l.sigma*r.NormFloat64()))
+}
+
+// LogNormal draws delays whose logarithm is normal: median times
+// exp(sigma·N(0,1)). Long-tailed like real generation times.
+func LogNormal(median time.Duration, sigma float64) Latency {
+	return logNormalLatency{median, sigma}
+}
+
+// FaultKind names an injected failure.
+type FaultKind int
+
+const (
+	// FaultNone: the call runs normally.
+	FaultNone FaultKind = iota
+	// FaultError: the call fails with Fault.Err before producing any token.
+	// Through httpapi, errors wrapping server.ErrUnavailable become 503 and
+	// server.ErrOverloaded 429.
+	FaultError
+	// FaultHang: the call blocks until its context is done, ignoring aborts.
+	FaultHang
+	// FaultAbort: the call produces Fault.After tokens and then ends as if
+	// aborted (StopAbort with the partial tokens).
+	FaultAbort
+)
+
+// Fault is a failure to inject into calls.
+type Fault struct {
+	Kind  FaultKind
+	Err   error
+	After int
+}
+
+// ErrorFault fails calls with err before any token.
+func ErrorFault(err error) Fault { return Fault{Kind: FaultError, Err: err} }
+
+// HangFault makes calls block until their context is done.
+func HangFault() Fault { return Fault{Kind: FaultHang} }
+
+// AbortFault ends calls after n tokens with StopAbort.
+func AbortFault(n int) Fault { return Fault{Kind: FaultAbort, After: n} }
+
+// Unavailable is an ErrorFault that httpapi turns into a 503.
+func Unavailable() Fault {
+	return ErrorFault(fmt.Errorf("servertest: injected: %w", server.ErrUnavailable))
+}
+
+// Overloaded is an ErrorFault that httpapi turns into a 429.
+func Overloaded() Fault {
+	return ErrorFault(fmt.Errorf("servertest: injected: %w", server.ErrOverloaded))
+}
+
+// ErrSleeping is returned by Generate while the server sleeps.
+var ErrSleeping = errors.New("servertest: server is sleeping")
+
+// Config configures a Server. The zero value is a usable echo server with no
+// delays.
+type Config struct {
+	// Name is used in error messages.
+	Name string
+	// Rule makes the replies; nil means Echo.
+	Rule Rule
+	// Latency is the delay before the first token (prefill and queueing).
+	Latency Latency
+	// TokenLatency is the delay before each further token; with it, an abort
+	// mid-way returns a real prefix of the reply.
+	TokenLatency Latency
+	// Seed seeds the latency draws.
+	Seed uint64
+}
+
+// Stats are the server's counters.
+type Stats struct {
+	Calls       int64 // Generate calls received
+	Completed   int64 // returned tokens (including aborted ones)
+	Failed      int64 // returned an error
+	Aborted     int64 // ended with StopAbort
+	InFlight    int64 // running now
+	MaxInFlight int64 // highest InFlight seen
+}
+
+type inflight struct {
+	rid   string
+	abort chan struct{}
+	once  sync.Once
+}
+
+func (f *inflight) stop() { f.once.Do(func() { close(f.abort) }) }
+
+type faultRule struct {
+	fault Fault
+	left  int // calls it still applies to; <0 = forever
+}
+
+// Server is a deterministic scripted engine. It implements server.LLMServer,
+// server.Aborter, server.Sleeper, server.WeightUpdater and
+// server.HealthChecker, plus FlushCache, Pause and Resume. Safe for
+// concurrent use.
+type Server struct {
+	cfg Config
+
+	mu          sync.Mutex
+	rng         *rand.Rand
+	stats       Stats
+	turns       map[string]int
+	lastSeq     map[string][]int32 // per request id: prompt+output of the last call, for CachedTokens
+	running     map[*inflight]struct{}
+	faults      []faultRule
+	healthy     bool
+	sleeping    bool
+	sleepLevel  server.SleepLevel
+	version     int64
+	weightsPath string
+	flushes     int
+	paused      chan struct{} // non-nil while paused: closed by Resume
+}
+
+// New returns a server configured by cfg.
+func New(cfg Config) *Server {
+	if cfg.Rule == nil {
+		cfg.Rule = Echo()
+	}
+	if cfg.Name == "" {
+		cfg.Name = "servertest"
+	}
+	return &Server{
+		cfg:     cfg,
+		rng:     rand.New(rand.NewPCG(cfg.Seed, 0x5eed)),
+		turns:   map[string]int{},
+		lastSeq: map[string][]int32{},
+		running: map[*inflight]struct{}{},
+		healthy: true,
+	}
+}
+
+// Name returns the configured name.
+func (s *Server) Name() string { return s.cfg.Name }
+
+// SetFault applies f to every following call until changed; SetFault(Fault{})
+// clears it (and any pending FaultNext).
+func (s *Server) SetFault(f Fault) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if f.Kind == FaultNone {
+		s.faults = nil
+		return
+	}
+	s.faults = []faultRule{{fault: f, left: -1}}
+}
+
+// FaultNext applies f to the next n calls only; queued after earlier
+// FaultNext faults.
+func (s *Server) FaultNext(n int, f Fault) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if n > 0 {
+		s.faults = append(s.faults, faultRule{fault: f, left: n})
+	}
+}
+
+// SetHealthy sets what Health reports.
+func (s *Server) SetHealthy(ok bool) {
+	s.mu.Lock()
+	s.healthy = ok
+	s.mu.Unlock()
+}
+
+// Stats returns a snapshot of the counters.
+func (s *Server) Stats() Stats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stats
+}
+
+// CallsFor returns how many calls this server received with request id rid.
+func (s *Server) CallsFor(rid string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.turns[rid]
+}
+
+// RequestIDs returns how many distinct request ids this server has seen.
+func (s *Server) RequestIDs() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.turns)
+}
+
+// WeightVersion returns the current weight version.
+func (s *Server) WeightVersion() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.version
+}
+
+// WeightsPath returns the path of the last UpdateWeights with a Path.
+func (s *Server) WeightsPath() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.weightsPath
+}
+
+// Sleeping reports whether the server sleeps, and at which level.
+func (s *Server) Sleeping() (bool, server.SleepLevel) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.sleeping, s.sleepLevel
+}
+
+// Flushes returns how many times FlushCache was called.
+func (s *Server) Flushes() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.flushes
+}
+
+func (s *Server) errorf(op string, err error) error {
+	return &server.Error{Server: s.cfg.Name, Op: op, Err: err}
+}
+
+// Generate runs the rule for req and plays its reply out with the configured
+// latencies. A cancelled context ends the call with the context's error; an
+// Abort ends it with the tokens produced so far and StopAbort.
+func (s *Server) Generate(ctx context.Context, req server.GenerateRequest) (server.TokenOutput, error) {
+	if err := ctx.Err(); err != nil {
+		return server.TokenOutput{}, s.errorf("generate", err)
+	}
+	s.mu.Lock()
+	s.stats.Calls++
+	turn := s.turns[req.RequestID]
+	s.turns[req.RequestID] = turn + 1
+	if s.sleeping {
+		s.stats.Failed++
+		s.mu.Unlock()
+		return server.TokenOutput{}, s.errorf("generate", fmt.Errorf("%w: %w", ErrSleeping, server.ErrUnavailable))
+	}
+	fault := s.takeFaultLocked()
+	cached := commonPrefix(s.lastSeq[req.RequestID], req.PromptIDs)
+	first := s.sampleLocked(s.cfg.Latency)
+	paused := s.paused
+	fl := &inflight{rid: req.RequestID, abort: make(chan struct{})}
+	s.running[fl] = struct{}{}
+	s.stats.InFlight++
+	s.stats.MaxInFlight = max(s.stats.MaxInFlight, s.stats.InFlight)
+	s.mu.Unlock()
+
+	out, err := s.run(ctx, req, turn, fault, paused, first, fl)
+
+	s.mu.Lock()
+	delete(s.running, fl)
+	s.stats.InFlight--
+	if err != nil {
+		s.stats.Failed++
+	} else {
+		s.stats.Completed++
+		if out.StopReason == server.StopAbort {
+			s.stats.Aborted++
+		}
+		out.WeightVersion = s.version
+		out.PromptTokens = len(req.PromptIDs)
+		out.CachedTokens = cached
+		seq := make([]int32, 0, len(req.PromptIDs)+len(out.TokenIDs))
+		s.lastSeq[req.RequestID] = append(append(seq, req.PromptIDs...), out.TokenIDs...)
+	}
+	s.mu.Unlock()
+	return out, err
+}
+
+func (s *Server) run(ctx context.Context, req server.GenerateRequest, turn int, fault Fault, paused chan struct{}, first time.Duration, fl *inflight) (server.TokenOutput, error) {
+	if paused != nil {
+		select {
+		case <-paused:
+		case <-fl.abort:
+			return server.TokenOutput{StopReason: server.StopAbort, TokenIDs: []int32{}}, nil
+		case <-ctx.Done():
+			return server.TokenOutput{}, s.errorf("generate", ctx.Err())
+		}
+	}
+	reply := s.cfg.Rule(Call{Req: req, Turn: turn})
+	if reply.Fault != nil {
+		fault = *reply.Fault
+	}
+	switch fault.Kind {
+	case FaultError:
+		if err := wait(ctx, nil, first); err != nil {
+			return server.TokenOutput{}, s.errorf("generate", err)
+		}
+		var se *server.Error
+		if errors.As(fault.Err, &se) {
+			return server.TokenOutput{}, fault.Err
+		}
+		return server.TokenOutput{}, s.errorf("generate", fault.Err)
+	case FaultHang:
+		<-ctx.Done()
+		return server.TokenOutput{}, s.errorf("generate", ctx.Err())
+	}
+	if reply.Logprobs != nil && len(reply.Logprobs) != len(reply.Tokens) {
+		return server.TokenOutput{}, s.errorf("generate", fmt.Errorf("servertest: rule gave %d logprobs for %d tokens: %w",
+			len(reply.Logprobs), len(reply.Tokens), server.ErrBadRequest))
+	}
+	toks, reason := truncate(reply.Tokens, req.Params)
+	abortAt := -1
+	if fault.Kind == FaultAbort && fault.After < len(toks) {
+		abortAt = max(fault.After, 0)
+	}
+	out := server.TokenOutput{TokenIDs: make([]int32, 0, len(toks)), StopReason: reason}
+	for i, t := range toks {
+		if i == abortAt {
+			out.StopReason = server.StopAbort
+			break
+		}
+		d := first
+		if i > 0 {
+			d = s.sample(s.cfg.TokenLatency)
+		}
+		if err := wait(ctx, fl.abort, d); err != nil {
+			if errors.Is(err, errAborted) {
+				out.StopReason = server.StopAbort
+				break
+			}
+			return server.TokenOutput{}, s.errorf("generate", err)
+		}
+		out.TokenIDs = append(out.TokenIDs, t)
+	}
+	if abortAt == 0 || (len(toks) == 0 && fault.Kind == FaultAbort) {
+		out.StopReason = server.StopAbort
+	}
+	if req.Params.Logprobs {
+		out.Logprobs = make([]float32, len(out.TokenIDs))
+		for i, t := range out.TokenIDs {
+			if reply.Logprobs != nil {
+				out.Logprobs[i] = reply.Logprobs[i]
+			} else {
+				out.Logprobs[i] = DefaultLogprob(t, i)
+			}
+		}
+	}
+	return out, nil
+}
+
+// DefaultLogprob is the logprob servertest reports for token t at output
+// position i when the rule gives none: a deterministic value in (-1, 0).
+func DefaultLogprob(t int32, i int) float32 {
+	return -float32((uint32(t)*2654435761+uint32(i)*40503)%1000+1) / 1001
+}
+
+var errAborted = errors.New("aborted")
+
+// wait sleeps d, returning early with ctx's error or errAborted.
+func wait(ctx context.Context, abort <-chan struct{}, d time.Duration) error {
+	if d <= 0 {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-abort:
+			return errAborted
+		default:
+			return nil
+		}
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-abort:
+		return errAborted
+	case <-t.C:
+		return nil
+	}
+}
+
+// truncate applies stop tokens (kept in the output, like no_stop_trim) and
+// MaxNewTokens.
+func truncate(toks []int32, p server.SamplingParams) ([]int32, server.StopReason) {
+	for i, t := range toks {
+		if p.MaxNewTokens > 0 && i == p.MaxNewTokens {
+			return toks[:i], server.StopLength
+		}
+		for _, st := range p.StopTokenIDs {
+			if t == st {
+				return toks[:i+1], server.StopEOS
+			}
+		}
+	}
+	return toks, server.StopEOS
+}
+
+func commonPrefix(a, b []int32) int {
+	n := min(len(a), len(b))
+	for i := 0; i < n; i++ {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return n
+}
+
+func (s *Server) takeFaultLocked() Fault {
+	for len(s.faults) > 0 {
+		f := &s.faults[0]
+		if f.left < 0 {
+			return f.fault
+		}
+		if f.left > 0 {
+			f.left--
+			fault := f.fault
+			if f.left == 0 {
+				s.faults = s.faults[1:]
+			}
+			return fault
+		}
+		s.faults = s.faults[1:]
+	}
+	return Fault{}
+}
+
+func (s *Server) sampleLocked(l Latency) time.Duration {
+	if l == nil {
+		return 0
+	}
+	return l.Sample(s.rng)
+}
+
+func (s *Server) sample(l Latency) time.Duration {
+	if l == nil {
+		return 0
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return l.Sample(s.rng)
+}
+
+// Abort ends the running calls with request id rid (StopAbort, partial
+// tokens). Aborting an id that is not running is not an error, as on SGLang.
+func (s *Server) Abort(ctx context.Context, rid string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for fl := range s.running {
+		if fl.rid == rid {
+			fl.stop()
+		}
+	}
+	return nil
+}
+
+// AbortAll ends every running call.
+func (s *Server) AbortAll(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for fl := range s.running {
+		fl.stop()
+	}
+	return nil
+}
+
+// Sleep makes following Generate calls fail with ErrSleeping (wrapping
+// server.ErrUnavailable) until WakeUp.
+func (s *Server) Sleep(ctx context.Context, level server.SleepLevel) error {
+	if level != server.SleepKVCache && level != server.SleepWeights {
+		return s.errorf("sleep", fmt.Errorf("sleep level %d is not 1 or 2: %w", level, server.ErrBadRequest))
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sleeping, s.sleepLevel = true, level
+	return nil
+}
+
+// WakeUp ends a Sleep.
+func (s *Server) WakeUp(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sleeping, s.sleepLevel = false, 0
+	return nil
+}
+
+// UpdateWeights records w.Version; every output completed afterwards carries it.
+func (s *Server) UpdateWeights(ctx context.Context, w server.Weights) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.version = w.Version
+	if w.Path != "" {
+		s.weightsPath = w.Path
+	}
+	return nil
+}
+
+// Health returns an error wrapping server.ErrUnavailable when SetHealthy(false).
+func (s *Server) Health(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.healthy {
+		return s.errorf("health", fmt.Errorf("servertest: marked unhealthy: %w", server.ErrUnavailable))
+	}
+	return nil
+}
+
+// FlushCache forgets the prefix-cache state (CachedTokens starts from zero).
+func (s *Server) FlushCache(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	clear(s.lastSeq)
+	s.flushes++
+	return nil
+}
+
+// Pause holds calls that have not started generating until Resume; with
+// abortRunning it also aborts the running ones.
+func (s *Server) Pause(ctx context.Context, abortRunning bool) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.paused == nil {
+		s.paused = make(chan struct{})
+	}
+	if abortRunning {
+		for fl := range s.running {
+			fl.stop()
+		}
+	}
+	return nil
+}
+
+// Resume releases the calls held by Pause.
+func (s *Server) Resume(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.paused != nil {
+		close(s.paused)
+		s.paused = nil
+	}
+	return nil
+}

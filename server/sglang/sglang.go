@@ -1,0 +1,381 @@
+package sglang
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"math"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/agentrl/agentrl/server"
+)
+
+// RoutingHeader is the header sglang-router (sgl-model-gateway) keys sticky
+// routing on; the client sets it to the request id.
+const RoutingHeader = "X-SMG-Routing-Key"
+
+// Config configures a Client. Only BaseURL is required.
+type Config struct {
+	// BaseURL is the server's root, e.g. "http://10.0.0.5:30000".
+	BaseURL string
+	// Name identifies the server in errors; default BaseURL.
+	Name string
+	// HTTPClient defaults to DefaultHTTPClient.
+	HTTPClient *http.Client
+	// AuthToken, when set, is sent as "Authorization: Bearer <AuthToken>".
+	AuthToken string
+	// MaxAttempts bounds the sends of one call, retries included (default 4).
+	MaxAttempts int
+	// BackoffBase and BackoffMax shape the exponential backoff between
+	// retries (defaults 50ms and 2s); each wait is drawn uniformly from
+	// (0, min(BackoffMax, BackoffBase·2^(n-1))].
+	BackoffBase, BackoffMax time.Duration
+	// AbortTimeout bounds the abort sent after a cancelled Generate
+	// (default 2s).
+	AbortTimeout time.Duration
+	// MaxResponseBytes bounds a successful response body (default 256 MiB).
+	MaxResponseBytes int64
+}
+
+// Client talks to one SGLang server (or an sglang-router in front of many)
+// over its native API. It implements server.LLMServer, server.Aborter,
+// server.Sleeper, server.WeightUpdater and server.HealthChecker. Safe for
+// concurrent use.
+type Client struct {
+	cfg  Config
+	base string
+	http *http.Client
+}
+
+// New returns a client for cfg.BaseURL.
+func New(cfg Config) (*Client, error) {
+	u, err := url.Parse(cfg.BaseURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("sglang: BaseURL %q is not an http(s) URL with a host", cfg.BaseURL)
+	}
+	if cfg.Name == "" {
+		cfg.Name = cfg.BaseURL
+	}
+	if cfg.MaxAttempts <= 0 {
+		cfg.MaxAttempts = 4
+	}
+	if cfg.BackoffBase <= 0 {
+		cfg.BackoffBase = 50 * time.Millisecond
+	}
+	if cfg.BackoffMax <= 0 {
+		cfg.BackoffMax = 2 * time.Second
+	}
+	if cfg.AbortTimeout <= 0 {
+		cfg.AbortTimeout = 2 * time.Second
+	}
+	if cfg.MaxResponseBytes <= 0 {
+		cfg.MaxResponseBytes = 256 << 20
+	}
+	c := &Client{cfg: cfg, base: strings.TrimRight(cfg.BaseURL, "/"), http: cfg.HTTPClient}
+	if c.http == nil {
+		c.http = DefaultHTTPClient
+	}
+	return c, nil
+}
+
+// Name returns the name used in errors.
+func (c *Client) Name() string { return c.cfg.Name }
+
+func newRID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// Generate calls /generate. When ctx ends first, the request is aborted on
+// the server (best effort, within AbortTimeout) and the error wraps
+// ctx.Err().
+func (c *Client) Generate(ctx context.Context, req server.GenerateRequest) (server.TokenOutput, error) {
+	if req.RequestID == "" {
+		// Without a known rid a cancelled call could not be aborted.
+		req.RequestID = newRID()
+	}
+	body, err := appendGenerateRequest(make([]byte, 0, 256+len(req.PromptIDs)*7), req)
+	if err != nil {
+		return server.TokenOutput{}, c.errorf("generate", 0, false, err)
+	}
+	hdr := http.Header{RoutingHeader: {req.RequestID}}
+	data, err := c.roundTrip(ctx, "generate", http.MethodPost, "/generate", body, hdr)
+	if err != nil {
+		if ctx.Err() != nil {
+			c.abortAfterCancel(ctx, req.RequestID)
+		}
+		return server.TokenOutput{}, err
+	}
+	out, err := ParseGenerateResponse(data, req.Params.Logprobs)
+	if err != nil {
+		return server.TokenOutput{}, c.errorf("generate", http.StatusOK, false, err)
+	}
+	return out, nil
+}
+
+func (c *Client) abortAfterCancel(ctx context.Context, rid string) {
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.AbortTimeout)
+	defer cancel()
+	body, _ := json.Marshal(map[string]string{"rid": rid})
+	_, _ = c.roundTripN(actx, 1, "abort", http.MethodPost, "/abort_request", body, nil)
+}
+
+// ---- response parsing ------------------------------------------------------
+
+type generateResponse struct {
+	Text      string          `json:"text"`
+	OutputIDs json.RawMessage `json:"output_ids"`
+	MetaInfo  *struct {
+		ID                  string          `json:"id"`
+		FinishReason        json.RawMessage `json:"finish_reason"`
+		PromptTokens        int             `json:"prompt_tokens"`
+		CompletionTokens    int             `json:"completion_tokens"`
+		CachedTokens        int             `json:"cached_tokens"`
+		WeightVersion       json.RawMessage `json:"weight_version"`
+		OutputTokenLogprobs json.RawMessage `json:"output_token_logprobs"`
+	} `json:"meta_info"`
+}
+
+func badResponse(format string, args ...any) error {
+	return fmt.Errorf("%s: %w", fmt.Sprintf(format, args...), server.ErrBadResponse)
+}
+
+// ParseGenerateResponse reads a non-streaming /generate response body. With
+// wantLogprobs, every output token must have a logprob in
+// meta_info.output_token_logprobs whose token id matches output_ids.
+func ParseGenerateResponse(data []byte, wantLogprobs bool) (server.TokenOutput, error) {
+	var r generateResponse
+	if err := json.Unmarshal(data, &r); err != nil {
+		var arr []json.RawMessage
+		if json.Unmarshal(data, &arr) == nil {
+			return server.TokenOutput{}, badResponse("got a batch response (a JSON list) to a single request")
+		}
+		return server.TokenOutput{}, badResponse("invalid /generate response JSON: %v", err)
+	}
+	if r.MetaInfo == nil {
+		return server.TokenOutput{}, badResponse("/generate response has no meta_info")
+	}
+	m := r.MetaInfo
+	var out server.TokenOutput
+	var err error
+	if out.StopReason, err = parseFinishReason(m.FinishReason); err != nil {
+		return out, err
+	}
+	if len(bytes.TrimSpace(r.OutputIDs)) > 0 && string(r.OutputIDs) != "null" {
+		if err := json.Unmarshal(r.OutputIDs, &out.TokenIDs); err != nil {
+			return out, badResponse("output_ids: expected a list of token ids: %v", err)
+		}
+	}
+	var lps []float32
+	var lpIDs []int32
+	if isSet(m.OutputTokenLogprobs) {
+		if lps, lpIDs, err = parseLogprobTriples(m.OutputTokenLogprobs); err != nil {
+			return out, badResponse("meta_info.output_token_logprobs%v", err)
+		}
+	}
+	if out.TokenIDs == nil && lpIDs != nil {
+		// Older servers return the ids only inside the logprob entries.
+		out.TokenIDs = lpIDs
+	}
+	if out.TokenIDs == nil {
+		if m.CompletionTokens > 0 {
+			return out, badResponse("response has no output_ids for %d completion tokens", m.CompletionTokens)
+		}
+		out.TokenIDs = []int32{}
+	}
+	if wantLogprobs {
+		switch {
+		case lps == nil && len(out.TokenIDs) > 0:
+			return out, badResponse("logprobs were requested but meta_info.output_token_logprobs is missing")
+		case len(lps) != len(out.TokenIDs):
+			return out, badResponse("meta_info.output_token_logprobs has %d entries for %d output_ids", len(lps), len(out.TokenIDs))
+		}
+		for i := range lpIDs {
+			if lpIDs[i] != out.TokenIDs[i] {
+				return out, badResponse("meta_info.output_token_logprobs[%d] is for token %d but output_ids[%d] is %d", i, lpIDs[i], i, out.TokenIDs[i])
+			}
+		}
+		out.Logprobs = lps
+		if out.Logprobs == nil {
+			out.Logprobs = []float32{}
+		}
+	}
+	out.PromptTokens = m.PromptTokens
+	out.CachedTokens = m.CachedTokens
+	if out.WeightVersion, err = parseWeightVersion(m.WeightVersion); err != nil {
+		return out, err
+	}
+	return out, nil
+}
+
+// parseFinishReason accepts {"type": ...} objects and bare strings.
+func parseFinishReason(raw json.RawMessage) (server.StopReason, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return "", badResponse("meta_info.finish_reason is missing (the request did not finish)")
+	}
+	var typ string
+	if raw[0] == '"' {
+		if err := json.Unmarshal(raw, &typ); err != nil {
+			return "", badResponse("meta_info.finish_reason: %v", err)
+		}
+	} else {
+		var f struct {
+			Type string `json:"type"`
+		}
+		if err := json.Unmarshal(raw, &f); err != nil {
+			return "", badResponse("meta_info.finish_reason: expected an object with a type: %v", err)
+		}
+		typ = f.Type
+	}
+	switch typ {
+	case "stop", "eos":
+		return server.StopEOS, nil
+	case "length":
+		return server.StopLength, nil
+	case "abort":
+		return server.StopAbort, nil
+	}
+	return "", badResponse("meta_info.finish_reason: unknown type %q", typ)
+}
+
+func isSet(raw json.RawMessage) bool {
+	raw = bytes.TrimSpace(raw)
+	return len(raw) > 0 && string(raw) != "null"
+}
+
+// parseWeightVersion reads SGLang's weight_version: a string ("default",
+// "7") or a number; absent and "default" are 0.
+func parseWeightVersion(raw json.RawMessage) (int64, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return 0, nil
+	}
+	var f float64
+	if json.Unmarshal(raw, &f) == nil {
+		if f != math.Trunc(f) || math.Abs(f) > 1<<53 {
+			return 0, nil // not an integer version: no order to carry
+		}
+		return int64(f), nil
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return 0, badResponse("meta_info.weight_version: expected a string or integer, got %.40s", raw)
+	}
+	if s == "" || s == "default" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return 0, nil // versions that are not integers (hashes, tags) carry no order
+	}
+	return n, nil
+}
+
+// ---- control ----------------------------------------------------------------
+
+func (c *Client) post(ctx context.Context, op, path string, v any) ([]byte, error) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		return nil, c.errorf(op, 0, false, err)
+	}
+	return c.roundTrip(ctx, op, http.MethodPost, path, body, nil)
+}
+
+// Abort aborts the running request rid. Unknown ids are not an error.
+func (c *Client) Abort(ctx context.Context, rid string) error {
+	_, err := c.post(ctx, "abort", "/abort_request", map[string]string{"rid": rid})
+	return err
+}
+
+// AbortAll aborts every running request.
+func (c *Client) AbortAll(ctx context.Context) error {
+	_, err := c.post(ctx, "abort", "/abort_request", map[string]any{"rid": "", "abort_all": true})
+	return err
+}
+
+// Health probes GET /health once (no retries: a probe must say how the
+// server is now).
+func (c *Client) Health(ctx context.Context) error {
+	_, err := c.roundTripN(ctx, 1, "health", http.MethodGet, "/health", nil, nil)
+	return err
+}
+
+// Sleep releases GPU memory: the KV cache (SleepKVCache) or the weights too
+// (SleepWeights), via /release_memory_occupation.
+func (c *Client) Sleep(ctx context.Context, level server.SleepLevel) error {
+	var tags []string
+	switch level {
+	case server.SleepKVCache:
+		tags = []string{"kv_cache"}
+	case server.SleepWeights:
+		tags = []string{"kv_cache", "weights"}
+	default:
+		return c.errorf("sleep", 0, false, fmt.Errorf("sleep level %d is not 1 or 2: %w", level, server.ErrBadRequest))
+	}
+	_, err := c.post(ctx, "sleep", "/release_memory_occupation", map[string]any{"tags": tags})
+	return err
+}
+
+// WakeUp re-occupies all released memory via /resume_memory_occupation.
+func (c *Client) WakeUp(ctx context.Context) error {
+	_, err := c.post(ctx, "wake_up", "/resume_memory_occupation", struct{}{})
+	return err
+}
+
+// UpdateWeights loads a checkpoint from w.Path on the server's disk
+// (/update_weights_from_disk), tagging outputs with w.Version.
+// In-process tensors cannot be sent over this API.
+func (c *Client) UpdateWeights(ctx context.Context, w server.Weights) error {
+	if w.Path == "" {
+		return c.errorf("update_weights", 0, false, fmt.Errorf("weights need a Path the server can load (tensors cannot be sent over HTTP): %w", server.ErrBadRequest))
+	}
+	data, err := c.post(ctx, "update_weights", "/update_weights_from_disk", map[string]any{
+		"model_path":     w.Path,
+		"weight_version": strconv.FormatInt(w.Version, 10),
+		"flush_cache":    true,
+	})
+	if err != nil {
+		return err
+	}
+	var r struct {
+		Success *bool  `json:"success"`
+		Message string `json:"message"`
+	}
+	if err := json.Unmarshal(data, &r); err != nil || r.Success == nil {
+		return c.errorf("update_weights", http.StatusOK, false, badResponse("expected {\"success\": ...}, got %.200s", data))
+	}
+	if !*r.Success {
+		return c.errorf("update_weights", http.StatusOK, false, fmt.Errorf("server refused the update: %s: %w", r.Message, server.ErrBadRequest))
+	}
+	return nil
+}
+
+// FlushCache empties the prefix cache (/flush_cache).
+func (c *Client) FlushCache(ctx context.Context) error {
+	_, err := c.post(ctx, "flush_cache", "/flush_cache", struct{}{})
+	return err
+}
+
+// Pause holds new requests (/pause_generation); with abortRunning the
+// running ones are aborted ("abort" mode), otherwise kept ("in_place").
+func (c *Client) Pause(ctx context.Context, abortRunning bool) error {
+	mode := "in_place"
+	if abortRunning {
+		mode = "abort"
+	}
+	_, err := c.post(ctx, "pause", "/pause_generation", map[string]string{"mode": mode})
+	return err
+}
+
+// Resume ends a Pause (/continue_generation).
+func (c *Client) Resume(ctx context.Context) error {
+	_, err := c.post(ctx, "resume", "/continue_generation", struct{}{})
+	return err
+}

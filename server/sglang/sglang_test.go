@@ -1,0 +1,487 @@
+package sglang_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/agentrl/agentrl/server"
+	"github.com/agentrl/agentrl/server/httpapi"
+	"github.com/agentrl/agentrl/server/servertest"
+	"github.com/agentrl/agentrl/server/sglang"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	// Kept-alive connections of the shared pool are not leaks.
+	sglang.DefaultHTTPClient.CloseIdleConnections()
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// recorder wraps a handler and remembers what it was sent.
+type recorder struct {
+	h    http.Handler
+	mu   sync.Mutex
+	reqs []recorded
+}
+
+type recorded struct {
+	path   string
+	header http.Header
+	body   string
+}
+
+func (r *recorder) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	body, _ := io.ReadAll(req.Body)
+	r.mu.Lock()
+	r.reqs = append(r.reqs, recorded{path: req.URL.Path, header: req.Header.Clone(), body: string(body)})
+	r.mu.Unlock()
+	req.Body = io.NopCloser(strings.NewReader(string(body)))
+	r.h.ServeHTTP(w, req)
+}
+
+func (r *recorder) paths() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var p []string
+	for _, q := range r.reqs {
+		p = append(p, q.path)
+	}
+	return p
+}
+
+func (r *recorder) last(path string) recorded {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i := len(r.reqs) - 1; i >= 0; i-- {
+		if r.reqs[i].path == path {
+			return r.reqs[i]
+		}
+	}
+	return recorded{}
+}
+
+// setup serves engine through httpapi behind a recorder on loopback.
+func setup(t *testing.T, engine server.LLMServer, cfg sglang.Config) (*sglang.Client, *recorder, *httptest.Server) {
+	t.Helper()
+	api, err := httpapi.New(engine, httpapi.Config{})
+	require.NoError(t, err)
+	rec := &recorder{h: api}
+	ts := httptest.NewServer(rec)
+	t.Cleanup(func() {
+		ts.Close()
+		require.NoError(t, api.Close())
+	})
+	cfg.BaseURL = ts.URL
+	if cfg.BackoffBase == 0 {
+		cfg.BackoffBase = time.Millisecond
+		cfg.BackoffMax = 5 * time.Millisecond
+	}
+	c, err := sglang.New(cfg)
+	require.NoError(t, err)
+	return c, rec, ts
+}
+
+func TestGenerateRoundTrip(t *testing.T) {
+	ctx := context.Background()
+	eng := servertest.New(servertest.Config{Rule: servertest.Scripts(map[string][][]int32{
+		"traj-1": {{7, 8, 9, 2, 5}, {11, 2}, {12, 2}},
+	}, nil)})
+	c, rec, _ := setup(t, eng, sglang.Config{Name: "sg0"})
+	seed := uint64(42)
+	p := server.SamplingParams{Temperature: 0.7, MaxNewTokens: 10, StopTokenIDs: []int32{2}, Seed: &seed, Logprobs: true}
+	out, err := c.Generate(ctx, server.GenerateRequest{RequestID: "traj-1", PromptIDs: []int32{1, 2, 3}, Params: p})
+	require.NoError(t, err)
+	require.Equal(t, []int32{7, 8, 9, 2}, out.TokenIDs)
+	require.Equal(t, server.StopEOS, out.StopReason)
+	want := []float32{servertest.DefaultLogprob(7, 0), servertest.DefaultLogprob(8, 1), servertest.DefaultLogprob(9, 2), servertest.DefaultLogprob(2, 3)}
+	require.Equal(t, want, out.Logprobs)
+	require.Equal(t, 3, out.PromptTokens)
+
+	r := rec.last("/generate")
+	require.Equal(t, "traj-1", r.header.Get(sglang.RoutingHeader))
+	require.JSONEq(t, `{"rid":"traj-1","input_ids":[1,2,3],
+		"sampling_params":{"temperature":0.7,"top_p":1,"top_k":-1,"min_p":0,"repetition_penalty":1,
+		"max_new_tokens":10,"stop_token_ids":[2],"skip_special_tokens":false,"no_stop_trim":true,"sampling_seed":42},
+		"return_logprob":true,"logprob_start_len":-1,"stream":false}`, r.body)
+
+	// Second turn: prefix cached, length stop, no logprobs.
+	out, err = c.Generate(ctx, server.GenerateRequest{RequestID: "traj-1",
+		PromptIDs: []int32{1, 2, 3, 7, 8, 9, 2, 4}, Params: server.SamplingParams{MaxNewTokens: 1}})
+	require.NoError(t, err)
+	require.Equal(t, []int32{11}, out.TokenIDs)
+	require.Equal(t, server.StopLength, out.StopReason)
+	require.Equal(t, 7, out.CachedTokens)
+	require.Zero(t, out.WeightVersion)
+	require.Nil(t, out.Logprobs)
+
+	// New weights flush the cache and tag later outputs.
+	require.NoError(t, c.UpdateWeights(ctx, server.Weights{Version: 3, Path: "/ckpt/3"}))
+	out, err = c.Generate(ctx, server.GenerateRequest{RequestID: "traj-1",
+		PromptIDs: []int32{1, 2, 3, 7, 8, 9, 2, 4, 11}, Params: server.SamplingParams{MaxNewTokens: 5}})
+	require.NoError(t, err)
+	require.Equal(t, []int32{12, 2}, out.TokenIDs)
+	require.Equal(t, int64(3), out.WeightVersion)
+	require.Zero(t, out.CachedTokens)
+	require.Equal(t, "/ckpt/3", eng.WeightsPath())
+}
+
+func TestGenerateEmptyRequestIDGetsOne(t *testing.T) {
+	eng := servertest.New(servertest.Config{Rule: servertest.Constant(1)})
+	c, rec, _ := setup(t, eng, sglang.Config{})
+	_, err := c.Generate(context.Background(), server.GenerateRequest{PromptIDs: []int32{1}, Params: server.SamplingParams{MaxNewTokens: 4}})
+	require.NoError(t, err)
+	var body struct{ RID string }
+	require.NoError(t, json.Unmarshal([]byte(rec.last("/generate").body), &body))
+	require.Len(t, body.RID, 32)
+}
+
+func TestAbortMidway(t *testing.T) {
+	ctx := context.Background()
+	eng := servertest.New(servertest.Config{Rule: servertest.Constant(1, 2, 3, 4, 5, 6, 7, 8), TokenLatency: servertest.Fixed(20 * time.Millisecond)})
+	c, _, _ := setup(t, eng, sglang.Config{})
+	done := make(chan server.TokenOutput, 1)
+	go func() {
+		out, err := c.Generate(ctx, server.GenerateRequest{RequestID: "a", PromptIDs: []int32{1}, Params: server.SamplingParams{Logprobs: true}})
+		require.NoError(t, err)
+		done <- out
+	}()
+	require.Eventually(t, func() bool { return eng.Stats().InFlight == 1 }, 2*time.Second, time.Millisecond)
+	time.Sleep(50 * time.Millisecond)
+	require.NoError(t, c.Abort(ctx, "a"))
+	out := <-done
+	require.Equal(t, server.StopAbort, out.StopReason)
+	require.NotEmpty(t, out.TokenIDs)
+	require.Less(t, len(out.TokenIDs), 8)
+	require.Len(t, out.Logprobs, len(out.TokenIDs))
+}
+
+func TestRetries(t *testing.T) {
+	ctx := context.Background()
+	tests := []struct {
+		name      string
+		faults    int
+		fault     servertest.Fault
+		attempts  int
+		wantErr   error
+		wantCalls int64
+		status    int
+		retryable bool
+	}{
+		{"503 then ok", 2, servertest.Unavailable(), 4, nil, 3, 0, false},
+		{"429 then ok", 3, servertest.Overloaded(), 4, nil, 4, 0, false},
+		{"503 exhausts", 5, servertest.Unavailable(), 3, server.ErrUnavailable, 3, 503, true},
+		{"429 exhausts", 5, servertest.Overloaded(), 2, server.ErrOverloaded, 2, 429, true},
+		{"400 not retried", 1, servertest.ErrorFault(server.ErrBadRequest), 4, server.ErrBadRequest, 1, 400, false},
+		{"500 not retried", 1, servertest.ErrorFault(io.ErrUnexpectedEOF), 4, server.ErrBadResponse, 1, 500, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			eng := servertest.New(servertest.Config{Rule: servertest.Constant(4, 5)})
+			eng.FaultNext(tc.faults, tc.fault)
+			c, _, _ := setup(t, eng, sglang.Config{Name: "sgX", MaxAttempts: tc.attempts})
+			out, err := c.Generate(ctx, server.GenerateRequest{RequestID: "r", PromptIDs: []int32{1}})
+			require.Equal(t, tc.wantCalls, eng.Stats().Calls)
+			if tc.wantErr == nil {
+				require.NoError(t, err)
+				require.Equal(t, []int32{4, 5}, out.TokenIDs)
+				return
+			}
+			require.ErrorIs(t, err, tc.wantErr)
+			var se *server.Error
+			require.ErrorAs(t, err, &se)
+			require.Equal(t, "sgX", se.Server)
+			require.Equal(t, "generate", se.Op)
+			require.Equal(t, tc.status, se.Status)
+			require.Equal(t, tc.retryable, se.Retryable)
+			require.Equal(t, tc.retryable, server.IsRetryable(err))
+			require.Contains(t, err.Error(), "sgX generate: HTTP")
+		})
+	}
+}
+
+func TestConnectErrorRetriedThenTyped(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close()) // nothing listens there now
+	c, err := sglang.New(sglang.Config{BaseURL: "http://" + addr, MaxAttempts: 3, BackoffBase: time.Millisecond, BackoffMax: 2 * time.Millisecond})
+	require.NoError(t, err)
+	_, err = c.Generate(context.Background(), server.GenerateRequest{RequestID: "r", PromptIDs: []int32{1}})
+	require.ErrorIs(t, err, server.ErrUnavailable)
+	require.True(t, server.IsRetryable(err))
+	require.Error(t, c.Health(context.Background()))
+}
+
+func TestServerDiesThenComesBack(t *testing.T) {
+	// The first attempt finds nothing listening; a later one succeeds.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	eng := servertest.New(servertest.Config{Rule: servertest.Constant(9)})
+	api, err := httpapi.New(eng, httpapi.Config{Addr: addr})
+	require.NoError(t, err)
+	defer api.Close()
+	c, err := sglang.New(sglang.Config{BaseURL: "http://" + addr, MaxAttempts: 50, BackoffBase: 5 * time.Millisecond, BackoffMax: 10 * time.Millisecond})
+	require.NoError(t, err)
+	time.AfterFunc(30*time.Millisecond, func() { _ = api.Start() })
+	out, err := c.Generate(context.Background(), server.GenerateRequest{RequestID: "r", PromptIDs: []int32{1}})
+	require.NoError(t, err)
+	require.Equal(t, []int32{9}, out.TokenIDs)
+	require.Equal(t, int64(1), eng.Stats().Calls)
+}
+
+func TestCancelAbortsServerSide(t *testing.T) {
+	eng := servertest.New(servertest.Config{Rule: servertest.Constant(1, 2, 3), Latency: servertest.Fixed(10 * time.Second)})
+	c, rec, _ := setup(t, eng, sglang.Config{})
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(50*time.Millisecond, cancel)
+	start := time.Now()
+	_, err := c.Generate(ctx, server.GenerateRequest{RequestID: "cancel-me", PromptIDs: []int32{1}})
+	require.ErrorIs(t, err, context.Canceled)
+	require.False(t, server.IsRetryable(err))
+	require.Less(t, time.Since(start), 5*time.Second)
+	require.Contains(t, rec.paths(), "/abort_request")
+	require.JSONEq(t, `{"rid":"cancel-me"}`, rec.last("/abort_request").body)
+	// The engine stopped working on it.
+	require.Eventually(t, func() bool { return eng.Stats().InFlight == 0 }, 2*time.Second, time.Millisecond)
+}
+
+func TestHangPastDeadline(t *testing.T) {
+	eng := servertest.New(servertest.Config{})
+	eng.SetFault(servertest.HangFault())
+	c, _, _ := setup(t, eng, sglang.Config{AbortTimeout: 100 * time.Millisecond})
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	_, err := c.Generate(ctx, server.GenerateRequest{RequestID: "h", PromptIDs: []int32{1}})
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	var se *server.Error
+	require.ErrorAs(t, err, &se)
+	require.Equal(t, "generate", se.Op)
+	require.Eventually(t, func() bool { return eng.Stats().InFlight == 0 }, 2*time.Second, time.Millisecond)
+}
+
+func TestControl(t *testing.T) {
+	ctx := context.Background()
+	eng := servertest.New(servertest.Config{Rule: servertest.Constant(1)})
+	c, rec, _ := setup(t, eng, sglang.Config{})
+	var _ server.Aborter = c
+	var _ server.Sleeper = c
+	var _ server.WeightUpdater = c
+	var _ server.HealthChecker = c
+
+	require.NoError(t, c.Health(ctx))
+	eng.SetHealthy(false)
+	err := c.Health(ctx)
+	require.ErrorIs(t, err, server.ErrUnavailable)
+	require.Contains(t, err.Error(), "marked unhealthy")
+	eng.SetHealthy(true)
+
+	require.NoError(t, c.Sleep(ctx, server.SleepKVCache))
+	require.JSONEq(t, `{"tags":["kv_cache"]}`, rec.last("/release_memory_occupation").body)
+	sl, lvl := eng.Sleeping()
+	require.True(t, sl)
+	require.Equal(t, server.SleepKVCache, lvl)
+	_, err = c.Generate(ctx, server.GenerateRequest{RequestID: "s", PromptIDs: []int32{1}})
+	require.ErrorIs(t, err, server.ErrUnavailable) // sleeping engine answers 503
+	require.NoError(t, c.Sleep(ctx, server.SleepWeights))
+	_, lvl = eng.Sleeping()
+	require.Equal(t, server.SleepWeights, lvl)
+	require.ErrorIs(t, c.Sleep(ctx, 7), server.ErrBadRequest)
+	require.NoError(t, c.WakeUp(ctx))
+	sl, _ = eng.Sleeping()
+	require.False(t, sl)
+
+	require.ErrorIs(t, c.UpdateWeights(ctx, server.Weights{Version: 1}), server.ErrBadRequest)
+	require.NoError(t, c.UpdateWeights(ctx, server.Weights{Version: 5, Path: "/w"}))
+	require.JSONEq(t, `{"model_path":"/w","weight_version":"5","flush_cache":true}`, rec.last("/update_weights_from_disk").body)
+	require.Equal(t, int64(5), eng.WeightVersion())
+	require.Equal(t, 1, eng.Flushes())
+
+	require.NoError(t, c.FlushCache(ctx))
+	require.Equal(t, 2, eng.Flushes())
+	require.NoError(t, c.AbortAll(ctx))
+	require.JSONEq(t, `{"rid":"","abort_all":true}`, rec.last("/abort_request").body)
+
+	require.NoError(t, c.Pause(ctx, false))
+	require.JSONEq(t, `{"mode":"in_place"}`, rec.last("/pause_generation").body)
+	require.NoError(t, c.Resume(ctx))
+	require.Equal(t, "/continue_generation", rec.paths()[len(rec.paths())-1])
+}
+
+func TestAuthToken(t *testing.T) {
+	eng := servertest.New(servertest.Config{Rule: servertest.Constant(1)})
+	api, err := httpapi.Start(eng, httpapi.Config{AuthToken: "s3cret"})
+	require.NoError(t, err)
+	defer api.Close()
+	good, err := sglang.New(sglang.Config{BaseURL: api.URL(), AuthToken: "s3cret"})
+	require.NoError(t, err)
+	bad, err := sglang.New(sglang.Config{BaseURL: api.URL(), AuthToken: "nope"})
+	require.NoError(t, err)
+	req := server.GenerateRequest{RequestID: "x", PromptIDs: []int32{1}}
+	_, err = good.Generate(context.Background(), req)
+	require.NoError(t, err)
+	_, err = bad.Generate(context.Background(), req)
+	require.ErrorIs(t, err, server.ErrBadRequest)
+	var se *server.Error
+	require.ErrorAs(t, err, &se)
+	require.Equal(t, 401, se.Status)
+}
+
+func TestNewRejectsBadURL(t *testing.T) {
+	for _, u := range []string{"", "localhost:30000", "ftp://x", "http://"} {
+		_, err := sglang.New(sglang.Config{BaseURL: u})
+		require.Error(t, err, u)
+	}
+}
+
+// TestRecordedResponses parses bodies in the shapes SGLang returns (see
+// testdata/README.md).
+func TestRecordedResponses(t *testing.T) {
+	tests := []struct {
+		file     string
+		logprobs bool
+		want     server.TokenOutput
+		wantErr  string
+	}{
+		{file: "stop_logprobs.json", logprobs: true, want: server.TokenOutput{TokenIDs: []int32{1234, 151645},
+			Logprobs: []float32{-0.0123, -1.2}, StopReason: server.StopEOS, PromptTokens: 812, CachedTokens: 768}},
+		{file: "stop_logprobs.json", logprobs: false, want: server.TokenOutput{TokenIDs: []int32{1234, 151645},
+			StopReason: server.StopEOS, PromptTokens: 812, CachedTokens: 768}},
+		{file: "length_version.json", logprobs: true, want: server.TokenOutput{TokenIDs: []int32{90, 91, 92},
+			Logprobs: []float32{-0.5, -0.25, 0}, StopReason: server.StopLength, PromptTokens: 4, WeightVersion: 12}},
+		{file: "abort_before_prefill.json", logprobs: true, want: server.TokenOutput{TokenIDs: []int32{},
+			Logprobs: []float32{}, StopReason: server.StopAbort, PromptTokens: 10}},
+		{file: "abort_partial.json", logprobs: true, want: server.TokenOutput{TokenIDs: []int32{5, 6},
+			Logprobs: []float32{-1, -2}, StopReason: server.StopAbort, PromptTokens: 3, CachedTokens: 2}},
+		{file: "ids_only_in_logprobs.json", logprobs: true, want: server.TokenOutput{TokenIDs: []int32{42, 2},
+			Logprobs: []float32{-0.1, -0.2}, StopReason: server.StopEOS, PromptTokens: 2}},
+		{file: "finish_string.json", logprobs: false, want: server.TokenOutput{TokenIDs: []int32{3},
+			StopReason: server.StopLength, PromptTokens: 1}},
+		{file: "err_logprob_mismatch.json", logprobs: true, wantErr: "output_token_logprobs[1] is for token 7 but output_ids[1] is 8"},
+		{file: "err_logprob_count.json", logprobs: true, wantErr: "has 1 entries for 2 output_ids"},
+		{file: "err_unfinished.json", wantErr: "finish_reason is missing"},
+		{file: "err_batch.json", wantErr: "batch response"},
+		{file: "err_unknown_finish.json", wantErr: `unknown type "timeout"`},
+		{file: "err_null_logprob.json", logprobs: true, wantErr: "output_token_logprobs[0]: logprob is null"},
+		{file: "err_no_meta.json", wantErr: "no meta_info"},
+		{file: "err_positive_logprob.json", logprobs: true, wantErr: "not ≤ 0"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.file, func(t *testing.T) {
+			data, err := os.ReadFile(filepath.Join("testdata", "responses", tc.file))
+			require.NoError(t, err)
+			out, err := sglang.ParseGenerateResponse(data, tc.logprobs)
+			if tc.wantErr != "" {
+				require.ErrorIs(t, err, server.ErrBadResponse)
+				require.ErrorContains(t, err, tc.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, tc.want, out)
+		})
+	}
+}
+
+// TestErrorBodies checks that the server's message reaches the error, in
+// each shape servers use.
+func TestErrorBodies(t *testing.T) {
+	tests := []struct {
+		status int
+		body   string
+		want   string
+		is     error
+	}{
+		{400, `{"error":{"message":"input_ids too long","type":"BadRequestError","code":400}}`, "input_ids too long", server.ErrBadRequest},
+		{400, `{"object":"error","message":"The context length is exceeded","type":"BadRequestError"}`, "context length is exceeded", server.ErrBadRequest},
+		{422, `{"detail":[{"loc":["body","rid"],"msg":"str type expected"}]}`, "str type expected", server.ErrBadRequest},
+		{500, `Internal Server Error`, "Internal Server Error", server.ErrBadResponse},
+		{502, ``, "bad gateway", server.ErrUnavailable},
+		{404, `{"detail":"Not Found"}`, "Not Found", server.ErrBadRequest},
+	}
+	for _, tc := range tests {
+		t.Run(tc.body, func(t *testing.T) {
+			ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.WriteHeader(tc.status)
+				_, _ = w.Write([]byte(tc.body))
+			}))
+			defer ts.Close()
+			c, err := sglang.New(sglang.Config{BaseURL: ts.URL, Name: "peer"})
+			require.NoError(t, err)
+			_, err = c.Generate(context.Background(), server.GenerateRequest{RequestID: "x", PromptIDs: []int32{1}})
+			require.ErrorIs(t, err, tc.is)
+			if tc.body != "" {
+				require.Contains(t, err.Error(), tc.want)
+			}
+			require.Contains(t, err.Error(), "peer generate: HTTP")
+		})
+	}
+}
+
+func FuzzParseGenerateResponse(f *testing.F) {
+	files, _ := filepath.Glob(filepath.Join("testdata", "responses", "*.json"))
+	for _, p := range files {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data, true)
+		f.Add(data, false)
+	}
+	f.Fuzz(func(t *testing.T, data []byte, logprobs bool) {
+		out, err := sglang.ParseGenerateResponse(data, logprobs)
+		if err != nil {
+			require.ErrorIs(t, err, server.ErrBadResponse)
+			return
+		}
+		require.NotNil(t, out.TokenIDs)
+		require.Contains(t, []server.StopReason{server.StopEOS, server.StopLength, server.StopAbort}, out.StopReason)
+		if logprobs {
+			require.Len(t, out.Logprobs, len(out.TokenIDs))
+			for _, lp := range out.Logprobs {
+				require.LessOrEqual(t, lp, float32(0))
+			}
+		}
+	})
+}
+
+func TestServerDiesMidRequest(t *testing.T) {
+	eng := servertest.New(servertest.Config{Latency: servertest.Fixed(time.Minute)})
+	api, err := httpapi.Start(eng, httpapi.Config{})
+	require.NoError(t, err)
+	c, err := sglang.New(sglang.Config{BaseURL: api.URL(), Name: "dying", BackoffBase: time.Millisecond, BackoffMax: time.Millisecond, AbortTimeout: 50 * time.Millisecond})
+	require.NoError(t, err)
+	go func() {
+		for eng.Stats().InFlight == 0 {
+			time.Sleep(time.Millisecond)
+		}
+		_ = api.Close()
+	}()
+	_, err = c.Generate(context.Background(), server.GenerateRequest{RequestID: "r", PromptIDs: []int32{1}})
+	// The request reached the server: resending it could duplicate work, so
+	// the error is typed but not retryable, and it was sent exactly once.
+	require.ErrorIs(t, err, server.ErrUnavailable)
+	require.False(t, server.IsRetryable(err))
+	require.Contains(t, err.Error(), "dying generate")
+	require.Equal(t, int64(1), eng.Stats().Calls)
+}

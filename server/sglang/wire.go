@@ -1,0 +1,223 @@
+package sglang
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+
+	"github.com/agentrl/agentrl/server"
+)
+
+// The request and logprob encodings below are written by hand because
+// they carry the prompts (thousands of ids per call) and reflection-based
+// encoding/json was the largest cost of a loopback round trip.
+
+// appendGenerateRequest writes the /generate body for req; see
+// encodeGenerate for the mapping.
+func appendGenerateRequest(b []byte, req server.GenerateRequest) ([]byte, error) {
+	p := req.Params
+	topP, topK, rep := p.TopP, p.TopK, p.RepetitionPenalty
+	if topP == 0 {
+		topP = 1
+	}
+	if topK <= 0 {
+		topK = -1
+	}
+	if rep == 0 {
+		rep = 1
+	}
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"temperature", p.Temperature}, {"top_p", topP}, {"min_p", p.MinP}, {"repetition_penalty", rep}} {
+		if math.IsNaN(f.v) || math.IsInf(f.v, 0) {
+			return nil, fmt.Errorf("sampling parameter %s is %v: %w", f.name, f.v, server.ErrBadRequest)
+		}
+	}
+	rid, err := json.Marshal(req.RequestID)
+	if err != nil {
+		return nil, err
+	}
+	b = append(b, `{"rid":`...)
+	b = append(b, rid...)
+	b = append(b, `,"input_ids":`...)
+	b = appendIDs(b, req.PromptIDs)
+	b = append(b, `,"sampling_params":{"temperature":`...)
+	b = strconv.AppendFloat(b, p.Temperature, 'g', -1, 64)
+	b = append(b, `,"top_p":`...)
+	b = strconv.AppendFloat(b, topP, 'g', -1, 64)
+	b = append(b, `,"top_k":`...)
+	b = strconv.AppendInt(b, int64(topK), 10)
+	b = append(b, `,"min_p":`...)
+	b = strconv.AppendFloat(b, p.MinP, 'g', -1, 64)
+	b = append(b, `,"repetition_penalty":`...)
+	b = strconv.AppendFloat(b, rep, 'g', -1, 64)
+	if p.MaxNewTokens > 0 {
+		b = append(b, `,"max_new_tokens":`...)
+		b = strconv.AppendInt(b, int64(p.MaxNewTokens), 10)
+	}
+	if len(p.StopTokenIDs) > 0 {
+		b = append(b, `,"stop_token_ids":`...)
+		b = appendIDs(b, p.StopTokenIDs)
+	}
+	b = append(b, `,"skip_special_tokens":false,"no_stop_trim":true`...)
+	if p.Seed != nil {
+		b = append(b, `,"sampling_seed":`...)
+		b = strconv.AppendUint(b, *p.Seed, 10)
+	}
+	b = append(b, `},"return_logprob":`...)
+	b = strconv.AppendBool(b, p.Logprobs)
+	b = append(b, `,"logprob_start_len":-1`...)
+	if req.Priority != 0 {
+		b = append(b, `,"priority":`...)
+		b = strconv.AppendInt(b, int64(req.Priority), 10)
+	}
+	b = append(b, `,"stream":false}`...)
+	return b, nil
+}
+
+func appendIDs(b []byte, ids []int32) []byte {
+	b = append(b, '[')
+	for i, id := range ids {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, int64(id), 10)
+	}
+	return append(b, ']')
+}
+
+// parseLogprobTriples reads [[logprob, token_id, text|null], ...] from
+// valid JSON (the enclosing decode checked it).
+func parseLogprobTriples(data []byte) (lps []float32, ids []int32, err error) {
+	i := skipSpace(data, 0)
+	if i >= len(data) || data[i] != '[' {
+		return nil, nil, errors.New("expected a list of [logprob, token_id, text] entries")
+	}
+	i = skipSpace(data, i+1)
+	lps, ids = []float32{}, []int32{}
+	if i < len(data) && data[i] == ']' {
+		return lps, ids, nil
+	}
+	for n := 0; ; n++ {
+		i = skipSpace(data, i)
+		if i >= len(data) || data[i] != '[' {
+			return nil, nil, fmt.Errorf("[%d]: expected [logprob, token_id, text]", n)
+		}
+		i = skipSpace(data, i+1)
+		// logprob
+		j := scanNumber(data, i)
+		if j == i {
+			if hasPrefix(data[i:], "null") {
+				return nil, nil, fmt.Errorf("[%d]: logprob is null", n)
+			}
+			return nil, nil, fmt.Errorf("[%d]: logprob is not a number", n)
+		}
+		lp, perr := strconv.ParseFloat(string(data[i:j]), 64)
+		if perr != nil && !errors.Is(perr, strconv.ErrRange) {
+			return nil, nil, fmt.Errorf("[%d]: logprob %s: %v", n, data[i:j], perr)
+		}
+		if lp > 0 || math.IsNaN(lp) {
+			return nil, nil, fmt.Errorf("[%d]: logprob %v is not ≤ 0", n, lp)
+		}
+		if lp < -math.MaxFloat32 {
+			lp = -math.MaxFloat32
+		}
+		i = skipSpace(data, j)
+		if i >= len(data) || data[i] != ',' {
+			return nil, nil, fmt.Errorf("[%d]: expected [logprob, token_id, text]", n)
+		}
+		i = skipSpace(data, i+1)
+		j = scanNumber(data, i)
+		id, perr := strconv.ParseInt(string(data[i:j]), 10, 32)
+		if j == i || perr != nil || id < 0 {
+			return nil, nil, fmt.Errorf("[%d]: token id %.20s is not a non-negative 32-bit integer", n, data[i:])
+		}
+		i = skipSpace(data, j)
+		// Optional third element (the token text), skipped.
+		if i < len(data) && data[i] == ',' {
+			i = skipValue(data, skipSpace(data, i+1))
+			i = skipSpace(data, i)
+		}
+		if i >= len(data) || data[i] != ']' {
+			return nil, nil, fmt.Errorf("[%d]: expected [logprob, token_id, text]", n)
+		}
+		lps = append(lps, float32(lp))
+		ids = append(ids, int32(id))
+		i = skipSpace(data, i+1)
+		if i >= len(data) {
+			return nil, nil, errors.New("unterminated list")
+		}
+		switch data[i] {
+		case ',':
+			i++
+		case ']':
+			return lps, ids, nil
+		default:
+			return nil, nil, fmt.Errorf("[%d]: unexpected %q", n, data[i])
+		}
+	}
+}
+
+func hasPrefix(b []byte, s string) bool { return len(b) >= len(s) && string(b[:len(s)]) == s }
+
+func skipSpace(data []byte, i int) int {
+	for i < len(data) && (data[i] == ' ' || data[i] == '\n' || data[i] == '\t' || data[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// scanNumber returns the end of the JSON number at i (i if none).
+func scanNumber(data []byte, i int) int {
+	j := i
+	for j < len(data) {
+		c := data[j]
+		if (c >= '0' && c <= '9') || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E' {
+			j++
+			continue
+		}
+		break
+	}
+	return j
+}
+
+// skipValue returns the end of the JSON value at i, which is valid JSON.
+func skipValue(data []byte, i int) int {
+	depth := 0
+	for i < len(data) {
+		switch c := data[i]; c {
+		case '"':
+			i++
+			for i < len(data) && data[i] != '"' {
+				if data[i] == '\\' {
+					i++
+				}
+				i++
+			}
+			i++
+		case '[', '{':
+			depth++
+			i++
+		case ']', '}':
+			if depth == 0 {
+				return i
+			}
+			depth--
+			i++
+		case ',':
+			if depth == 0 {
+				return i
+			}
+			i++
+		default:
+			i++
+		}
+		if depth == 0 && i < len(data) && (data[i] == ',' || data[i] == ']' || data[i] == '}') {
+			return i
+		}
+	}
+	return i
+}

@@ -1,0 +1,19 @@
+// Package vllm is a client for vLLM's token-in/token-out HTTP API
+// (/inference/v1/generate), falling back to /v1/completions with a token-id
+// prompt and return_token_ids on builds without it; plus /abort_requests,
+// /pause, /resume, /sleep, /wake_up, /is_sleeping, /reset_prefix_cache and
+// /health. Logprobs are read defensively: vLLM's shapes changed between
+// versions (content entries with token_id, or "token_id:N" tokens).
+//
+// Calls reuse connections (DefaultHTTPClient), carry the request id in
+// X-Session-ID for vllm-router's sticky routing, retry with exponential
+// backoff and jitter only where resending cannot duplicate work (connect
+// errors, 429 and 503 answers), abort the request on the server when the
+// caller's context ends, and return a *server.Error naming the server, the
+// operation and the HTTP status, wrapping one of the server package's
+// sentinels.
+//
+//	c, err := vllm.New(vllm.Config{BaseURL: "http://10.0.0.5:8000"})
+//	out, err := c.Generate(ctx, server.GenerateRequest{RequestID: "traj-1", PromptIDs: ids,
+//		Params: server.SamplingParams{Temperature: 1, MaxNewTokens: 512, Logprobs: true}})
+package vllm

@@ -1,0 +1,580 @@
+package vllm
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/agentrl/agentrl/server"
+)
+
+// SessionHeader is the header vllm-router keys sticky routing on; the
+// client sets it to the request id.
+const SessionHeader = "X-Session-ID"
+
+// Config configures a Client. Only BaseURL is required.
+type Config struct {
+	// BaseURL is the server's root, e.g. "http://10.0.0.5:8000".
+	BaseURL string
+	// Name identifies the server in errors; default BaseURL.
+	Name string
+	// Model is sent as "model"; empty leaves it out (the served model).
+	Model string
+	// HTTPClient defaults to DefaultHTTPClient.
+	HTTPClient *http.Client
+	// AuthToken, when set, is sent as "Authorization: Bearer <AuthToken>".
+	AuthToken string
+	// MaxAttempts bounds the sends of one call, retries included (default 4).
+	MaxAttempts int
+	// BackoffBase and BackoffMax shape the exponential backoff between
+	// retries (defaults 50ms and 2s); each wait is drawn uniformly from
+	// (0, min(BackoffMax, BackoffBase·2^(n-1))].
+	BackoffBase, BackoffMax time.Duration
+	// AbortTimeout bounds the abort sent after a cancelled Generate
+	// (default 2s).
+	AbortTimeout time.Duration
+	// MaxResponseBytes bounds a successful response body (default 256 MiB).
+	MaxResponseBytes int64
+	// Completions makes Generate use /v1/completions from the start instead
+	// of trying /inference/v1/generate first.
+	Completions bool
+}
+
+// Client talks to one vLLM server (or a vllm-router) through its
+// token-in/token-out endpoint /inference/v1/generate, falling back to
+// /v1/completions with a token-id prompt when that endpoint answers 404
+// (older builds). It implements server.LLMServer, server.Aborter,
+// server.Sleeper and server.HealthChecker. Safe for concurrent use.
+type Client struct {
+	cfg  Config
+	base string
+	http *http.Client
+	// completions is set once /inference/v1/generate turned out missing.
+	completions atomic.Bool
+}
+
+// New returns a client for cfg.BaseURL.
+func New(cfg Config) (*Client, error) {
+	u, err := url.Parse(cfg.BaseURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("vllm: BaseURL %q is not an http(s) URL with a host", cfg.BaseURL)
+	}
+	if cfg.Name == "" {
+		cfg.Name = cfg.BaseURL
+	}
+	if cfg.MaxAttempts <= 0 {
+		cfg.MaxAttempts = 4
+	}
+	if cfg.BackoffBase <= 0 {
+		cfg.BackoffBase = 50 * time.Millisecond
+	}
+	if cfg.BackoffMax <= 0 {
+		cfg.BackoffMax = 2 * time.Second
+	}
+	if cfg.AbortTimeout <= 0 {
+		cfg.AbortTimeout = 2 * time.Second
+	}
+	if cfg.MaxResponseBytes <= 0 {
+		cfg.MaxResponseBytes = 256 << 20
+	}
+	c := &Client{cfg: cfg, base: strings.TrimRight(cfg.BaseURL, "/"), http: cfg.HTTPClient}
+	if c.http == nil {
+		c.http = DefaultHTTPClient
+	}
+	c.completions.Store(cfg.Completions)
+	return c, nil
+}
+
+// Name returns the name used in errors.
+func (c *Client) Name() string { return c.cfg.Name }
+
+// UsesCompletions reports whether Generate goes to /v1/completions.
+func (c *Client) UsesCompletions() bool { return c.completions.Load() }
+
+// sampling is vLLM's SamplingParams subset both endpoints accept.
+type sampling struct {
+	MaxTokens              *int    `json:"max_tokens,omitempty"`
+	Temperature            float64 `json:"temperature"`
+	TopP                   float64 `json:"top_p"`
+	TopK                   int     `json:"top_k"`
+	MinP                   float64 `json:"min_p"`
+	RepetitionPenalty      float64 `json:"repetition_penalty"`
+	Seed                   *int64  `json:"seed,omitempty"`
+	Logprobs               *int    `json:"logprobs,omitempty"`
+	StopTokenIDs           []int32 `json:"stop_token_ids,omitempty"`
+	SkipSpecialTokens      bool    `json:"skip_special_tokens"`
+	IncludeStopStrInOutput bool    `json:"include_stop_str_in_output"`
+}
+
+// samplingOf maps server.SamplingParams: top_p 0 → 1, top_k ≤ 0 → -1
+// (disabled in every vLLM version), repetition_penalty 0 → 1; MaxNewTokens
+// 0 leaves max_tokens to the server (16 on many builds: set it).
+func samplingOf(p server.SamplingParams, logprobs int) (sampling, error) {
+	s := sampling{Temperature: p.Temperature, TopP: p.TopP, TopK: p.TopK, MinP: p.MinP,
+		RepetitionPenalty: p.RepetitionPenalty, StopTokenIDs: p.StopTokenIDs, IncludeStopStrInOutput: true}
+	if s.TopP == 0 {
+		s.TopP = 1
+	}
+	if s.TopK <= 0 {
+		s.TopK = -1
+	}
+	if s.RepetitionPenalty == 0 {
+		s.RepetitionPenalty = 1
+	}
+	if p.MaxNewTokens > 0 {
+		n := p.MaxNewTokens
+		s.MaxTokens = &n
+	}
+	if p.Seed != nil {
+		if *p.Seed > math.MaxInt64 {
+			return s, fmt.Errorf("seed %d does not fit vLLM's signed 64-bit seed: %w", *p.Seed, server.ErrBadRequest)
+		}
+		seed := int64(*p.Seed)
+		s.Seed = &seed
+	}
+	if p.Logprobs {
+		s.Logprobs = &logprobs
+	}
+	for name, v := range map[string]float64{"temperature": s.Temperature, "top_p": s.TopP, "min_p": s.MinP, "repetition_penalty": s.RepetitionPenalty} {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return s, fmt.Errorf("sampling parameter %s is %v: %w", name, v, server.ErrBadRequest)
+		}
+	}
+	return s, nil
+}
+
+type generateRequest struct {
+	RequestID      string   `json:"request_id"`
+	TokenIDs       []int32  `json:"token_ids"`
+	Model          string   `json:"model,omitempty"`
+	SamplingParams sampling `json:"sampling_params"`
+	Stream         bool     `json:"stream"`
+	Priority       *int     `json:"priority,omitempty"`
+}
+
+type completionsRequest struct {
+	sampling
+	Model                  string  `json:"model,omitempty"`
+	Prompt                 []int32 `json:"prompt"`
+	RequestID              string  `json:"request_id"`
+	ReturnTokenIDs         bool    `json:"return_token_ids"`
+	ReturnTokensAsTokenIDs bool    `json:"return_tokens_as_token_ids"`
+	Stream                 bool    `json:"stream"`
+	Priority               *int    `json:"priority,omitempty"`
+}
+
+func newRID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// Generate calls /inference/v1/generate (or /v1/completions, see Client).
+// When ctx ends first, the request is aborted on the server (best effort,
+// within AbortTimeout) and the error wraps ctx.Err().
+func (c *Client) Generate(ctx context.Context, req server.GenerateRequest) (server.TokenOutput, error) {
+	if req.RequestID == "" {
+		req.RequestID = newRID()
+	}
+	hdr := http.Header{SessionHeader: {req.RequestID}}
+	var prio *int
+	if req.Priority != 0 {
+		p := req.Priority
+		prio = &p
+	}
+	if !c.completions.Load() {
+		sp, err := samplingOf(req.Params, 0)
+		if err != nil {
+			return server.TokenOutput{}, c.errorf("generate", 0, false, err)
+		}
+		body, err := json.Marshal(generateRequest{RequestID: req.RequestID, TokenIDs: nonNil(req.PromptIDs),
+			Model: c.cfg.Model, SamplingParams: sp, Priority: prio})
+		if err != nil {
+			return server.TokenOutput{}, c.errorf("generate", 0, false, err)
+		}
+		data, err := c.roundTrip(ctx, "generate", http.MethodPost, "/inference/v1/generate", body, hdr)
+		var se *server.Error
+		switch {
+		case err == nil:
+			out, err := ParseGenerateResponse(data, req.Params.Logprobs)
+			if err != nil {
+				return server.TokenOutput{}, c.errorf("generate", http.StatusOK, false, err)
+			}
+			return out, nil
+		case errors.As(err, &se) && se.Status == http.StatusNotFound:
+			// The endpoint does not exist on this build: nothing ran, so
+			// the completions endpoint can serve the same call.
+		default:
+			if ctx.Err() != nil {
+				c.abortAfterCancel(ctx, req.RequestID)
+			}
+			return server.TokenOutput{}, err
+		}
+	}
+	sp, err := samplingOf(req.Params, 1)
+	if err != nil {
+		return server.TokenOutput{}, c.errorf("generate", 0, false, err)
+	}
+	body, err := json.Marshal(completionsRequest{sampling: sp, Model: c.cfg.Model, Prompt: nonNil(req.PromptIDs),
+		RequestID: req.RequestID, ReturnTokenIDs: true, ReturnTokensAsTokenIDs: true, Priority: prio})
+	if err != nil {
+		return server.TokenOutput{}, c.errorf("generate", 0, false, err)
+	}
+	data, err := c.roundTrip(ctx, "generate", http.MethodPost, "/v1/completions", body, hdr)
+	if err != nil {
+		if ctx.Err() != nil {
+			c.abortAfterCancel(ctx, req.RequestID)
+		}
+		return server.TokenOutput{}, err
+	}
+	out, err := ParseCompletionsResponse(data, req.Params.Logprobs)
+	if err != nil {
+		return server.TokenOutput{}, c.errorf("generate", http.StatusOK, false, err)
+	}
+	c.completions.Store(true)
+	return out, nil
+}
+
+func nonNil(ids []int32) []int32 {
+	if ids == nil {
+		return []int32{}
+	}
+	return ids
+}
+
+func (c *Client) abortAfterCancel(ctx context.Context, rid string) {
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.AbortTimeout)
+	defer cancel()
+	body, _ := json.Marshal(map[string][]string{"request_ids": {rid}})
+	_, _ = c.roundTripN(actx, 1, "abort", http.MethodPost, "/abort_requests", body, nil)
+}
+
+// ---- response parsing ------------------------------------------------------
+
+func badResponse(format string, args ...any) error {
+	return fmt.Errorf("%s: %w", fmt.Sprintf(format, args...), server.ErrBadResponse)
+}
+
+type generateResponse struct {
+	RequestID string `json:"request_id"`
+	Choices   []struct {
+		FinishReason *string         `json:"finish_reason"`
+		TokenIDs     *[]int32        `json:"token_ids"`
+		Logprobs     json.RawMessage `json:"logprobs"`
+	} `json:"choices"`
+	// Extensions of agentrl's httpapi; absent on vLLM.
+	CachedTokens  int   `json:"num_cached_tokens"`
+	WeightVersion int64 `json:"weight_version"`
+	PromptTokens  int   `json:"num_prompt_tokens"`
+}
+
+// ParseGenerateResponse reads a non-streaming /inference/v1/generate body.
+// Token ids come from choices[0].token_ids; logprobs from
+// choices[0].logprobs.content[i].logprob, whatever else the entries carry
+// (token_id, or "token_id:N" tokens on older builds).
+func ParseGenerateResponse(data []byte, wantLogprobs bool) (server.TokenOutput, error) {
+	var r generateResponse
+	if err := json.Unmarshal(data, &r); err != nil {
+		return server.TokenOutput{}, badResponse("invalid /inference/v1/generate response JSON: %v", err)
+	}
+	if len(r.Choices) != 1 {
+		return server.TokenOutput{}, badResponse("expected 1 choice, got %d", len(r.Choices))
+	}
+	ch := r.Choices[0]
+	var out server.TokenOutput
+	var err error
+	if out.StopReason, err = parseFinish(ch.FinishReason); err != nil {
+		return out, err
+	}
+	if ch.TokenIDs == nil {
+		return out, badResponse("choices[0].token_ids is missing")
+	}
+	out.TokenIDs = nonNil(*ch.TokenIDs)
+	if err := checkIDs(out.TokenIDs, "choices[0].token_ids"); err != nil {
+		return out, err
+	}
+	if wantLogprobs {
+		if out.Logprobs, err = parseContentLogprobs(ch.Logprobs, out.TokenIDs); err != nil {
+			return out, err
+		}
+	}
+	out.CachedTokens = r.CachedTokens
+	out.WeightVersion = r.WeightVersion
+	out.PromptTokens = r.PromptTokens
+	return out, nil
+}
+
+func checkIDs(ids []int32, field string) error {
+	for i, id := range ids {
+		if id < 0 {
+			return badResponse("%s[%d] is negative (%d)", field, i, id)
+		}
+	}
+	return nil
+}
+
+func parseFinish(f *string) (server.StopReason, error) {
+	if f == nil {
+		return "", badResponse("choices[0].finish_reason is null (the request did not finish)")
+	}
+	switch *f {
+	case "stop":
+		return server.StopEOS, nil
+	case "length":
+		return server.StopLength, nil
+	case "abort", "cancelled":
+		return server.StopAbort, nil
+	}
+	return "", badResponse("choices[0].finish_reason: unknown value %q", *f)
+}
+
+type logprobEntry struct {
+	Token   *string  `json:"token"`
+	TokenID *int64   `json:"token_id"`
+	Logprob *float64 `json:"logprob"`
+}
+
+// parseContentLogprobs reads {"content": [entry...]} (or a bare list of
+// entries), one per token, checking the token each entry names.
+func parseContentLogprobs(raw json.RawMessage, ids []int32) ([]float32, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		if len(ids) == 0 {
+			return []float32{}, nil
+		}
+		return nil, badResponse("logprobs were requested but choices[0].logprobs is null")
+	}
+	var entries []logprobEntry
+	if raw[0] == '[' {
+		if err := json.Unmarshal(raw, &entries); err != nil {
+			return nil, badResponse("choices[0].logprobs: %v", err)
+		}
+	} else {
+		var wrap struct {
+			Content *[]logprobEntry `json:"content"`
+		}
+		if err := json.Unmarshal(raw, &wrap); err != nil || wrap.Content == nil {
+			return nil, badResponse("choices[0].logprobs: expected {\"content\": [...]}, got %.80s", raw)
+		}
+		entries = *wrap.Content
+	}
+	if len(entries) != len(ids) {
+		return nil, badResponse("choices[0].logprobs.content has %d entries for %d token_ids", len(entries), len(ids))
+	}
+	lps := make([]float32, len(entries))
+	for i, e := range entries {
+		lp, err := checkLogprob(e.Logprob)
+		if err != nil {
+			return nil, badResponse("choices[0].logprobs.content[%d].logprob: %v", i, err)
+		}
+		lps[i] = lp
+		id, ok := int64(-1), false
+		switch {
+		case e.TokenID != nil:
+			id, ok = *e.TokenID, true
+		case e.Token != nil && strings.HasPrefix(*e.Token, "token_id:"):
+			n, err := strconv.ParseInt(strings.TrimPrefix(*e.Token, "token_id:"), 10, 32)
+			id, ok = n, err == nil
+		}
+		if ok && id != int64(ids[i]) {
+			return nil, badResponse("choices[0].logprobs.content[%d] is for token %d but token_ids[%d] is %d", i, id, i, ids[i])
+		}
+	}
+	return lps, nil
+}
+
+// checkLogprob checks a decoded logprob: present and ≤ 0.
+func checkLogprob(f *float64) (float32, error) {
+	if f == nil {
+		return 0, errors.New("missing or null")
+	}
+	if *f > 0 || math.IsNaN(*f) {
+		return 0, fmt.Errorf("%v is not ≤ 0", *f)
+	}
+	return float32(math.Max(*f, -math.MaxFloat32)), nil
+}
+
+// parseLogprob reads a logprob: a number ≤ 0. vLLM writes -inf as -9999.0,
+// which is kept as it is.
+func parseLogprob(raw json.RawMessage) (float32, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return 0, errors.New("missing or null")
+	}
+	f, err := strconv.ParseFloat(string(raw), 64)
+	if err != nil {
+		return 0, fmt.Errorf("%.40s is not a number", raw)
+	}
+	if f > 0 || math.IsNaN(f) {
+		return 0, fmt.Errorf("%v is not ≤ 0", f)
+	}
+	if f < -math.MaxFloat32 {
+		f = -math.MaxFloat32
+	}
+	return float32(f), nil
+}
+
+type completionsResponse struct {
+	Choices []struct {
+		FinishReason *string  `json:"finish_reason"`
+		TokenIDs     *[]int32 `json:"token_ids"`
+		Logprobs     *struct {
+			TokenLogprobs []json.RawMessage `json:"token_logprobs"`
+			Tokens        []string          `json:"tokens"`
+		} `json:"logprobs"`
+	} `json:"choices"`
+	Usage *struct {
+		PromptTokens        int `json:"prompt_tokens"`
+		PromptTokensDetails *struct {
+			CachedTokens int `json:"cached_tokens"`
+		} `json:"prompt_tokens_details"`
+	} `json:"usage"`
+	WeightVersion int64 `json:"weight_version"`
+}
+
+// ParseCompletionsResponse reads a non-streaming /v1/completions body sent
+// with return_token_ids and return_tokens_as_token_ids.
+func ParseCompletionsResponse(data []byte, wantLogprobs bool) (server.TokenOutput, error) {
+	var r completionsResponse
+	if err := json.Unmarshal(data, &r); err != nil {
+		return server.TokenOutput{}, badResponse("invalid /v1/completions response JSON: %v", err)
+	}
+	if len(r.Choices) != 1 {
+		return server.TokenOutput{}, badResponse("expected 1 choice, got %d", len(r.Choices))
+	}
+	ch := r.Choices[0]
+	var out server.TokenOutput
+	var err error
+	if out.StopReason, err = parseFinish(ch.FinishReason); err != nil {
+		return out, err
+	}
+	if ch.TokenIDs == nil {
+		return out, badResponse("choices[0].token_ids is missing: the server does not support return_token_ids")
+	}
+	out.TokenIDs = nonNil(*ch.TokenIDs)
+	if err := checkIDs(out.TokenIDs, "choices[0].token_ids"); err != nil {
+		return out, err
+	}
+	if wantLogprobs {
+		switch {
+		case ch.Logprobs == nil && len(out.TokenIDs) > 0:
+			return out, badResponse("logprobs were requested but choices[0].logprobs is null")
+		case ch.Logprobs == nil:
+			out.Logprobs = []float32{}
+		case len(ch.Logprobs.TokenLogprobs) != len(out.TokenIDs):
+			return out, badResponse("choices[0].logprobs.token_logprobs has %d entries for %d token_ids", len(ch.Logprobs.TokenLogprobs), len(out.TokenIDs))
+		default:
+			out.Logprobs = make([]float32, len(out.TokenIDs))
+			for i, raw := range ch.Logprobs.TokenLogprobs {
+				if out.Logprobs[i], err = parseLogprob(raw); err != nil {
+					return out, badResponse("choices[0].logprobs.token_logprobs[%d]: %v", i, err)
+				}
+				if i < len(ch.Logprobs.Tokens) && strings.HasPrefix(ch.Logprobs.Tokens[i], "token_id:") {
+					n, err := strconv.ParseInt(strings.TrimPrefix(ch.Logprobs.Tokens[i], "token_id:"), 10, 32)
+					if err == nil && int32(n) != out.TokenIDs[i] {
+						return out, badResponse("choices[0].logprobs.tokens[%d] is token %d but token_ids[%d] is %d", i, n, i, out.TokenIDs[i])
+					}
+				}
+			}
+		}
+	}
+	if r.Usage != nil {
+		out.PromptTokens = r.Usage.PromptTokens
+		if r.Usage.PromptTokensDetails != nil {
+			out.CachedTokens = r.Usage.PromptTokensDetails.CachedTokens
+		}
+	}
+	out.WeightVersion = r.WeightVersion
+	return out, nil
+}
+
+// ---- control ----------------------------------------------------------------
+
+func (c *Client) post(ctx context.Context, op, path string, v any) error {
+	var body []byte
+	if v != nil {
+		var err error
+		if body, err = json.Marshal(v); err != nil {
+			return c.errorf(op, 0, false, err)
+		}
+	}
+	_, err := c.roundTrip(ctx, op, http.MethodPost, path, body, nil)
+	return err
+}
+
+// Abort aborts the request rid (/abort_requests).
+func (c *Client) Abort(ctx context.Context, rid string) error {
+	return c.post(ctx, "abort", "/abort_requests", map[string][]string{"request_ids": {rid}})
+}
+
+// AbortAll aborts every running request: /pause?mode=abort then /resume,
+// the only way vLLM offers (so it also ends a Pause that was in force).
+func (c *Client) AbortAll(ctx context.Context) error {
+	if err := c.Pause(ctx, true); err != nil {
+		return err
+	}
+	return c.Resume(ctx)
+}
+
+// Pause holds new requests (/pause); with abortRunning the running ones are
+// aborted (mode=abort), otherwise kept (mode=keep).
+func (c *Client) Pause(ctx context.Context, abortRunning bool) error {
+	mode := "keep"
+	if abortRunning {
+		mode = "abort"
+	}
+	return c.post(ctx, "pause", "/pause?mode="+mode, nil)
+}
+
+// Resume ends a Pause (/resume).
+func (c *Client) Resume(ctx context.Context) error {
+	return c.post(ctx, "resume", "/resume", nil)
+}
+
+// Sleep frees the KV cache (level 1) or the weights too (level 2) via
+// /sleep?level=N.
+func (c *Client) Sleep(ctx context.Context, level server.SleepLevel) error {
+	if level != server.SleepKVCache && level != server.SleepWeights {
+		return c.errorf("sleep", 0, false, fmt.Errorf("sleep level %d is not 1 or 2: %w", level, server.ErrBadRequest))
+	}
+	return c.post(ctx, "sleep", "/sleep?level="+strconv.Itoa(int(level)), nil)
+}
+
+// WakeUp restores everything Sleep freed (/wake_up).
+func (c *Client) WakeUp(ctx context.Context) error {
+	return c.post(ctx, "wake_up", "/wake_up", nil)
+}
+
+// IsSleeping asks /is_sleeping.
+func (c *Client) IsSleeping(ctx context.Context) (bool, error) {
+	data, err := c.roundTrip(ctx, "is_sleeping", http.MethodGet, "/is_sleeping", nil, nil)
+	if err != nil {
+		return false, err
+	}
+	var r struct {
+		IsSleeping *bool `json:"is_sleeping"`
+	}
+	if err := json.Unmarshal(data, &r); err != nil || r.IsSleeping == nil {
+		return false, c.errorf("is_sleeping", http.StatusOK, false, badResponse("expected {\"is_sleeping\": bool}, got %.100s", data))
+	}
+	return *r.IsSleeping, nil
+}
+
+// FlushCache resets the prefix cache (/reset_prefix_cache).
+func (c *Client) FlushCache(ctx context.Context) error {
+	return c.post(ctx, "flush_cache", "/reset_prefix_cache", nil)
+}
+
+// Health probes GET /health once.
+func (c *Client) Health(ctx context.Context) error {
+	_, err := c.roundTripN(ctx, 1, "health", http.MethodGet, "/health", nil, nil)
+	return err
+}

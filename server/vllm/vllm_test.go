@@ -1,0 +1,345 @@
+package vllm_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/agentrl/agentrl/server"
+	"github.com/agentrl/agentrl/server/httpapi"
+	"github.com/agentrl/agentrl/server/servertest"
+	"github.com/agentrl/agentrl/server/vllm"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	// Kept-alive connections of the shared pool are not leaks.
+	vllm.DefaultHTTPClient.CloseIdleConnections()
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+type recorded struct {
+	path, query string
+	header      http.Header
+	body        string
+}
+
+// recorder wraps a handler, remembers what it was sent, and can hide paths
+// (answering 404 like a server without that endpoint).
+type recorder struct {
+	h      http.Handler
+	hidden map[string]bool
+	mu     sync.Mutex
+	reqs   []recorded
+}
+
+func (r *recorder) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	body, _ := io.ReadAll(req.Body)
+	r.mu.Lock()
+	r.reqs = append(r.reqs, recorded{path: req.URL.Path, query: req.URL.RawQuery, header: req.Header.Clone(), body: string(body)})
+	r.mu.Unlock()
+	if r.hidden[req.URL.Path] {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusNotFound)
+		_, _ = w.Write([]byte(`{"detail":"Not Found"}`))
+		return
+	}
+	req.Body = io.NopCloser(strings.NewReader(string(body)))
+	r.h.ServeHTTP(w, req)
+}
+
+func (r *recorder) all() []recorded {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]recorded(nil), r.reqs...)
+}
+
+func (r *recorder) last(path string) recorded {
+	reqs := r.all()
+	for i := len(reqs) - 1; i >= 0; i-- {
+		if reqs[i].path == path {
+			return reqs[i]
+		}
+	}
+	return recorded{}
+}
+
+func setup(t *testing.T, engine server.LLMServer, cfg vllm.Config, hidden ...string) (*vllm.Client, *recorder) {
+	t.Helper()
+	api, err := httpapi.New(engine, httpapi.Config{})
+	require.NoError(t, err)
+	rec := &recorder{h: api, hidden: map[string]bool{}}
+	for _, h := range hidden {
+		rec.hidden[h] = true
+	}
+	ts := httptest.NewServer(rec)
+	t.Cleanup(func() {
+		ts.Close()
+		require.NoError(t, api.Close())
+	})
+	cfg.BaseURL = ts.URL
+	if cfg.BackoffBase == 0 {
+		cfg.BackoffBase = time.Millisecond
+		cfg.BackoffMax = 5 * time.Millisecond
+	}
+	c, err := vllm.New(cfg)
+	require.NoError(t, err)
+	return c, rec
+}
+
+func TestGenerateBothEndpoints(t *testing.T) {
+	for _, hide := range []bool{false, true} {
+		t.Run(fmt.Sprint("fallback=", hide), func(t *testing.T) {
+			ctx := context.Background()
+			eng := servertest.New(servertest.Config{Rule: servertest.Scripts(map[string][][]int32{
+				"traj-1": {{7, 8, 9, 2, 5}, {11, 12, 13}},
+			}, nil)})
+			var hidden []string
+			if hide {
+				hidden = []string{"/inference/v1/generate"}
+			}
+			c, rec := setup(t, eng, vllm.Config{Name: "v0", Model: "policy"}, hidden...)
+			seed := uint64(3)
+			p := server.SamplingParams{Temperature: 0.5, TopK: 20, MaxNewTokens: 9, StopTokenIDs: []int32{2}, Seed: &seed, Logprobs: true}
+			out, err := c.Generate(ctx, server.GenerateRequest{RequestID: "traj-1", PromptIDs: []int32{1, 2, 3}, Params: p})
+			require.NoError(t, err)
+			require.Equal(t, []int32{7, 8, 9, 2}, out.TokenIDs)
+			require.Equal(t, server.StopEOS, out.StopReason)
+			require.Equal(t, []float32{servertest.DefaultLogprob(7, 0), servertest.DefaultLogprob(8, 1),
+				servertest.DefaultLogprob(9, 2), servertest.DefaultLogprob(2, 3)}, out.Logprobs)
+			require.Equal(t, hide, c.UsesCompletions())
+
+			if hide {
+				r := rec.last("/v1/completions")
+				require.Equal(t, "traj-1", r.header.Get(vllm.SessionHeader))
+				require.JSONEq(t, `{"model":"policy","prompt":[1,2,3],"request_id":"traj-1","max_tokens":9,
+					"temperature":0.5,"top_p":1,"top_k":20,"min_p":0,"repetition_penalty":1,"seed":3,"logprobs":1,
+					"stop_token_ids":[2],"skip_special_tokens":false,"include_stop_str_in_output":true,
+					"return_token_ids":true,"return_tokens_as_token_ids":true,"stream":false}`, r.body)
+			} else {
+				r := rec.last("/inference/v1/generate")
+				require.Equal(t, "traj-1", r.header.Get(vllm.SessionHeader))
+				require.JSONEq(t, `{"request_id":"traj-1","token_ids":[1,2,3],"model":"policy",
+					"sampling_params":{"max_tokens":9,"temperature":0.5,"top_p":1,"top_k":20,"min_p":0,
+					"repetition_penalty":1,"seed":3,"logprobs":0,"stop_token_ids":[2],"skip_special_tokens":false,
+					"include_stop_str_in_output":true},"stream":false}`, r.body)
+			}
+
+			require.NoError(t, eng.UpdateWeights(ctx, server.Weights{Version: 4}))
+			out, err = c.Generate(ctx, server.GenerateRequest{RequestID: "traj-1",
+				PromptIDs: []int32{1, 2, 3, 7, 8, 9, 2, 6}, Params: server.SamplingParams{MaxNewTokens: 2}})
+			require.NoError(t, err)
+			require.Equal(t, []int32{11, 12}, out.TokenIDs)
+			require.Equal(t, server.StopLength, out.StopReason)
+			require.Equal(t, 7, out.CachedTokens)
+			require.Equal(t, int64(4), out.WeightVersion)
+			require.Nil(t, out.Logprobs)
+
+			// After a fallback the missing endpoint is not tried again.
+			n := 0
+			for _, r := range rec.all() {
+				if r.path == "/inference/v1/generate" {
+					n++
+				}
+			}
+			if hide {
+				require.Equal(t, 1, n)
+			} else {
+				require.Equal(t, 2, n)
+			}
+		})
+	}
+}
+
+func TestRetriesAndTypedErrors(t *testing.T) {
+	tests := []struct {
+		name      string
+		faults    int
+		fault     servertest.Fault
+		wantErr   error
+		wantCalls int64
+		status    int
+	}{
+		{"503 then ok", 2, servertest.Unavailable(), nil, 3, 0},
+		{"429 exhausts", 9, servertest.Overloaded(), server.ErrOverloaded, 4, 429},
+		{"400 not retried", 1, servertest.ErrorFault(server.ErrBadRequest), server.ErrBadRequest, 1, 400},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			eng := servertest.New(servertest.Config{Rule: servertest.Constant(4)})
+			eng.FaultNext(tc.faults, tc.fault)
+			c, _ := setup(t, eng, vllm.Config{Name: "v1"})
+			_, err := c.Generate(context.Background(), server.GenerateRequest{RequestID: "r", PromptIDs: []int32{1}})
+			require.Equal(t, tc.wantCalls, eng.Stats().Calls)
+			if tc.wantErr == nil {
+				require.NoError(t, err)
+				return
+			}
+			require.ErrorIs(t, err, tc.wantErr)
+			var se *server.Error
+			require.ErrorAs(t, err, &se)
+			require.Equal(t, tc.status, se.Status)
+			require.Equal(t, "v1", se.Server)
+			require.Equal(t, tc.status == 429, se.Retryable)
+		})
+	}
+}
+
+func TestCancelAbortsServerSide(t *testing.T) {
+	eng := servertest.New(servertest.Config{Rule: servertest.Constant(1), Latency: servertest.Fixed(10 * time.Second)})
+	c, rec := setup(t, eng, vllm.Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	_, err := c.Generate(ctx, server.GenerateRequest{RequestID: "gone", PromptIDs: []int32{1}})
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.JSONEq(t, `{"request_ids":["gone"]}`, rec.last("/abort_requests").body)
+	require.Eventually(t, func() bool { return eng.Stats().InFlight == 0 }, 2*time.Second, time.Millisecond)
+}
+
+func TestAbortMidway(t *testing.T) {
+	ctx := context.Background()
+	eng := servertest.New(servertest.Config{Rule: servertest.Constant(1, 2, 3, 4, 5, 6, 7, 8), TokenLatency: servertest.Fixed(20 * time.Millisecond)})
+	c, _ := setup(t, eng, vllm.Config{})
+	done := make(chan server.TokenOutput, 1)
+	go func() {
+		out, err := c.Generate(ctx, server.GenerateRequest{RequestID: "a", PromptIDs: []int32{1}, Params: server.SamplingParams{Logprobs: true}})
+		require.NoError(t, err)
+		done <- out
+	}()
+	require.Eventually(t, func() bool { return eng.Stats().InFlight == 1 }, 2*time.Second, time.Millisecond)
+	time.Sleep(50 * time.Millisecond)
+	require.NoError(t, c.Abort(ctx, "a"))
+	out := <-done
+	require.Equal(t, server.StopAbort, out.StopReason)
+	require.NotEmpty(t, out.TokenIDs)
+	require.Less(t, len(out.TokenIDs), 8)
+	require.Len(t, out.Logprobs, len(out.TokenIDs))
+}
+
+func TestControl(t *testing.T) {
+	ctx := context.Background()
+	eng := servertest.New(servertest.Config{Rule: servertest.Constant(1)})
+	c, rec := setup(t, eng, vllm.Config{})
+	var _ server.Aborter = c
+	var _ server.Sleeper = c
+	var _ server.HealthChecker = c
+
+	require.NoError(t, c.Health(ctx))
+	eng.SetHealthy(false)
+	require.ErrorIs(t, c.Health(ctx), server.ErrUnavailable)
+	eng.SetHealthy(true)
+
+	require.NoError(t, c.Sleep(ctx, server.SleepWeights))
+	require.Equal(t, "level=2", rec.last("/sleep").query)
+	sleeping, err := c.IsSleeping(ctx)
+	require.NoError(t, err)
+	require.True(t, sleeping)
+	_, lvl := eng.Sleeping()
+	require.Equal(t, server.SleepWeights, lvl)
+	require.NoError(t, c.WakeUp(ctx))
+	sleeping, err = c.IsSleeping(ctx)
+	require.NoError(t, err)
+	require.False(t, sleeping)
+	require.ErrorIs(t, c.Sleep(ctx, 0), server.ErrBadRequest)
+
+	require.NoError(t, c.FlushCache(ctx))
+	require.Equal(t, 1, eng.Flushes())
+
+	require.NoError(t, c.Pause(ctx, false))
+	require.Equal(t, "mode=keep", rec.last("/pause").query)
+	require.NoError(t, c.Resume(ctx))
+	require.NoError(t, c.AbortAll(ctx))
+	require.Equal(t, "mode=abort", rec.last("/pause").query)
+	require.Equal(t, "/resume", rec.all()[len(rec.all())-1].path)
+}
+
+func TestRecordedResponses(t *testing.T) {
+	tests := []struct {
+		file     string
+		compl    bool
+		logprobs bool
+		want     server.TokenOutput
+		wantErr  string
+	}{
+		{file: "generate_new.json", logprobs: true, want: server.TokenOutput{TokenIDs: []int32{1234, 151645},
+			Logprobs: []float32{-0.01, -0.5}, StopReason: server.StopEOS}},
+		{file: "generate_old_tokens.json", logprobs: true, want: server.TokenOutput{TokenIDs: []int32{1234, 77},
+			Logprobs: []float32{-0.01, -9999}, StopReason: server.StopLength}},
+		{file: "generate_abort.json", logprobs: true, want: server.TokenOutput{TokenIDs: []int32{},
+			Logprobs: []float32{}, StopReason: server.StopAbort}},
+		{file: "generate_new.json", logprobs: false, want: server.TokenOutput{TokenIDs: []int32{1234, 151645}, StopReason: server.StopEOS}},
+		{file: "completions.json", compl: true, logprobs: true, want: server.TokenOutput{TokenIDs: []int32{9906, 151645},
+			Logprobs: []float32{-0.25, -0.125}, StopReason: server.StopEOS, PromptTokens: 3, CachedTokens: 2}},
+		{file: "completions_no_details.json", compl: true, logprobs: false, want: server.TokenOutput{TokenIDs: []int32{5},
+			StopReason: server.StopLength, PromptTokens: 3}},
+		{file: "err_generate_mismatch.json", logprobs: true, wantErr: "content[1] is for token 9 but token_ids[1] is 151645"},
+		{file: "err_generate_count.json", logprobs: true, wantErr: "has 1 entries for 2 token_ids"},
+		{file: "err_generate_null_finish.json", wantErr: "finish_reason is null"},
+		{file: "err_generate_two_choices.json", wantErr: "expected 1 choice, got 2"},
+		{file: "err_completions_no_ids.json", compl: true, wantErr: "does not support return_token_ids"},
+		{file: "err_completions_token_mismatch.json", compl: true, logprobs: true, wantErr: "tokens[0] is token 8 but token_ids[0] is 9906"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.file, func(t *testing.T) {
+			data, err := os.ReadFile(filepath.Join("testdata", "responses", tc.file))
+			require.NoError(t, err)
+			parse := vllm.ParseGenerateResponse
+			if tc.compl {
+				parse = vllm.ParseCompletionsResponse
+			}
+			out, err := parse(data, tc.logprobs)
+			if tc.wantErr != "" {
+				require.ErrorIs(t, err, server.ErrBadResponse)
+				require.ErrorContains(t, err, tc.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, tc.want, out)
+		})
+	}
+}
+
+func FuzzParseResponses(f *testing.F) {
+	files, _ := filepath.Glob(filepath.Join("testdata", "responses", "*.json"))
+	for _, p := range files {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data, true)
+		f.Add(data, false)
+	}
+	f.Fuzz(func(t *testing.T, data []byte, logprobs bool) {
+		for _, parse := range []func([]byte, bool) (server.TokenOutput, error){vllm.ParseGenerateResponse, vllm.ParseCompletionsResponse} {
+			out, err := parse(data, logprobs)
+			if err != nil {
+				require.ErrorIs(t, err, server.ErrBadResponse)
+				continue
+			}
+			require.NotNil(t, out.TokenIDs)
+			if logprobs {
+				require.Len(t, out.Logprobs, len(out.TokenIDs))
+			}
+			for _, id := range out.TokenIDs {
+				require.GreaterOrEqual(t, id, int32(0))
+			}
+		}
+	})
+}

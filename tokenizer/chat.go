@@ -1,0 +1,269 @@
+package tokenizer
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/agentrl/agentrl/chat"
+	"github.com/agentrl/agentrl/tokenizer/jinja"
+)
+
+// ChatContext is the input of a chat template: what transformers'
+// apply_chat_template receives.
+type ChatContext struct {
+	Messages            []chat.Message
+	Tools               []chat.ToolSchema
+	AddGenerationPrompt bool
+	Extra               map[string]any // extra template variables, e.g. "enable_thinking": false
+}
+
+// ErrTemplateDelta is wrapped by EncodeDelta errors: the template does not
+// let the new messages be appended as a suffix (see EncodeDelta).
+var ErrTemplateDelta = errors.New("tokenizer: cannot encode delta")
+
+// ApplyChatTemplate renders the default chat template like transformers'
+// apply_chat_template(messages, tools=..., add_generation_prompt=...,
+// tokenize=False, **extra). Messages and tools become dicts with only the
+// keys that are set; tool-call arguments given as a JSON object become an
+// ordered dict, as a string they stay a string. A raise_exception in the
+// template is returned as a *jinja.Exception.
+func (t *Tokenizer) ApplyChatTemplate(c ChatContext) (string, error) {
+	vars, err := t.chatVars(c)
+	if err != nil {
+		return "", err
+	}
+	return t.render(vars)
+}
+
+// EncodeChat is Encode(ApplyChatTemplate(c)).
+func (t *Tokenizer) EncodeChat(c ChatContext) ([]int32, error) {
+	s, err := t.ApplyChatTemplate(c)
+	if err != nil {
+		return nil, err
+	}
+	return t.Encode(s), nil
+}
+
+// ApplyChatTemplateJSON renders a context given as JSON: {"messages": [...],
+// "tools": [...], "add_generation_prompt": bool, ...}; every other key is an
+// extra template variable. Values reach the template exactly as written
+// (key order, numbers, any message shape), which is what debugging tools
+// and golden tests need.
+func (t *Tokenizer) ApplyChatTemplateJSON(contextJSON []byte) (string, error) {
+	v, err := jinja.FromJSON(contextJSON)
+	if err != nil {
+		return "", fmt.Errorf("tokenizer: chat context: %w", err)
+	}
+	d, ok := v.(*jinja.Dict)
+	if !ok {
+		return "", fmt.Errorf("tokenizer: chat context must be a JSON object")
+	}
+	msgs, ok := d.Get("messages")
+	if _, isList := msgs.([]any); !ok || !isList {
+		return "", fmt.Errorf("tokenizer: chat context needs a \"messages\" list")
+	}
+	vars := t.baseVars()
+	vars["messages"] = msgs
+	for _, k := range d.Keys() {
+		val, _ := d.Get(k)
+		if k == "add_generation_prompt" {
+			b, ok := val.(bool)
+			if !ok && val != nil {
+				return "", fmt.Errorf("tokenizer: chat context: add_generation_prompt must be a boolean")
+			}
+			vars[k] = b
+			continue
+		}
+		vars[k] = val
+	}
+	return t.render(vars)
+}
+
+func (t *Tokenizer) render(vars map[string]any) (string, error) {
+	if t.chat.defErr != nil {
+		if errors.Is(t.chat.defErr, ErrNoChatTemplate) {
+			return "", t.chat.defErr
+		}
+		return "", fmt.Errorf("tokenizer: chat template: %w", t.chat.defErr)
+	}
+	s, err := t.chat.def.Render(vars)
+	if err != nil {
+		return "", fmt.Errorf("tokenizer: chat template: %w", err)
+	}
+	return s, nil
+}
+
+// baseVars are the variables transformers always passes: tools and
+// documents (None unless given), add_generation_prompt, and the special
+// tokens.
+func (t *Tokenizer) baseVars() map[string]any {
+	vars := make(map[string]any, 8+len(t.config.specials))
+	for k, v := range t.config.specials {
+		vars[k] = v
+	}
+	vars["tools"] = nil
+	vars["documents"] = nil
+	vars["add_generation_prompt"] = false
+	return vars
+}
+
+func (t *Tokenizer) chatVars(c ChatContext) (map[string]any, error) {
+	vars := t.baseVars()
+	for k, v := range c.Extra {
+		vars[k] = v
+	}
+	msgs, err := messagesValue(c.Messages)
+	if err != nil {
+		return nil, err
+	}
+	vars["messages"] = msgs
+	if c.Tools != nil {
+		tools := make([]any, len(c.Tools))
+		for i, s := range c.Tools {
+			b, err := s.MarshalJSON()
+			if err != nil {
+				return nil, fmt.Errorf("tokenizer: tools[%d]: %w", i, err)
+			}
+			if tools[i], err = jinja.FromJSON(b); err != nil {
+				return nil, fmt.Errorf("tokenizer: tools[%d]: %w", i, err)
+			}
+		}
+		vars["tools"] = tools
+	}
+	vars["add_generation_prompt"] = c.AddGenerationPrompt
+	return vars, nil
+}
+
+// messagesValue converts messages to template values through their JSON
+// form, which keeps exactly the keys that are set and the key order of
+// tool-call arguments.
+func messagesValue(msgs []chat.Message) ([]any, error) {
+	out := make([]any, len(msgs))
+	for i, m := range msgs {
+		b, err := json.Marshal(m)
+		if err != nil {
+			return nil, fmt.Errorf("tokenizer: messages[%d]: %w", i, err)
+		}
+		if out[i], err = jinja.FromJSON(b); err != nil {
+			return nil, fmt.Errorf("tokenizer: messages[%d]: %w", i, err)
+		}
+	}
+	return out, nil
+}
+
+// Markers stand in for history in the synthetic context of EncodeDelta.
+// Plain words survive templates that trim or otherwise touch content.
+const (
+	markSystem    = "AgentrlSystemMarker"
+	markUser      = "AgentrlUserMarker"
+	markAssistant = "AgentrlAssistantMarker"
+	markLast      = "AgentrlLastMarker"
+)
+
+// EncodeDelta returns the ids to append after the model's last sampled turn
+// so the sequence continues with added (non-model messages: tool results,
+// user turns): template glue the model did not generate (e.g. the "\n" after
+// <|im_end|>), the added messages, and — when c.AddGenerationPrompt — the
+// generation prompt. c.Messages is the conversation so far; history is never
+// re-tokenized.
+//
+// The template is rendered on a fixed synthetic context shaped like the end
+// of the conversation (a system message if c has one, a user turn, and the
+// last message with its content replaced by a marker), once alone and once
+// with added; the delta is what follows the end of the last turn. When the
+// last message is an assistant turn, its end is the first end-of-turn token
+// (EOSTokenIDs) after its content, which is where the model stopped.
+//
+// Templates are not always append-only. Qwen3 renders the last assistant
+// turn with an empty "<think>\n\n</think>\n\n" block but drops that block
+// once another message follows. That edit lies inside the model's own turn,
+// which the model sampled and which is kept as sampled; EncodeDelta
+// accepts it when the text before the turn and the turn's ending are the
+// same in both renders. Any other difference before the cut is an
+// ErrTemplateDelta error, never a silently wrong sequence: for example a
+// second tool result added after a tool message whose closing glue the
+// template only emits after the last tool message in a row.
+func (t *Tokenizer) EncodeDelta(c ChatContext, added []chat.Message) ([]int32, error) {
+	s, err := t.DeltaText(c, added)
+	if err != nil {
+		return nil, err
+	}
+	return t.Encode(s), nil
+}
+
+// DeltaText is the text whose ids EncodeDelta returns.
+func (t *Tokenizer) DeltaText(c ChatContext, added []chat.Message) (string, error) {
+	if len(c.Messages) == 0 {
+		return "", fmt.Errorf("%w: the conversation is empty", ErrTemplateDelta)
+	}
+	var base []chat.Message
+	if c.Messages[0].Role == chat.RoleSystem {
+		base = append(base, chat.Message{Role: chat.RoleSystem, Content: markSystem})
+	}
+	base = append(base, chat.Message{Role: chat.RoleUser, Content: markUser})
+	last := c.Messages[len(c.Messages)-1]
+	afterModel := last.Role == chat.RoleAssistant
+	if afterModel {
+		base = append(base, chat.Message{Role: chat.RoleAssistant, Content: markAssistant, ToolCalls: last.ToolCalls})
+	} else {
+		base = append(base,
+			chat.Message{Role: chat.RoleAssistant, Content: markAssistant},
+			chat.Message{Role: last.Role, Content: markLast, ToolCallID: last.ToolCallID, Name: last.Name})
+	}
+	before, err := t.ApplyChatTemplate(ChatContext{Messages: base, Tools: c.Tools, Extra: c.Extra})
+	if err != nil {
+		return "", fmt.Errorf("%w: rendering the context: %w", ErrTemplateDelta, err)
+	}
+	withAdded := append(append([]chat.Message(nil), base...), added...)
+	after, err := t.ApplyChatTemplate(ChatContext{Messages: withAdded, Tools: c.Tools, Extra: c.Extra, AddGenerationPrompt: c.AddGenerationPrompt})
+	if err != nil {
+		return "", fmt.Errorf("%w: rendering the added messages: %w", ErrTemplateDelta, err)
+	}
+	if !afterModel {
+		if !strings.HasPrefix(after, before) {
+			return "", fmt.Errorf("%w: the template renders the %s message differently once more messages follow", ErrTemplateDelta, last.Role)
+		}
+		return after[len(before):], nil
+	}
+	cut0, a0, err := t.turnEnd(before)
+	if err != nil {
+		return "", err
+	}
+	cut1, a1, err := t.turnEnd(after)
+	if err != nil {
+		return "", err
+	}
+	if before[:cut0] != after[:cut1] {
+		// Allowed only inside the model's turn, before its content.
+		u0 := strings.Index(before, markUser) + len(markUser)
+		u1 := strings.Index(after, markUser) + len(markUser)
+		if before[:u0] != after[:u1] || before[a0:cut0] != after[a1:cut1] {
+			return "", fmt.Errorf("%w: the template renders earlier messages differently once %d more follow", ErrTemplateDelta, len(added))
+		}
+	}
+	return after[cut1:], nil
+}
+
+// turnEnd finds the end of the synthetic assistant turn: the end of the
+// first end-of-turn token after its marker. It also returns where the marker
+// starts.
+func (t *Tokenizer) turnEnd(s string) (cut, marker int, err error) {
+	marker = strings.LastIndex(s, markAssistant)
+	if marker < 0 {
+		return 0, 0, fmt.Errorf("%w: the template does not render the assistant content", ErrTemplateDelta)
+	}
+	rest := s[marker+len(markAssistant):]
+	best := -1
+	for _, id := range t.eos {
+		tok := t.idToToken[id]
+		if i := strings.Index(rest, tok); i >= 0 && (best < 0 || i < best || (i == best && len(tok) > cut)) {
+			best, cut = i, len(tok)
+		}
+	}
+	if best < 0 {
+		return 0, 0, fmt.Errorf("%w: no end-of-turn token after the assistant turn", ErrTemplateDelta)
+	}
+	return marker + len(markAssistant) + best + cut, marker, nil
+}

@@ -1,0 +1,135 @@
+package tokenizer
+
+import (
+	"bufio"
+	"compress/gzip"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// Shared test data lives next to the repository: ../shared from the repo
+// root. Tests that need it skip when it is absent (CI always has it).
+const (
+	sharedGolden = "../../shared/golden"
+	llamaDir     = "../../shared/testdata/tokenizers/llama3_1"
+)
+
+var (
+	qwenOnce sync.Once
+	qwenTok  *Tokenizer
+	qwenErr  error
+	qwenDir  string
+
+	llamaOnce sync.Once
+	llamaTok  *Tokenizer
+	llamaErr  error
+)
+
+// qwenTokDir unpacks the committed Qwen3 tokenizer files into a directory.
+func qwenTokDir(t testing.TB) string {
+	t.Helper()
+	qwenOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "agentrl-qwen3-")
+		if err != nil {
+			qwenErr = err
+			return
+		}
+		qwenDir = dir
+		for _, name := range []string{"tokenizer.json", "tokenizer_config.json"} {
+			if err := gunzipFile(filepath.Join("testdata", "qwen3", name+".gz"), filepath.Join(dir, name)); err != nil {
+				qwenErr = err
+				return
+			}
+		}
+		qwenTok, qwenErr = Load(dir)
+	})
+	require.NoError(t, qwenErr)
+	return qwenDir
+}
+
+func qwen(t testing.TB) *Tokenizer {
+	t.Helper()
+	qwenTokDir(t)
+	return qwenTok
+}
+
+func llama(t testing.TB) *Tokenizer {
+	t.Helper()
+	if _, err := os.Stat(filepath.Join(llamaDir, "tokenizer.json")); err != nil {
+		t.Skip("Llama-3.1 tokenizer not present in ../shared/testdata/tokenizers")
+	}
+	llamaOnce.Do(func() { llamaTok, llamaErr = Load(llamaDir) })
+	require.NoError(t, llamaErr)
+	return llamaTok
+}
+
+func gunzipFile(src, dst string) error {
+	f, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		return err
+	}
+	out, err := os.Create(dst)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, zr); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+func readGunzip(t testing.TB, src string) []byte {
+	t.Helper()
+	f, err := os.Open(src)
+	require.NoError(t, err)
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	require.NoError(t, err)
+	b, err := io.ReadAll(zr)
+	require.NoError(t, err)
+	return b
+}
+
+// readJSONL decodes each line of a JSONL file into a new T.
+func readJSONL[T any](t testing.TB, path string) []T {
+	t.Helper()
+	f, err := os.Open(path)
+	if os.IsNotExist(err) {
+		t.Skipf("%s not present", path)
+	}
+	require.NoError(t, err)
+	defer f.Close()
+	var out []T
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	for sc.Scan() {
+		if len(sc.Bytes()) == 0 {
+			continue
+		}
+		var v T
+		require.NoError(t, json.Unmarshal(sc.Bytes(), &v), "%s: %s", path, sc.Text())
+		out = append(out, v)
+	}
+	require.NoError(t, sc.Err())
+	return out
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if qwenDir != "" {
+		os.RemoveAll(qwenDir)
+	}
+	os.Exit(code)
+}

@@ -1,0 +1,258 @@
+package tokenizer
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"unicode/utf8"
+)
+
+// Tokenizer is a HuggingFace tokenizer.json byte-level BPE tokenizer plus the
+// chat template and special tokens of tokenizer_config.json. It is safe for
+// concurrent use.
+type Tokenizer struct {
+	normalizer      normalizer
+	preTok          []preTokenizer
+	stream          *fastPattern // set when preTok is a single Isolated split by a known pattern
+	byteLevel       bool
+	model           *bpe
+	post            *postProcessor
+	decodeByteLevel bool
+
+	added     []addedToken
+	rawAdded  *addedMatcher // tokens matched on the raw text
+	normAdded *addedMatcher // tokens with normalized=true, matched after normalization
+	special   []bool        // by id: added token with special=true
+	isAdded   []bool
+
+	idToToken []string
+	tokenToID map[string]int32
+	decOff    []uint32 // decoded bytes of id i are decBytes[decOff[i]:decOff[i+1]]
+	decBytes  []byte
+
+	config config
+	eos    []int32
+	chat   chatTemplates
+}
+
+// Load reads dir/tokenizer.json and, when present, dir/tokenizer_config.json
+// (chat template, special tokens), dir/chat_template.jinja (a chat template
+// saved on its own, which takes precedence as in transformers) and
+// dir/generation_config.json (extra end-of-sequence ids).
+func Load(dir string) (*Tokenizer, error) {
+	data, err := os.ReadFile(filepath.Join(dir, "tokenizer.json"))
+	if err != nil {
+		return nil, fmt.Errorf("tokenizer: %w", err)
+	}
+	t, err := parse(data)
+	if err != nil {
+		return nil, fmt.Errorf("tokenizer: %s: %w", filepath.Join(dir, "tokenizer.json"), err)
+	}
+	if err := t.loadConfig(dir); err != nil {
+		return nil, fmt.Errorf("tokenizer: %w", err)
+	}
+	return t, nil
+}
+
+// FromJSON builds a tokenizer from the bytes of a tokenizer.json, without a
+// tokenizer_config.json (no chat template or named special tokens).
+func FromJSON(tokenizerJSON []byte) (*Tokenizer, error) {
+	t, err := parse(tokenizerJSON)
+	if err != nil {
+		return nil, fmt.Errorf("tokenizer: %w", err)
+	}
+	if err := t.applyConfig(nil, nil, ""); err != nil {
+		return nil, fmt.Errorf("tokenizer: %w", err)
+	}
+	return t, nil
+}
+
+// scratch holds per-call buffers, pooled to keep Encode allocation-free
+// apart from its result.
+type scratch struct {
+	pieces []piece
+	words  []string
+	words2 []string
+}
+
+var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
+
+// Encode tokenizes text like HF's encode(text, add_special_tokens=False):
+// added and special tokens written in the text are recognized. Invalid
+// UTF-8 is first replaced with U+FFFD, as Rust's from_utf8_lossy does (HF
+// cannot receive it at all).
+func (t *Tokenizer) Encode(text string) []int32 {
+	return t.AppendEncode(nil, text)
+}
+
+// AppendEncode appends the ids of text to dst, as Encode.
+func (t *Tokenizer) AppendEncode(dst []int32, text string) []int32 {
+	if !utf8.ValidString(text) {
+		text = string(appendLossy(nil, []byte(text)))
+	}
+	sc := scratchPool.Get().(*scratch)
+	defer scratchPool.Put(sc)
+	sc.pieces = t.rawAdded.split(text, sc.pieces[:0])
+	for _, p := range sc.pieces {
+		if p.id >= 0 {
+			dst = append(dst, p.id)
+			continue
+		}
+		s := p.text
+		if t.normalizer != nil {
+			s = t.normalizer.normalize(s)
+		}
+		if t.normAdded == nil {
+			dst = t.encodeText(dst, s, sc)
+			continue
+		}
+		var sub [8]piece
+		for _, q := range t.normAdded.split(s, sub[:0]) {
+			if q.id >= 0 {
+				dst = append(dst, q.id)
+			} else {
+				dst = t.encodeText(dst, q.text, sc)
+			}
+		}
+	}
+	return dst
+}
+
+// EncodeWithSpecialTokens is HF's encode(text, add_special_tokens=True):
+// Encode plus what the post-processor adds (for Llama 3, the BOS token).
+func (t *Tokenizer) EncodeWithSpecialTokens(text string) []int32 {
+	dst := append([]int32(nil), t.post.prefix...)
+	dst = t.AppendEncode(dst, text)
+	return append(dst, t.post.suffix...)
+}
+
+// encodeText runs pre-tokenization and BPE on normalized text without
+// added tokens.
+func (t *Tokenizer) encodeText(dst []int32, s string, sc *scratch) []int32 {
+	if s == "" {
+		return dst
+	}
+	if t.stream != nil {
+		// One known split pattern: encode each match as it is found.
+		for i := 0; i < len(s); {
+			e := t.stream.matchAt(s, i)
+			dst = t.model.encodeWord(dst, s[i:e])
+			i = e
+		}
+		return dst
+	}
+	words := append(sc.words[:0], s)
+	for _, p := range t.preTok {
+		next := sc.words2[:0]
+		for _, w := range words {
+			// Errors come only from regexp2 timeouts, which are disabled.
+			next, _ = p.split(w, next)
+		}
+		sc.words2 = words
+		words = next
+	}
+	sc.words = words
+	for _, w := range words {
+		dst = t.model.encodeWord(dst, w)
+	}
+	return dst
+}
+
+// Decode turns ids back into text like HF's decode(ids,
+// skip_special_tokens=skipSpecial) (with clean_up_tokenization_spaces off,
+// as Qwen and Llama 3 configure it). An id outside the vocabulary is an
+// error naming it.
+func (t *Tokenizer) Decode(ids []int32, skipSpecial bool) (string, error) {
+	var raw []byte
+	first := true
+	for i, id := range ids {
+		if id < 0 || int(id) >= len(t.idToToken) || (t.idToToken[id] == "" && !t.isAdded[id]) {
+			return "", fmt.Errorf("tokenizer: decode: ids[%d] = %d is not in the vocabulary (size %d)", i, id, t.VocabSize())
+		}
+		if skipSpecial && t.special[id] {
+			continue
+		}
+		if !t.decodeByteLevel && !first {
+			raw = append(raw, ' ')
+		}
+		first = false
+		raw = append(raw, t.decBytes[t.decOff[id]:t.decOff[id+1]]...)
+	}
+	if utf8.Valid(raw) {
+		return string(raw), nil
+	}
+	return string(appendLossy(nil, raw)), nil
+}
+
+// TokenID returns the id of a token as written in the vocabulary (byte-level
+// form, e.g. "Ġhello") or an added token's content.
+func (t *Tokenizer) TokenID(token string) (int32, bool) {
+	id, ok := t.tokenToID[token]
+	return id, ok
+}
+
+// Token returns the vocabulary form of id ("" and false when out of range).
+func (t *Tokenizer) Token(id int32) (string, bool) {
+	if id < 0 || int(id) >= len(t.idToToken) || (t.idToToken[id] == "" && !t.isAdded[id]) {
+		return "", false
+	}
+	return t.idToToken[id], true
+}
+
+// IsSpecial reports whether id is an added token marked special (the ones
+// Decode skips with skipSpecial).
+func (t *Tokenizer) IsSpecial(id int32) bool {
+	return id >= 0 && int(id) < len(t.special) && t.special[id]
+}
+
+// VocabSize is one more than the largest id, model and added tokens
+// together: the size of an embedding table indexed by these ids.
+func (t *Tokenizer) VocabSize() int { return len(t.idToToken) }
+
+// EOSTokenIDs returns the ids that end a model turn, to use as stop tokens:
+// the configured eos_token, generation_config.json's eos_token_id, and the
+// end-of-turn tokens of the known chat formats (<|im_end|>, <|eot_id|>,
+// <|eom_id|>, <|endoftext|>, <|end_of_text|>, <end_of_turn>, <|return|>,
+// <|call|>, <｜end▁of▁sentence｜>, </s>) that are special tokens here.
+func (t *Tokenizer) EOSTokenIDs() []int32 { return append([]int32(nil), t.eos...) }
+
+var knownEndOfTurn = []string{
+	"<|im_end|>", "<|eot_id|>", "<|eom_id|>", "<|endoftext|>", "<|end_of_text|>",
+	"<end_of_turn>", "<|return|>", "<|call|>", "<｜end▁of▁sentence｜>", "</s>",
+}
+
+func (t *Tokenizer) setEOS(configEOS string, genEOS []int32) {
+	seen := map[int32]bool{}
+	add := func(id int32) {
+		if !seen[id] {
+			seen[id] = true
+			t.eos = append(t.eos, id)
+		}
+	}
+	if id, ok := t.tokenToID[configEOS]; ok && configEOS != "" {
+		add(id)
+	}
+	for _, id := range genEOS {
+		if id >= 0 && int(id) < len(t.idToToken) {
+			add(id)
+		}
+	}
+	for _, s := range knownEndOfTurn {
+		if id, ok := t.tokenToID[s]; ok && t.IsSpecial(id) {
+			add(id)
+		}
+	}
+}
+
+// String describes the tokenizer briefly.
+func (t *Tokenizer) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "tokenizer(%d ids", t.VocabSize())
+	if t.byteLevel {
+		b.WriteString(", byte-level")
+	}
+	b.WriteString(")")
+	return b.String()
+}

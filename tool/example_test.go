@@ -1,0 +1,65 @@
+package tool_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/agentrl/agentrl/chat"
+	"github.com/agentrl/agentrl/tool"
+)
+
+func ExampleSession_Call() {
+	ctx := context.Background()
+	set, err := tool.NewSet(tool.NewCalculator())
+	if err != nil {
+		panic(err)
+	}
+	ss := set.Session(nil) // one session per trajectory
+	defer ss.Close(ctx)
+
+	r := ss.Call(ctx, chat.ToolCall{Function: chat.FunctionCall{
+		Name: "calculator", Arguments: `{"expression": "2 * (3 + 4) / 8"}`}})
+	fmt.Println(r.Text, r.Err)
+
+	// Failures are values with a message for the model.
+	r = ss.Call(ctx, chat.ToolCall{Function: chat.FunctionCall{
+		Name: "calculator", Arguments: `{"expression": 7}`}})
+	fmt.Println(r.Text)
+	fmt.Println(errors.Is(r.Err, tool.ErrInvalidArguments))
+	// Output:
+	// 1.75 <nil>
+	// Error: invalid arguments for tool "calculator": /expression: expected string, got number
+	// true
+}
+
+func ExampleNewFunc() {
+	type weatherArgs struct {
+		City string `json:"city" jsonschema:"city name"`
+		Days int    `json:"days,omitempty" jsonschema:"forecast length"`
+	}
+	weather, err := tool.NewFunc("weather", "Get the forecast.",
+		func(_ context.Context, a weatherArgs) (string, error) {
+			return fmt.Sprintf("%s: sunny for %d days", a.City, max(a.Days, 1)), nil
+		})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(string(weather.Schema().Function.Parameters))
+	r, _ := weather.Execute(context.Background(), "", []byte(`{"city": "Oslo", "days": 3}`))
+	fmt.Println(r.Text)
+	// Output:
+	// {"type":"object","properties":{"city":{"type":"string","description":"city name"},"days":{"type":"integer","description":"forecast length"}},"required":["city"],"additionalProperties":false}
+	// Oslo: sunny for 3 days
+}
+
+func ExampleTruncate() {
+	s := "0123456789"
+	fmt.Println(tool.Truncate(s, 4, tool.TruncateLeft))
+	fmt.Println(tool.Truncate(s, 4, tool.TruncateRight))
+	fmt.Println(tool.Truncate(s, 4, tool.TruncateMiddle))
+	// Output:
+	// 0123...(truncated)
+	// (truncated)...6789
+	// 01...(truncated)...89
+}

@@ -1,0 +1,281 @@
+package python
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/agentrl/agentrl/chat"
+	"github.com/agentrl/agentrl/tool"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// interpreter returns a python3 to test with, or skips when there is none.
+func interpreter(t testing.TB) string {
+	for _, p := range []string{"/usr/bin/python3", "python3"} {
+		if path, err := exec.LookPath(p); err == nil {
+			return path
+		}
+	}
+	t.Skip("no python3 on this machine")
+	return ""
+}
+
+func newTool(t testing.TB, cfg Config) *Tool {
+	cfg.Interpreter = interpreter(t)
+	tl, err := New(cfg)
+	require.NoError(t, err)
+	return tl
+}
+
+func TestRunPrintsAndIsolates(t *testing.T) {
+	tl := newTool(t, Config{})
+	out, err := tl.Run(context.Background(), "import os\nprint(6 * 7)\nprint(os.getcwd() == os.environ['HOME'])\nopen('f.txt', 'w').write('x')\nprint(sorted(os.listdir('.')))\n")
+	require.NoError(t, err)
+	require.Equal(t, "42\nTrue\n['f.txt', 'main.py']\n", out.Stdout)
+	require.Equal(t, "", out.Stderr)
+	require.Equal(t, 0, out.ExitCode)
+	require.Equal(t, "42\nTrue\n['f.txt', 'main.py']\n", out.Text())
+	t.Logf("isolation: %v", out.Metrics())
+}
+
+func TestRunReportsErrors(t *testing.T) {
+	tl := newTool(t, Config{})
+	out, err := tl.Run(context.Background(), "print('before')\n1/0\n")
+	require.NoError(t, err)
+	require.Equal(t, 1, out.ExitCode)
+	require.Contains(t, out.Stderr, `File "/`)
+	require.Contains(t, out.Stderr, "main.py\", line 2, in <module>")
+	require.Contains(t, out.Stderr, "ZeroDivisionError: division by zero")
+	require.NotContains(t, out.Stderr, "<string>", "the prelude does not show in tracebacks")
+	require.True(t, strings.HasPrefix(out.Text(), "before\nTraceback"))
+	require.True(t, strings.HasSuffix(out.Text(), "\n[exit status 1]"))
+}
+
+func TestMarkdownFenceIsStripped(t *testing.T) {
+	tl := newTool(t, Config{})
+	out, err := tl.Run(context.Background(), "```python\nprint('fenced')\n```")
+	require.NoError(t, err)
+	require.Equal(t, "fenced\n", out.Stdout)
+}
+
+func TestLimits(t *testing.T) {
+	if os.Geteuid() == 0 {
+		t.Log("running as root: the sandbox gets a dedicated uid")
+	}
+	tests := []struct {
+		name  string
+		cfg   Config
+		code  string
+		check func(t *testing.T, o Outcome)
+	}{
+		{"infinite loop hits the wall-time limit", Config{WallTimeout: 1, CPUTime: 30},
+			"while True:\n    pass\n",
+			func(t *testing.T, o Outcome) {
+				require.True(t, o.WallTimeout)
+				require.Contains(t, o.Text(), "[killed: wall time limit of")
+				require.Less(t, o.Wall, 10*time.Second)
+			}},
+		{"busy loop hits the CPU limit", Config{WallTimeout: 20, CPUTime: 1},
+			"x = 0\nwhile True:\n    x += 1\n",
+			func(t *testing.T, o Outcome) {
+				require.True(t, o.CPULimit, "%+v", o)
+				require.False(t, o.WallTimeout)
+				require.GreaterOrEqual(t, o.CPU, 900*time.Millisecond)
+				require.Contains(t, o.Text(), "[killed: CPU time limit exceeded]")
+			}},
+		{"memory bomb hits the address-space limit", Config{MemoryMB: 256},
+			"a = bytearray(4 * 1024 * 1024 * 1024)\nprint('allocated')\n",
+			func(t *testing.T, o Outcome) {
+				require.Contains(t, o.Stderr, "MemoryError")
+				require.NotContains(t, o.Stdout, "allocated")
+			}},
+		{"growing memory bomb", Config{MemoryMB: 128},
+			"a = []\nwhile True:\n    a.append(' ' * (1 << 20))\n",
+			func(t *testing.T, o Outcome) {
+				require.Contains(t, o.Stderr, "MemoryError")
+			}},
+		{"large write hits the file-size limit", Config{FileSizeMB: 1},
+			"f = open('big', 'wb')\nf.write(b'x' * (8 << 20))\nf.close()\nprint('wrote')\n",
+			func(t *testing.T, o Outcome) {
+				require.Contains(t, o.Stderr, "File too large")
+				require.NotContains(t, o.Stdout, "wrote")
+			}},
+		{"output is capped", Config{MaxOutputBytes: 100},
+			"print('y' * 100000)\n",
+			func(t *testing.T, o Outcome) {
+				require.Equal(t, strings.Repeat("y", 100), o.Stdout)
+				require.Equal(t, int64(100001-100), o.StdoutDropped)
+				require.Contains(t, o.Text(), "[stdout truncated: 99901 more bytes]")
+				require.Equal(t, 1.0, o.Metrics()["output_truncated"])
+			}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tl := newTool(t, tc.cfg)
+			out, err := tl.Run(context.Background(), tc.code)
+			require.NoError(t, err)
+			tc.check(t, out)
+		})
+	}
+}
+
+func TestForkBomb(t *testing.T) {
+	tl := newTool(t, Config{MaxProcesses: 16, WallTimeout: 20})
+	code := `
+import os, sys, time
+n = 0
+try:
+    while True:
+        if os.fork() == 0:
+            time.sleep(30)
+            os._exit(0)
+        n += 1
+except OSError as e:
+    print("stopped after", n, "forks:", e.strerror)
+    sys.stdout.flush()
+    os._exit(0)
+`
+	start := time.Now()
+	out, err := tl.Run(context.Background(), code)
+	require.NoError(t, err)
+	if !out.DedicatedUID {
+		t.Skip("the process limit needs a dedicated uid (run as root): " + out.Text())
+	}
+	require.Contains(t, out.Stdout, "stopped after")
+	require.Contains(t, out.Stdout, "Resource temporarily unavailable")
+	var n int
+	_, err = fmt.Sscanf(out.Stdout, "stopped after %d", &n)
+	require.NoError(t, err)
+	require.Less(t, n, 16)
+	// The sleeping children were killed with the sandbox, not waited for.
+	require.Less(t, time.Since(start), 15*time.Second)
+}
+
+func TestNoNetwork(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	var accepted atomic.Int32
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			accepted.Add(1)
+			c.Close()
+		}
+	}()
+	tl := newTool(t, Config{})
+	code := fmt.Sprintf(`
+import socket
+try:
+    socket.create_connection(("127.0.0.1", %d), timeout=3)
+    print("connected")
+except OSError as e:
+    print("blocked:", e)
+`, ln.Addr().(*net.TCPAddr).Port)
+	out, err := tl.Run(context.Background(), code)
+	require.NoError(t, err)
+	ln.Close()
+	<-done
+	if !out.NetworkIsolated {
+		t.Skip("no network namespace on this kernel: " + out.Text())
+	}
+	require.Equal(t, 1.0, out.Metrics()["network_isolated"])
+	require.Contains(t, out.Stdout, "blocked:")
+	require.Zero(t, accepted.Load(), "the listener saw no connection")
+}
+
+func TestDedicatedUIDCannotTouchHostFiles(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("dedicated uids need root")
+	}
+	f, err := os.CreateTemp("", "agentrl-owned-by-root-")
+	require.NoError(t, err)
+	f.Close()
+	defer os.Remove(f.Name())
+	require.NoError(t, os.Chmod(f.Name(), 0o644))
+	tl := newTool(t, Config{})
+	out, err := tl.Run(context.Background(), fmt.Sprintf("import os\nprint(os.getuid())\nopen(%q, 'w').write('pwned')\n", f.Name()))
+	require.NoError(t, err)
+	require.True(t, out.DedicatedUID)
+	require.Contains(t, out.Stderr, "PermissionError")
+	b, err := os.ReadFile(f.Name())
+	require.NoError(t, err)
+	require.Empty(t, b)
+}
+
+func TestCancelKillsTheRun(t *testing.T) {
+	tl := newTool(t, Config{WallTimeout: 30})
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err := tl.Run(ctx, "import time\ntime.sleep(60)\n")
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.Less(t, time.Since(start), 10*time.Second)
+}
+
+func TestAsToolInASet(t *testing.T) {
+	interpreter(t)
+	ctx := context.Background()
+	s, err := tool.ParseConfig(ctx, []byte(fmt.Sprintf(`
+tools:
+  - class_name: python
+    config: {type: native, interpreter: %q, wall_timeout: 5, memory_mb: 512}
+`, interpreter(t))), ".")
+	require.NoError(t, err)
+	require.Equal(t, []string{"python"}, s.Names())
+	ss := s.Session(nil)
+	defer func() { require.NoError(t, ss.Close(ctx)) }()
+	r := ss.Call(ctx, chat.ToolCall{Function: chat.FunctionCall{Name: "python", Arguments: `{"code": "print(sum(range(10)))"}`}})
+	require.NoError(t, r.Err)
+	require.Equal(t, "45\n", r.Text)
+	require.Equal(t, 0.0, r.Metrics["exit_code"])
+
+	// The per-call timeout of the Set kills the process too.
+	require.NoError(t, s.SetLimits("python", tool.Limits{Timeout: 300 * time.Millisecond}))
+	r = ss.Call(ctx, chat.ToolCall{Function: chat.FunctionCall{Name: "python", Arguments: `{"code": "import time\ntime.sleep(30)"}`}})
+	require.ErrorIs(t, r.Err, tool.ErrTimeout)
+
+	_, err = tool.ParseConfig(ctx, []byte("tools:\n  - class_name: python\n    config: {type: native, memory: 5}\n"), ".")
+	require.ErrorContains(t, err, `unknown field "memory"`)
+}
+
+func TestNewErrors(t *testing.T) {
+	_, err := New(Config{Interpreter: "/nonexistent/python9"})
+	require.ErrorContains(t, err, "interpreter")
+	_, err = New(Config{Interpreter: interpreter(t), MemoryMB: -1})
+	require.ErrorContains(t, err, "must not be negative")
+}
+
+func execOutput(name string, args ...string) (string, error) {
+	out, err := exec.Command(name, args...).Output()
+	return string(out), err
+}
+
+// TestNumpyWorksUnderLimits: the default limits leave room for the usual
+// numeric stack (thread pools are pinned to one thread by the environment).
+func TestNumpyWorksUnderLimits(t *testing.T) {
+	py := interpreter(t)
+	if err := exec.Command(py, "-c", "import numpy").Run(); err != nil {
+		t.Skip("numpy is not installed for " + py)
+	}
+	tl := newTool(t, Config{})
+	out, err := tl.Run(context.Background(), "import numpy as np\nprint(int(np.arange(10).sum()))\n")
+	require.NoError(t, err)
+	require.Equal(t, "45\n", out.Stdout, out.Text())
+}

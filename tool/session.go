@@ -1,0 +1,310 @@
+package tool
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/agentrl/agentrl/chat"
+)
+
+// CallResult is the outcome of one tool call. A failed call is a value, not
+// a crash: Err says what kind of failure it was (errors.Is with ErrUnknownTool,
+// ErrInvalidArguments, ErrTimeout, ErrPanic, ErrRateLimited, ErrExecution,
+// ErrCanceled or ErrSessionClosed) and Text is a short message for the model.
+type CallResult struct {
+	Name     string
+	Text     string // the result text, or a short error message meant for the model
+	Reward   float64
+	Metrics  map[string]float64
+	Err      error
+	Duration time.Duration
+}
+
+// Session is the per-trajectory view of a Set. Each tool's instance is
+// created on its first call (with that tool's create kwargs) and released by
+// Close. Calls may run concurrently.
+type Session struct {
+	set    *Set
+	kwargs map[string]map[string]any
+
+	mu      sync.Mutex
+	closed  bool
+	inst    map[string]*instance
+	running int           // goroutines running tool code for this session
+	idle    chan struct{} // made by Close when running > 0; closed when it drops to 0
+}
+
+// instance is one tool's per-trajectory instance. lock is a one-slot
+// channel so that waiting for a concurrent Create can be cancelled.
+type instance struct {
+	lock    chan struct{}
+	id      string
+	created bool
+}
+
+// Call runs one tool call: look the tool up, validate the arguments against
+// its schema, wait for a concurrency slot and a rate token, create the
+// instance if this is the tool's first call in the session, and Execute
+// under the tool's timeout. It never panics and never blocks past ctx: a
+// tool that ignores its context is abandoned (it keeps its concurrency slot
+// until it really returns) and the call fails with ErrTimeout or ErrCanceled.
+func (ss *Session) Call(ctx context.Context, call chat.ToolCall) (res CallResult) {
+	start := time.Now()
+	name := call.Function.Name
+	res.Name = name
+	defer func() {
+		if p := recover(); p != nil { // a bug here must not take the rollout down
+			err := panicError(name, "Call", p)
+			res = CallResult{Name: name, Text: modelText(name, err), Err: err}
+		}
+		res.Duration = time.Since(start)
+	}()
+
+	fail := func(err error) CallResult {
+		return CallResult{Name: name, Text: modelText(name, err), Err: err}
+	}
+	ss.mu.Lock()
+	closed := ss.closed
+	ss.mu.Unlock()
+	if closed {
+		return fail(fmt.Errorf("tool %q: %w", name, ErrSessionClosed))
+	}
+	e, ok := ss.set.byName[name]
+	if !ok {
+		return fail(fmt.Errorf("%w %q; available tools: %s", ErrUnknownTool, name, strings.Join(ss.set.names, ", ")))
+	}
+	args, err := e.checkArgs(call.Function.Arguments)
+	if err != nil {
+		return fail(fmt.Errorf("tool %q: %w", name, err))
+	}
+	if err := ctx.Err(); err != nil {
+		return fail(ctxError(ctx, name, "before it started"))
+	}
+	lim := e.lim.Load()
+	release, err := lim.acquire(ctx, name)
+	if err != nil {
+		return fail(err)
+	}
+	callCtx, cancel := ctx, context.CancelFunc(func() {})
+	if lim.l.Timeout > 0 {
+		callCtx, cancel = context.WithTimeoutCause(ctx, lim.l.Timeout,
+			fmt.Errorf("per-call timeout of %v", lim.l.Timeout))
+	}
+	defer cancel()
+
+	type outcome struct {
+		r   Result
+		err error
+	}
+	done := make(chan outcome, 1)
+	ss.mu.Lock()
+	ss.running++
+	ss.mu.Unlock()
+	go func() {
+		defer ss.done()
+		defer release()
+		stage := "Create"
+		defer func() {
+			if p := recover(); p != nil {
+				done <- outcome{err: panicError(name, stage, p)}
+			}
+		}()
+		id, err := ss.instanceID(callCtx, e)
+		if err != nil {
+			done <- outcome{err: err}
+			return
+		}
+		stage = "Execute"
+		r, err := e.tool.Execute(callCtx, id, args)
+		if err != nil {
+			if callCtx.Err() != nil && errors.Is(err, callCtx.Err()) {
+				err = ctxError(callCtx, name, "during Execute")
+			} else {
+				err = fmt.Errorf("tool %q: %w: %w", name, ErrExecution, err)
+			}
+		}
+		done <- outcome{r: r, err: err}
+	}()
+
+	select {
+	case o := <-done:
+		if o.err != nil {
+			return fail(o.err)
+		}
+		return CallResult{Name: name, Text: o.r.Text, Reward: o.r.Reward, Metrics: o.r.Metrics}
+	case <-callCtx.Done():
+		return fail(ctxError(callCtx, name, "(the tool did not return)"))
+	}
+}
+
+// instanceID returns the session's instance of e, creating it on first use.
+func (ss *Session) instanceID(ctx context.Context, e *entry) (string, error) {
+	ss.mu.Lock()
+	in, ok := ss.inst[e.name]
+	if !ok {
+		in = &instance{lock: make(chan struct{}, 1)}
+		ss.inst[e.name] = in
+	}
+	ss.mu.Unlock()
+
+	select {
+	case in.lock <- struct{}{}:
+	case <-ctx.Done():
+		return "", ctxError(ctx, e.name, "while waiting for its instance to be created")
+	}
+	defer func() { <-in.lock }()
+	if in.created {
+		return in.id, nil
+	}
+	id, err := e.tool.Create(ctx, ss.kwargs[e.name])
+	if err != nil {
+		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+			return "", ctxError(ctx, e.name, "during Create")
+		}
+		return "", fmt.Errorf("tool %q: %w: create instance: %w", e.name, ErrExecution, err)
+	}
+	ss.mu.Lock()
+	closed := ss.closed
+	if !closed {
+		in.id, in.created = id, true
+	}
+	ss.mu.Unlock()
+	if closed {
+		// Close already released everything it knew about; this instance was
+		// created by a call it had to abandon, so release it here.
+		_ = safeRelease(context.WithoutCancel(ctx), e, id)
+		return "", fmt.Errorf("tool %q: %w", e.name, ErrSessionClosed)
+	}
+	return id, nil
+}
+
+// Close releases every instance the session created and returns the joined
+// Release errors. It first waits, bounded by ctx, for calls still running
+// tool code; Release itself gets a context that is not cancelled with ctx,
+// because a cancelled trajectory must still give its resources back. Calls
+// after Close fail with ErrSessionClosed; Close is idempotent.
+func (ss *Session) Close(ctx context.Context) error {
+	ss.mu.Lock()
+	if ss.closed {
+		ss.mu.Unlock()
+		return nil
+	}
+	ss.closed = true
+	ss.mu.Unlock()
+
+	var errs []error
+	ss.mu.Lock()
+	if ss.running > 0 {
+		ss.idle = make(chan struct{})
+		idle, n := ss.idle, ss.running
+		ss.mu.Unlock()
+		select {
+		case <-idle:
+		case <-ctx.Done():
+			errs = append(errs, fmt.Errorf("tool: session close: %d calls still running: %w", n, context.Cause(ctx)))
+		}
+		ss.mu.Lock()
+	}
+	type pending struct {
+		e  *entry
+		id string
+	}
+	var todo []pending
+	for _, name := range ss.set.names { // set order: deterministic error order
+		in, ok := ss.inst[name]
+		if ok && in.created {
+			todo = append(todo, pending{ss.set.byName[name], in.id})
+			in.created = false
+		}
+	}
+	ss.mu.Unlock()
+
+	rctx := context.WithoutCancel(ctx)
+	for _, p := range todo {
+		if err := safeRelease(rctx, p.e, p.id); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// done ends one goroutine of tool code.
+func (ss *Session) done() {
+	ss.mu.Lock()
+	ss.running--
+	if ss.running == 0 && ss.idle != nil {
+		close(ss.idle)
+		ss.idle = nil
+	}
+	ss.mu.Unlock()
+}
+
+func safeRelease(ctx context.Context, e *entry, id string) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = panicError(e.name, "Release", p)
+		}
+	}()
+	if err := e.tool.Release(ctx, id); err != nil {
+		return fmt.Errorf("tool %q: release instance %q: %w", e.name, id, err)
+	}
+	return nil
+}
+
+// panicError keeps the panic value and a short stack (the frames nearest the
+// panic) so that the bug can be found without flooding logs.
+func panicError(name, stage string, p any) error {
+	return fmt.Errorf("tool %q: %w in %s: %v\n%s", name, ErrPanic, stage, p, shortStack(debug.Stack(), 12))
+}
+
+// shortStack keeps the first n lines after the panic frames of a stack.
+func shortStack(st []byte, n int) string {
+	lines := strings.Split(strings.TrimSpace(string(st)), "\n")
+	// Skip the goroutine header, debug.Stack, this file's recover frames and
+	// runtime/panic.go, so the first frames shown are the panicking code.
+	for i := 0; i < len(lines); i++ {
+		if strings.Contains(lines[i], "panic(") && i+1 < len(lines) && strings.Contains(lines[i+1], "runtime/panic.go") {
+			lines = lines[i+2:]
+			break
+		}
+	}
+	if len(lines) > n {
+		lines = lines[:n]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// modelText words an error for the model: the kind and the useful detail,
+// never a stack trace.
+func modelText(name string, err error) string {
+	switch {
+	case errors.Is(err, ErrUnknownTool):
+		return "Error: " + err.Error()
+	case errors.Is(err, ErrInvalidArguments):
+		msg := err.Error()
+		if i := strings.Index(msg, ErrInvalidArguments.Error()+": "); i >= 0 {
+			msg = msg[i+len(ErrInvalidArguments.Error())+2:]
+		}
+		return fmt.Sprintf("Error: invalid arguments for tool %q: %s", name, msg)
+	case errors.Is(err, ErrTimeout):
+		return fmt.Sprintf("Error: tool %q timed out", name)
+	case errors.Is(err, ErrPanic):
+		return fmt.Sprintf("Error: tool %q crashed (internal error)", name)
+	case errors.Is(err, ErrRateLimited):
+		return fmt.Sprintf("Error: tool %q is rate limited; try again later", name)
+	case errors.Is(err, ErrCanceled):
+		return fmt.Sprintf("Error: tool %q call was cancelled", name)
+	case errors.Is(err, ErrSessionClosed):
+		return fmt.Sprintf("Error: tool %q is no longer available in this conversation", name)
+	}
+	msg := err.Error()
+	if i := strings.Index(msg, ErrExecution.Error()+": "); i >= 0 {
+		msg = msg[i+len(ErrExecution.Error())+2:]
+	}
+	return fmt.Sprintf("Error when executing tool %q: %s", name, msg)
+}

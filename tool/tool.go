@@ -1,0 +1,167 @@
+package tool
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+	"unicode/utf8"
+
+	"github.com/agentrl/agentrl/chat"
+)
+
+// Result is what a tool returns for one call: the text the model sees, an
+// optional step reward and optional metrics (recorded with the trajectory).
+type Result struct {
+	Text    string
+	Reward  float64
+	Metrics map[string]float64
+}
+
+// Tool is a callable tool with per-trajectory state.
+//
+// Create is called once per trajectory, on the first call of the tool, with
+// that sample's create kwargs; Execute runs one call with arguments that
+// already passed schema validation; Release is always called for every
+// instance Create returned, also when the trajectory was cancelled or a call
+// panicked. Implementations must be safe for concurrent use by many
+// trajectories (and by concurrent calls of one trajectory).
+type Tool interface {
+	Schema() chat.ToolSchema
+	Create(ctx context.Context, kwargs map[string]any) (instanceID string, err error)
+	Execute(ctx context.Context, instanceID string, args json.RawMessage) (Result, error)
+	Release(ctx context.Context, instanceID string) error
+}
+
+// Sentinel errors carried (with errors.Is) by CallResult.Err. Every failure
+// of a call wraps exactly one of them, so the agent loop can count them by
+// kind; the CallResult.Text of a failed call is always a message meant for the
+// model.
+var (
+	// ErrUnknownTool: the model called a name that is not in the set.
+	ErrUnknownTool = errors.New("unknown tool")
+	// ErrInvalidArguments: arguments are not JSON, not an object, or violate the schema.
+	ErrInvalidArguments = errors.New("invalid arguments")
+	// ErrTimeout: the call ran longer than Limits.Timeout or the context deadline.
+	ErrTimeout = errors.New("tool call timed out")
+	// ErrPanic: Create, Execute or Release panicked; the error holds the value and a short stack.
+	ErrPanic = errors.New("tool panicked")
+	// ErrRateLimited: no token of the tool's rate limit can be had before the context ends.
+	ErrRateLimited = errors.New("tool rate limited")
+	// ErrExecution: the tool's Create or Execute returned an error.
+	ErrExecution = errors.New("tool execution failed")
+	// ErrCanceled: the caller's context was cancelled before the call finished.
+	ErrCanceled = errors.New("tool call cancelled")
+	// ErrSessionClosed: Call after Close.
+	ErrSessionClosed = errors.New("tool session closed")
+)
+
+// Limits bound how one tool is used across all sessions of a Set.
+//
+// MaxConcurrency caps the calls (Execute and Create) running at once; calls
+// over the cap wait for a slot, bounded only by their context, so queueing
+// under load never counts against the model. RatePerSecond and Burst form a
+// token bucket (Burst 0 means 1): a call waits for a token, and fails at once
+// with ErrRateLimited when its context deadline would pass first. Timeout
+// bounds one call's Create+Execute once it has its slot and token.
+type Limits struct {
+	MaxConcurrency int           // per tool, 0 = unlimited
+	RatePerSecond  float64       // token bucket refill rate, 0 = unlimited
+	Burst          int           // bucket size, 0 = 1 when RatePerSecond > 0
+	Timeout        time.Duration // per call, 0 = none
+}
+
+// Side says which part of an over-long tool response Truncate keeps. The
+// names follow verl's tool_response_truncate_side as it behaves today (its
+// "left" keeps the left part, i.e. the start).
+type Side int
+
+const (
+	// TruncateLeft keeps the first max characters and appends "...(truncated)".
+	TruncateLeft Side = iota
+	// TruncateRight keeps the last max characters, prefixed by "(truncated)...".
+	TruncateRight
+	// TruncateMiddle keeps the first max/2 and the last max/2 characters with
+	// "...(truncated)..." between them (an odd max keeps max-1 characters).
+	TruncateMiddle
+)
+
+// String returns the verl config spelling: "left", "right" or "middle".
+func (s Side) String() string {
+	switch s {
+	case TruncateLeft:
+		return "left"
+	case TruncateRight:
+		return "right"
+	case TruncateMiddle:
+		return "middle"
+	}
+	return "Side(" + itoa(int(s)) + ")"
+}
+
+// ParseSide reads verl's tool_response_truncate_side value.
+func ParseSide(s string) (Side, error) {
+	switch s {
+	case "left":
+		return TruncateLeft, nil
+	case "right":
+		return TruncateRight, nil
+	case "middle":
+		return TruncateMiddle, nil
+	}
+	return 0, errors.New(`tool: truncate side must be "left", "right" or "middle", got "` + s + `"`)
+}
+
+// Truncation markers, identical to verl's so that trajectories match.
+const (
+	markLeft   = "...(truncated)"
+	markRight  = "(truncated)..."
+	markMiddle = "...(truncated)..."
+)
+
+// Truncate shortens s to at most max characters (Unicode code points, as
+// Python's len counts them) plus a marker, exactly as verl's ToolAgentLoop
+// does with max_tool_response_length and tool_response_truncate_side:
+//
+//	TruncateLeft:   s[:max] + "...(truncated)"
+//	TruncateRight:  "(truncated)..." + s[-max:]
+//	TruncateMiddle: s[:max/2] + "...(truncated)..." + s[-(max/2):]
+//
+// s is returned unchanged when it has at most max characters or max <= 0
+// (no limit). One deliberate difference from verl: with TruncateMiddle and
+// max == 1, Python's s[-0:] is the whole string, so verl keeps all of s; here
+// no character is kept. Bytes that are not valid UTF-8 count as one
+// character each and are kept as they are.
+func Truncate(s string, max int, side Side) string {
+	if max <= 0 || len(s) <= max {
+		return s // a string of n bytes has at most n characters
+	}
+	n := utf8.RuneCountInString(s)
+	if n <= max {
+		return s
+	}
+	switch side {
+	case TruncateRight:
+		return markRight + s[runeOffset(s, n-max):]
+	case TruncateMiddle:
+		h := max / 2
+		return s[:runeOffset(s, h)] + markMiddle + s[runeOffset(s, n-h):]
+	default:
+		return s[:runeOffset(s, max)] + markLeft
+	}
+}
+
+// runeOffset returns the byte offset of the k-th character of s.
+func runeOffset(s string, k int) int {
+	off := 0
+	for i := 0; i < k; i++ {
+		_, w := utf8.DecodeRuneInString(s[off:])
+		off += w
+	}
+	return off
+}
+
+func itoa(i int) string {
+	b, _ := json.Marshal(i)
+	return string(b)
+}
