@@ -341,14 +341,14 @@ func (l *lognormalTool) delay() time.Duration {
 // concurrency, and the batch size of the synchronous baseline), out of
 // fleetTrajs in all.
 const (
-	fleetSlots      = 32
-	fleetTrajs      = 1024
-	fleetInFlight   = 256
-	fleetToolTurns  = 3
+	fleetSlots         = 32
+	fleetTrajs         = 1024
+	fleetInFlight      = 256
+	fleetToolTurns     = 3
 	fleetStep          = time.Millisecond
 	fleetTokensPerStep = 4
-	fleetToolMedian = 30 * time.Millisecond
-	fleetToolSigma  = 1.0
+	fleetToolMedian    = 30 * time.Millisecond
+	fleetToolSigma     = 1.0
 )
 
 // BenchmarkFleet compares the Manager streaming samples (each trajectory

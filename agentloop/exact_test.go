@@ -46,7 +46,8 @@ func TestToolAgentExactQwen3(t *testing.T) {
 
 	srv := servertest.New(servertest.Config{Rule: servertest.Scripts(map[string][][]int32{"s": {m1, m2}}, nil)})
 	rec := &recorder{LLMServer: srv}
-	env := &Env{Server: rec, Tokenizer: tok, Tools: set}
+	var events []Event // one trajectory: events arrive in order from its goroutine
+	env := &Env{Server: rec, Tokenizer: tok, Tools: set, Trace: func(e Event) { events = append(events, e) }}
 	loop, err := NewToolAgent(env, Config{Format: "hermes", MaxAssistantTurns: 5})
 	require.NoError(t, err)
 
@@ -113,6 +114,23 @@ func TestToolAgentExactQwen3(t *testing.T) {
 	text, err := tok.Decode(policy, false)
 	require.NoError(t, err)
 	require.Equal(t, turn1+"<|im_end|>"+turn2+"<|im_end|>", text)
+
+	// The trace tells the same story.
+	var kinds []EventKind
+	for _, e := range events {
+		require.Equal(t, "s", e.TrajectoryID)
+		kinds = append(kinds, e.Kind)
+	}
+	require.Equal(t, []EventKind{EventGenerate, EventParse, EventTool, EventObservation, EventGenerate, EventParse, EventDone}, kinds)
+	require.Equal(t, len(m1), events[0].Tokens)
+	require.Equal(t, server.StopEOS, events[0].EngineStop)
+	require.Equal(t, 1, events[1].Calls)
+	require.Equal(t, "add", events[2].Tool)
+	require.NoError(t, events[2].Err)
+	require.Equal(t, len(tok.Encode(glue)), events[3].Tokens)
+	require.Equal(t, 2, events[4].Turn)
+	require.Equal(t, 0, events[5].Calls)
+	require.Equal(t, trajectory.StopCompleted, events[6].Stop)
 
 	require.Equal(t, []float64{1}, traj.ToolRewards)
 	require.Equal(t, 1, ExtraInt(traj, ExtraToolCalls))

@@ -1,12 +1,9 @@
 package agentloop_test
 
 import (
-	"compress/gzip"
 	"context"
+	"errors"
 	"fmt"
-	"io"
-	"os"
-	"path/filepath"
 
 	"github.com/agentrl/agentrl/agentloop"
 	"github.com/agentrl/agentrl/chat"
@@ -16,34 +13,14 @@ import (
 	"github.com/agentrl/agentrl/tool"
 )
 
-// loadQwen3 unpacks the Qwen3 tokenizer committed with the tokenizer
-// package; a real program calls tokenizer.Load on a model directory.
+// loadQwen3 stands for tokenizer.Load on a model directory; the tests
+// share one copy of the Qwen3 tokenizer.
 func loadQwen3() (*tokenizer.Tokenizer, error) {
-	dir, err := os.MkdirTemp("", "qwen3")
-	if err != nil {
-		return nil, err
+	tok, err := agentloop.SharedQwen3()
+	if tok == nil && err == nil {
+		err = errors.New("Qwen3 tokenizer not found")
 	}
-	defer os.RemoveAll(dir)
-	for _, name := range []string{"tokenizer.json", "tokenizer_config.json"} {
-		f, err := os.Open(filepath.Join("..", "tokenizer", "testdata", "qwen3", name+".gz"))
-		if err != nil {
-			return nil, err
-		}
-		zr, err := gzip.NewReader(f)
-		if err != nil {
-			f.Close()
-			return nil, err
-		}
-		data, err := io.ReadAll(zr)
-		f.Close()
-		if err != nil {
-			return nil, err
-		}
-		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
-			return nil, err
-		}
-	}
-	return tokenizer.Load(dir)
+	return tok, err
 }
 
 // A tool-calling rollout: the (scripted) model calls the calculator, sees

@@ -6,6 +6,7 @@ import "github.com/agentrl/agentrl/server"
 // exercises the loops through packages agentloop itself must not import.
 var (
 	LoadQwen3       = qwen3
+	SharedQwen3     = sharedQwen3
 	ModelTurn       = turn
 	CheckTrajectory = checkTrajectory
 )
@@ -14,4 +15,6 @@ var (
 type Recorder = recorder
 
 // Calls returns the calls the recorder saw for one request id.
-func (r *recorder) Calls(id string) ([]server.GenerateRequest, []server.TokenOutput) { return r.byID(id) }
+func (r *recorder) Calls(id string) ([]server.GenerateRequest, []server.TokenOutput) {
+	return r.byID(id)
+}

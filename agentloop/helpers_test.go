@@ -35,25 +35,37 @@ var (
 // qwen3 loads the real Qwen3 tokenizer once per test binary.
 func qwen3(t testing.TB) *tokenizer.Tokenizer {
 	t.Helper()
+	tok, err := sharedQwen3()
+	if err != nil {
+		t.Fatalf("loading the Qwen3 tokenizer: %v", err)
+	}
+	if tok == nil {
+		t.Skip("Qwen3 tokenizer not found")
+	}
+	return tok
+}
+
+// sharedQwen3 loads the copy committed (gzipped) with the tokenizer
+// package, else the shared test data next to the repository; nil without
+// error when neither exists.
+func sharedQwen3() (*tokenizer.Tokenizer, error) {
 	qwenOnce.Do(func() {
-		// The copy committed (gzipped) with the tokenizer package, else the
-		// shared test data next to the repository.
-		dir, err := gunzipDir(t, filepath.Join("..", "tokenizer", "testdata", "qwen3"))
+		tmp, err := os.MkdirTemp("", "qwen3")
 		if err != nil {
+			qwenErr = err
+			return
+		}
+		defer os.RemoveAll(tmp)
+		dir := tmp
+		if err := gunzipDir(filepath.Join("..", "tokenizer", "testdata", "qwen3"), tmp); err != nil {
 			dir = filepath.Join("..", "..", "shared", "testdata", "tokenizers", "qwen3")
 			if _, serr := os.Stat(dir); serr != nil {
-				return // skip below
+				return
 			}
 		}
 		qwenTok, qwenErr = tokenizer.Load(dir)
 	})
-	if qwenTok == nil {
-		if qwenErr != nil {
-			t.Fatalf("loading the Qwen3 tokenizer: %v", qwenErr)
-		}
-		t.Skip("Qwen3 tokenizer not found")
-	}
-	return qwenTok
+	return qwenTok, qwenErr
 }
 
 func tokenID(t testing.TB, tok *tokenizer.Tokenizer, s string) int32 {
@@ -164,29 +176,28 @@ func tokenizerContext(s Sample) tokenizer.ChatContext {
 }
 
 // gunzipDir unpacks dir/tokenizer.json.gz and dir/tokenizer_config.json.gz
-// into a temporary directory.
-func gunzipDir(t testing.TB, dir string) (string, error) {
-	out := t.TempDir()
+// into out.
+func gunzipDir(dir, out string) error {
 	for _, name := range []string{"tokenizer.json", "tokenizer_config.json"} {
 		f, err := os.Open(filepath.Join(dir, name+".gz"))
 		if err != nil {
-			return "", err
+			return err
 		}
 		zr, err := gzip.NewReader(f)
 		if err != nil {
 			f.Close()
-			return "", err
+			return err
 		}
 		data, err := io.ReadAll(zr)
 		f.Close()
 		if err != nil {
-			return "", err
+			return err
 		}
 		if err := os.WriteFile(filepath.Join(out, name), data, 0o644); err != nil {
-			return "", err
+			return err
 		}
 	}
-	return out, nil
+	return nil
 }
 
 func tokenizerContextTools(s Sample, tools []chat.ToolSchema) tokenizer.ChatContext {

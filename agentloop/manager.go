@@ -22,6 +22,9 @@ type RewardInput struct {
 	// Response is the decoded response with special tokens skipped (model
 	// and observation tokens: verl's solution_str).
 	Response string
+	// ModelText is the decoded text of the policy's own tokens (mask 1),
+	// special tokens skipped: what the model wrote, without tool results.
+	ModelText string
 }
 
 // RewardFunc scores a finished trajectory. It runs on the trajectory's
@@ -278,6 +281,19 @@ func (m *Manager) runOne(ctx context.Context, s Sample) (*trajectory.Trajectory,
 		}
 		return nil, err
 	}
+	// Custom loops may leave the identity to the Manager.
+	if t.ID == "" {
+		t.ID = s.ID
+	}
+	if t.GroupID == "" {
+		t.GroupID = s.GroupID
+	}
+	if t.StopReason == "" {
+		t.StopReason = trajectory.StopCompleted
+		if err != nil {
+			t.StopReason = trajectory.StopError
+		}
+	}
 	if timedOut && t.StopReason == trajectory.StopAborted {
 		setExtra(t, "timeout", true)
 	}
@@ -312,10 +328,20 @@ func (m *Manager) score(ctx context.Context, s Sample, t *trajectory.Trajectory)
 		return nil
 	}
 	t0 := time.Now()
-	text, err := m.env.Tokenizer.Decode(t.ResponseIDs, true)
+	in := RewardInput{Sample: s, Trajectory: t}
+	policy := make([]int32, 0, len(t.ResponseIDs))
+	for i, id := range t.ResponseIDs {
+		if t.ResponseMask[i] == 1 {
+			policy = append(policy, id)
+		}
+	}
+	var err error
+	if in.Response, err = m.env.Tokenizer.Decode(t.ResponseIDs, true); err == nil {
+		in.ModelText, err = m.env.Tokenizer.Decode(policy, true)
+	}
 	if err == nil {
 		var v float64
-		v, err = m.opts.Reward(ctx, RewardInput{Sample: s, Trajectory: t, Response: text})
+		v, err = m.opts.Reward(ctx, in)
 		if err == nil {
 			t.Reward = &v
 		}

@@ -38,8 +38,8 @@ func TestManagerGroupsRewardFilterCollate(t *testing.T) {
 		Sampling:    server.SamplingParams{Temperature: 1, Logprobs: true},
 		Reward: func(ctx context.Context, in RewardInput) (float64, error) {
 			scored.Add(1)
-			if in.Response != "The answer is 4." {
-				return 0, fmt.Errorf("unexpected response %q", in.Response)
+			if in.Response != "The answer is 4." || in.ModelText != in.Response {
+				return 0, fmt.Errorf("unexpected response %q / model text %q", in.Response, in.ModelText)
 			}
 			if in.Sample.Index%2 == 0 {
 				return 1, nil // all equal: the group is dropped
@@ -213,7 +213,7 @@ func TestManagerTimeoutAndStream(t *testing.T) {
 		}
 		return servertest.Reply{Tokens: done}
 	}})
-	m, err := NewManager(nil, &Env{Server: srv, Tokenizer: tok}, Options{Timeout: 30 * time.Millisecond})
+	m, err := NewManager(nil, &Env{Server: srv, Tokenizer: tok}, Options{Timeout: 250 * time.Millisecond})
 	require.NoError(t, err)
 
 	in := make(chan Sample)
@@ -250,7 +250,10 @@ func TestManagerCancelStream(t *testing.T) {
 		in <- s
 	}
 	res := m.Stream(ctx, in) // in is never closed: cancellation must end the stream
-	time.AfterFunc(20*time.Millisecond, cancel)
+	for srv.Stats().InFlight < 6 {
+		time.Sleep(time.Millisecond) // every rollout is waiting on the engine
+	}
+	cancel()
 	n := 0
 	for r := range res {
 		for _, tr := range r.Trajectories {

@@ -74,7 +74,7 @@ func (r *run) encodePrompt() bool {
 		return false
 	}
 	r.b = trajectory.NewBuilder(ids)
-	r.seq = append(make([]int32, 0, 2*len(ids)+1024), ids...)
+	r.seq = append(make([]int32, 0, len(ids)+512), ids...)
 	if r.cfg.PromptLength > 0 && len(ids) > r.cfg.PromptLength {
 		r.stop = trajectory.StopPromptLength
 		return false

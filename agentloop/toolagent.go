@@ -144,6 +144,9 @@ func (a *ToolAgent) Run(ctx context.Context, s Sample, p server.SamplingParams) 
 
 func (a *ToolAgent) pending(ctx context.Context, tr *toolRun, s Sample, p server.SamplingParams) (*run, bool) {
 	var selErr error
+	if len(s.Tools) > 0 && tr.tools == nil {
+		selErr = fmt.Errorf("%w: sample %d selects tools %v but no tools are configured", ErrConfig, s.Index, s.Tools)
+	}
 	if s.Tools != nil && tr.tools != nil {
 		sub, err := tr.tools.Subset(s.Tools)
 		if err != nil {

@@ -3,10 +3,12 @@ package cuda
 import (
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -385,4 +387,77 @@ func TestPriority(t *testing.T) {
 	}
 	wg.Wait()
 	require.Equal(t, []string{"first", "p5_2", "p1_3", "p0_0", "p0_1"}, order)
+}
+
+// TestMultiTurnPrefixCache: a GRPO-style group of 8 conversations sharing a
+// 512-token prompt, 4 turns each (32 sampled tokens, then a 24-token tool
+// result appended): prefill computes ≤ 10% of the prompt tokens.
+func TestMultiTurnPrefixCache(t *testing.T) {
+	cfg := *loadReferences(t)[3].cfg
+	cfg.MaxPositionEmbeddings = 1024
+	m, err := model.NewRandom(&cfg, 1, nil)
+	require.NoError(t, err)
+	e, err := New(m, Options{})
+	require.NoError(t, err)
+	defer e.Close()
+	r := rand.New(rand.NewPCG(3, 3))
+	shared := make([]int32, 512)
+	for i := range shared {
+		shared[i] = int32(r.IntN(cfg.VocabSize))
+	}
+	var wg sync.WaitGroup
+	for c := 0; c < 8; c++ {
+		tool := make([]int32, 24*4)
+		for i := range tool {
+			tool[i] = int32(r.IntN(cfg.VocabSize))
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			seq := shared
+			for turn := 0; turn < 4; turn++ {
+				out, err := e.Generate(context.Background(), server.GenerateRequest{PromptIDs: seq,
+					Params: server.SamplingParams{Temperature: 1, MaxNewTokens: 32}})
+				if !assert.NoError(t, err) {
+					return
+				}
+				seq = append(append(append([]int32{}, seq...), out.TokenIDs...), tool[24*turn:24*(turn+1)]...)
+			}
+		}()
+	}
+	wg.Wait()
+	st := e.Stats()
+	ratio := float64(st.PrefillTokens) / float64(st.PromptTokens)
+	t.Logf("prompt %d, cached %d, computed %d (%.1f%%), preemptions %d", st.PromptTokens, st.CachedTokens, st.PrefillTokens, 100*ratio, st.Preemptions)
+	require.LessOrEqual(t, ratio, 0.10)
+}
+
+// TestLlamaCppReference: llama.cpp, running the GGUF export of a tiny
+// Llama (testdata/peer/llamacpp_reference.mjs), is a second independent
+// reference: same 32 greedy tokens, same probability for each.
+func TestLlamaCppReference(t *testing.T) {
+	b, err := os.ReadFile("testdata/peer/llamacpp_reference.json")
+	require.NoError(t, err)
+	var ref struct {
+		Seed   uint64    `json:"seed"`
+		Prompt []int32   `json:"prompt"`
+		Tokens []int32   `json:"tokens"`
+		Probs  []float64 `json:"probs"`
+	}
+	require.NoError(t, json.Unmarshal(b, &ref))
+	// The flags of the regeneration command, as a config.
+	cfg := &model.Config{ModelType: model.Llama, VocabSize: 300, HiddenSize: 64, IntermediateSize: 160, NumHiddenLayers: 2,
+		NumAttentionHeads: 4, NumKeyValueHeads: 2, HeadDim: 16, RMSNormEps: 1e-6, RopeTheta: 10000, MaxPositionEmbeddings: 256}
+	e := newEngine(t, reference{cfg: cfg, seed: ref.Seed}, Options{})
+	out, err := e.Generate(context.Background(), server.GenerateRequest{PromptIDs: ref.Prompt,
+		Params: server.SamplingParams{MaxNewTokens: len(ref.Tokens), Logprobs: true}})
+	require.NoError(t, err)
+	require.Equal(t, ref.Tokens, out.TokenIDs)
+	worst := 0.0
+	for i, p := range ref.Probs {
+		rel := math.Abs(math.Exp(float64(out.Logprobs[i]))-p) / p
+		worst = math.Max(worst, rel)
+		require.LessOrEqualf(t, rel, 1e-4, "token %d", i)
+	}
+	t.Logf("max relative probability difference vs llama.cpp: %.2g", worst)
 }

@@ -32,6 +32,8 @@ type sampler struct {
 	idx []int32
 }
 
+// sample returns the next token and, when prm.Logprobs, its logprob (else 0:
+// the normalizer is skipped for greedy requests that do not want it).
 func (s *sampler) sample(logits []float32, prm *server.SamplingParams, seen []int32, rng *rand.Rand) (int32, float32) {
 	V := len(logits)
 	if cap(s.z) < V {
@@ -56,6 +58,9 @@ func (s *sampler) sample(logits []float32, prm *server.SamplingParams, seen []in
 			if v > z[best] {
 				best = i
 			}
+		}
+		if !prm.Logprobs {
+			return int32(best), 0
 		}
 		var sum float64
 		for _, v := range z {

@@ -122,7 +122,7 @@ func processed(logits []float32, p server.SamplingParams, seen []int32) []float6
 func TestGreedyLogprob(t *testing.T) {
 	var s sampler
 	logits := []float32{0.5, 3, 3, -1}
-	tok, lp := s.sample(logits, &server.SamplingParams{}, nil, rand.New(rand.NewPCG(1, 1)))
+	tok, lp := s.sample(logits, &server.SamplingParams{Logprobs: true}, nil, rand.New(rand.NewPCG(1, 1)))
 	require.Equal(t, int32(1), tok, "lowest id wins ties")
 	var sum float64
 	for _, v := range logits {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"sync"
 
 	"github.com/agentrl/agentrl/cuda/kvcache"
 	"github.com/agentrl/agentrl/cuda/model"
@@ -49,14 +50,14 @@ type sched struct {
 	running []*request // sorted by before
 	asleep  bool
 	arrival int64
-	smp     sampler
+	smp     []sampler // one per sampling goroutine
 	stats   Stats
 	batch   []model.Seq
 	members []*request
 }
 
 func newSched(e *Engine) *sched {
-	s := &sched{e: e, m: e.m}
+	s := &sched{e: e, m: e.m, smp: make([]sampler, e.m.CPU().Threads())}
 	s.allocCache()
 	return s
 }
@@ -294,6 +295,7 @@ func (s *sched) step() {
 	s.stats.BatchTokensMax = max(s.stats.BatchTokensMax, tokens)
 	s.stats.BatchSeqsMax = max(s.stats.BatchSeqsMax, len(s.batch))
 	s.stats.BatchSeqsSum += int64(len(s.batch))
+	var due []int // members whose chunk reached the end of their tokens
 	for i, r := range s.members {
 		n := len(s.batch[i].Tokens)
 		if !r.sampled {
@@ -301,10 +303,30 @@ func (s *sched) step() {
 		}
 		r.computed += n
 		s.blocks.Commit(r.table, r.tokens, r.computed)
-		if r.computed < len(r.tokens) {
-			continue // prefill continues next step
+		if r.computed == len(r.tokens) {
+			due = append(due, i)
 		}
-		tok, lp := s.smp.sample(logits[i], &r.params, r.seenIfPenalized(), r.rng)
+	}
+	// Sampling is per request (own random stream, own row of logits), so
+	// it splits over goroutines without changing any result.
+	toks := make([]int32, len(due))
+	lps := make([]float32, len(due))
+	workers := min(len(s.smp), len(due))
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := w; j < len(due); j += workers {
+				r := s.members[due[j]]
+				toks[j], lps[j] = s.smp[w].sample(logits[due[j]], &r.params, r.seenIfPenalized(), r.rng)
+			}
+		}()
+	}
+	wg.Wait()
+	for j, i := range due {
+		r := s.members[i]
+		tok, lp := toks[j], lps[j]
 		r.sampled = true
 		r.tokens = append(r.tokens, tok)
 		r.logprobs = append(r.logprobs, lp)

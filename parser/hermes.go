@@ -20,8 +20,8 @@ const (
 // not balance, the block ends at the first tag and is reported as invalid
 // JSON. A <tool_call> where the closing tag was due means the model never
 // closed the block: that is an error and parsing restarts at the new
-// block. A block may hold several JSON objects one
-// after the other; each is a call. Missing "arguments" means {}; the key
+// block. A block may hold several JSON objects one after the other; each
+// is a call. Missing "arguments" means {}; the key
 // "parameters" is accepted in its place, as SGLang does. A trailing
 // <|im_end|> or <|endoftext|> (text decoded with special tokens) is not
 // content.
@@ -122,7 +122,7 @@ func parseHermesBody(body string, r *Result, v *validator) {
 			r.addError("%s: %s: %s", r.ordinal(), msg, snippet(obj))
 			continue
 		}
-		v.check(r, r.ordinal(), name, args)
+		v.accept(r, r.ordinal(), name, args)
 	}
 }
 

@@ -172,20 +172,38 @@ func newValidator(tools []chat.ToolSchema) (*validator, error) {
 // arguments; which says where the call was (e.g. "tool call 2") for the
 // error message.
 func (v *validator) check(r *Result, which, name, args string) {
-	if name == "" {
-		r.addError("%s: missing function name", which)
+	if !v.nameOK(r, which, name) {
 		return
 	}
-	if v.tools != nil && v.tools[name] == nil {
-		r.addError("%s: unknown tool %q (available: %s)", which, name, v.available)
-		return
-	}
-	trimmed := strings.TrimSpace(args)
-	if !json.Valid([]byte(trimmed)) {
+	if trimmed := strings.TrimSpace(args); !json.Valid([]byte(trimmed)) {
 		r.addError("%s to %q: arguments are not valid JSON: %s", which, name, snippet(trimmed))
 		return
 	}
-	if trimmed[0] != '{' {
+	v.addCall(r, which, name, args)
+}
+
+// accept is check for arguments already known to be one valid JSON value
+// (a value cut out of a validated document).
+func (v *validator) accept(r *Result, which, name, args string) {
+	if v.nameOK(r, which, name) {
+		v.addCall(r, which, name, args)
+	}
+}
+
+func (v *validator) nameOK(r *Result, which, name string) bool {
+	if name == "" {
+		r.addError("%s: missing function name", which)
+		return false
+	}
+	if v.tools != nil && v.tools[name] == nil {
+		r.addError("%s: unknown tool %q (available: %s)", which, name, v.available)
+		return false
+	}
+	return true
+}
+
+func (v *validator) addCall(r *Result, which, name, args string) {
+	if trimmed := strings.TrimSpace(args); trimmed == "" || trimmed[0] != '{' {
 		r.addError("%s to %q: arguments must be a JSON object, got %s", which, name, snippet(trimmed))
 		return
 	}

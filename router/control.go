@@ -136,7 +136,10 @@ func (r *Router) WakeUp(ctx context.Context) error {
 // UpdateWeights sends the update to every server, ejected ones included (so
 // none is readmitted with stale weights). It fails without touching any
 // server if one of them is not a server.WeightUpdater: a fleet where only
-// some servers took the new policy would mix versions silently.
+// some servers took the new policy would mix versions silently. When some
+// updates fail, the joined error names those servers; they keep serving
+// (their outputs carry the old WeightVersion) until the caller retries the
+// update or removes them.
 func (r *Router) UpdateWeights(ctx context.Context, w server.Weights) error {
 	return fanOut(ctx, r, "update_weights", func(ctx context.Context, u server.WeightUpdater) error { return u.UpdateWeights(ctx, w) })
 }

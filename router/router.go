@@ -204,7 +204,9 @@ func New(cfg Config, backends ...Backend) (*Router, error) {
 	return r, nil
 }
 
-// AddServer registers a server at run time; it takes new calls at once.
+// AddServer registers a server at run time; it takes new calls at once, so
+// it must already hold the current policy weights (the router does not
+// replay earlier UpdateWeights calls).
 func (r *Router) AddServer(name string, srv server.LLMServer) error {
 	if name == "" {
 		return errors.New("router: server name is empty")

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"sort"
 	"testing"
+	"time"
 	"unicode/utf8"
 )
 
@@ -65,11 +66,26 @@ func BenchmarkEncodeQwen3(b *testing.B) {
 	b.SetBytes(int64(total))
 	b.ReportAllocs()
 	b.ResetTimer()
+	cpu0 := processCPU()
 	var dst []int32
 	for i := 0; i < b.N; i++ {
 		for _, p := range pieces {
 			dst = tok.AppendEncode(dst[:0], p)
 		}
+	}
+	reportCPU(b, cpu0, float64(total))
+}
+
+// reportCPU adds the CPU-time throughput ("cpuMB/s") or CPU time per op.
+func reportCPU(b *testing.B, cpu0 time.Duration, bytesPerOp float64) {
+	cpu := processCPU() - cpu0
+	if cpu <= 0 {
+		return
+	}
+	if bytesPerOp > 0 {
+		b.ReportMetric(bytesPerOp*float64(b.N)/cpu.Seconds()/1e6, "cpuMB/s")
+	} else {
+		b.ReportMetric(float64(cpu.Milliseconds())/float64(b.N), "cpu-ms/op")
 	}
 }
 
@@ -84,25 +100,33 @@ func BenchmarkEncodeQwen3Cold(b *testing.B) {
 	}
 	b.SetBytes(int64(total))
 	b.ReportAllocs()
+	var cpu time.Duration
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
 		tok.model.cache = wordCache{}
 		tok.model.cache.init()
 		b.StartTimer()
+		cpu0 := processCPU()
 		for _, p := range pieces {
 			tok.Encode(p)
 		}
+		cpu += processCPU() - cpu0
+	}
+	if cpu > 0 {
+		b.ReportMetric(float64(total)*float64(b.N)/cpu.Seconds()/1e6, "cpuMB/s")
 	}
 }
 
 func BenchmarkLoadQwen3(b *testing.B) {
 	dir := qwenTokDir(b)
 	b.ReportAllocs()
+	cpu0 := processCPU()
 	for i := 0; i < b.N; i++ {
 		if _, err := Load(dir); err != nil {
 			b.Fatal(err)
 		}
 	}
+	reportCPU(b, cpu0, 0)
 }
 
 func BenchmarkDecodeQwen3(b *testing.B) {
@@ -122,6 +146,59 @@ func BenchmarkDecodeQwen3(b *testing.B) {
 			if _, err := tok.Decode(x, false); err != nil {
 				b.Fatal(err)
 			}
+		}
+	}
+}
+
+// chatBenchContext is the multi_step_tools golden context.
+func chatBenchContext(b *testing.B) []byte {
+	b.Helper()
+	for _, r := range readJSONL[chatRecord](b, filepath.Join(sharedGolden, "chat_qwen3.jsonl")) {
+		if r.Name == "multi_step_tools" {
+			return r.Context
+		}
+	}
+	b.Skip("multi_step_tools golden not present")
+	return nil
+}
+
+// BenchmarkApplyChatTemplate renders the Qwen3 template on the
+// multi_step_tools context given as typed messages (converted to template
+// values on every call, as agent loops do).
+func BenchmarkApplyChatTemplate(b *testing.B) {
+	tok := qwen(b)
+	c := chatContextFromJSON(b, chatBenchContext(b))
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		if _, err := tok.ApplyChatTemplate(c); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkApplyChatTemplateJSON is the same render from the raw context JSON.
+func BenchmarkApplyChatTemplateJSON(b *testing.B) {
+	tok := qwen(b)
+	raw := chatBenchContext(b)
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		if _, err := tok.ApplyChatTemplateJSON(raw); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkEncodeDelta measures one tool-result delta (two renders of the
+// synthetic context and the encoding of the suffix).
+func BenchmarkEncodeDelta(b *testing.B) {
+	tok := qwen(b)
+	c := chatContextFromJSON(b, chatBenchContext(b))
+	ctx := ChatContext{Messages: c.Messages[:3], Tools: c.Tools, AddGenerationPrompt: true}
+	added := c.Messages[3:4]
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		if _, err := tok.EncodeDelta(ctx, added); err != nil {
+			b.Fatal(err)
 		}
 	}
 }

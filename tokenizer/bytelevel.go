@@ -10,9 +10,6 @@ var (
 	// runeToByte[r] is the byte rune r stands for plus one; 0 when r is not
 	// in the alphabet. An array: loading a vocabulary does a million lookups.
 	runeToByte [324]int16
-	// byteToRuneStr[b] is string(byteToRune[b]), kept to build mapped text
-	// without per-byte encoding work.
-	byteToRuneStr [256]string
 )
 
 func init() {
@@ -25,32 +22,7 @@ func init() {
 			n++
 		}
 		runeToByte[byteToRune[b]] = int16(b) + 1
-		byteToRuneStr[b] = string(byteToRune[b])
 	}
-}
-
-// unmapByteLevel turns a byte-level token ("Ġhello") back into the bytes it
-// stands for. ok is false when a rune is outside the alphabet: such tokens can
-// never come out of byte-level BPE and are decoded as their raw UTF-8 text.
-func unmapByteLevel(tok string) (b []byte, ok bool) {
-	b = make([]byte, 0, len(tok))
-	for _, r := range tok {
-		c, found := runeByte(r)
-		if !found {
-			return nil, false
-		}
-		b = append(b, c)
-	}
-	return b, true
-}
-
-// mapByteLevel is the inverse of unmapByteLevel.
-func mapByteLevel(raw string) string {
-	out := make([]byte, 0, len(raw)*2)
-	for i := 0; i < len(raw); i++ {
-		out = append(out, byteToRuneStr[raw[i]]...)
-	}
-	return string(out)
 }
 
 // appendLossy appends b to dst as valid UTF-8 the way Rust's

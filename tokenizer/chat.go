@@ -1,7 +1,6 @@
 package tokenizer
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -122,13 +121,11 @@ func (t *Tokenizer) chatVars(c ChatContext) (map[string]any, error) {
 	if c.Tools != nil {
 		tools := make([]any, len(c.Tools))
 		for i, s := range c.Tools {
-			b, err := s.MarshalJSON()
+			v, err := toolValue(s)
 			if err != nil {
-				return nil, fmt.Errorf("tokenizer: tools[%d]: %w", i, err)
+				return nil, fmt.Errorf("tokenizer: tools[%d] %q: %w", i, s.Function.Name, err)
 			}
-			if tools[i], err = jinja.FromJSON(b); err != nil {
-				return nil, fmt.Errorf("tokenizer: tools[%d]: %w", i, err)
-			}
+			tools[i] = v
 		}
 		vars["tools"] = tools
 	}
@@ -136,21 +133,121 @@ func (t *Tokenizer) chatVars(c ChatContext) (map[string]any, error) {
 	return vars, nil
 }
 
-// messagesValue converts messages to template values through their JSON
-// form, which keeps exactly the keys that are set and the key order of
-// tool-call arguments.
+// messagesValue converts messages to template values: dicts with only the
+// keys that are set, in the order chat.Message writes them, tool-call
+// arguments given as an object as an ordered dict.
 func messagesValue(msgs []chat.Message) ([]any, error) {
 	out := make([]any, len(msgs))
 	for i, m := range msgs {
-		b, err := json.Marshal(m)
+		d, err := messageValue(m)
 		if err != nil {
 			return nil, fmt.Errorf("tokenizer: messages[%d]: %w", i, err)
 		}
-		if out[i], err = jinja.FromJSON(b); err != nil {
-			return nil, fmt.Errorf("tokenizer: messages[%d]: %w", i, err)
-		}
+		out[i] = d
 	}
 	return out, nil
+}
+
+func messageValue(m chat.Message) (*jinja.Dict, error) {
+	d := jinja.NewDict()
+	d.Set("role", m.Role)
+	switch {
+	case len(m.Parts) > 0:
+		parts := make([]any, len(m.Parts))
+		for i, p := range m.Parts {
+			if len(p.Raw) > 0 {
+				v, err := jinja.FromJSON(p.Raw)
+				if err != nil {
+					return nil, fmt.Errorf("content[%d]: %w", i, err)
+				}
+				parts[i] = v
+				continue
+			}
+			pd := jinja.NewDict()
+			pd.Set("type", p.Type)
+			pd.Set("text", p.Text)
+			parts[i] = pd
+		}
+		d.Set("content", parts)
+	case m.ContentIsNull() && m.Content == "":
+		d.Set("content", nil)
+	case m.Content == "":
+		// "" or no content key at all: chat.Message remembers which.
+		b, err := m.MarshalJSON()
+		if err != nil {
+			return nil, err
+		}
+		if strings.Contains(string(b), `"content":`) {
+			d.Set("content", "")
+		}
+	default:
+		d.Set("content", m.Content)
+	}
+	if m.ReasoningContent != "" {
+		d.Set("reasoning_content", m.ReasoningContent)
+	}
+	if len(m.ToolCalls) > 0 {
+		calls := make([]any, len(m.ToolCalls))
+		for i, c := range m.ToolCalls {
+			cd := jinja.NewDict()
+			if c.ID != "" {
+				cd.Set("id", c.ID)
+			}
+			typ := c.Type
+			if typ == "" {
+				typ = "function"
+			}
+			cd.Set("type", typ)
+			fd := jinja.NewDict()
+			fd.Set("name", c.Function.Name)
+			if c.Function.ArgumentsAsObject {
+				args, err := jinja.FromJSON([]byte(c.Function.Arguments))
+				if err != nil {
+					return nil, fmt.Errorf("tool_calls[%d] %q: arguments are not valid JSON: %w", i, c.Function.Name, err)
+				}
+				fd.Set("arguments", args)
+			} else {
+				fd.Set("arguments", c.Function.Arguments)
+			}
+			cd.Set("function", fd)
+			calls[i] = cd
+		}
+		d.Set("tool_calls", calls)
+	}
+	if m.ToolCallID != "" {
+		d.Set("tool_call_id", m.ToolCallID)
+	}
+	if m.Name != "" {
+		d.Set("name", m.Name)
+	}
+	return d, nil
+}
+
+// toolValue converts a tool schema the way chat.ToolSchema writes it.
+func toolValue(s chat.ToolSchema) (*jinja.Dict, error) {
+	typ := s.Type
+	if typ == "" {
+		typ = "function"
+	}
+	fd := jinja.NewDict()
+	fd.Set("name", s.Function.Name)
+	if s.Function.Description != "" {
+		fd.Set("description", s.Function.Description)
+	}
+	if len(s.Function.Parameters) > 0 {
+		p, err := jinja.FromJSON(s.Function.Parameters)
+		if err != nil {
+			return nil, fmt.Errorf("parameters: %w", err)
+		}
+		fd.Set("parameters", p)
+	}
+	if s.Function.Strict != nil {
+		fd.Set("strict", *s.Function.Strict)
+	}
+	d := jinja.NewDict()
+	d.Set("type", typ)
+	d.Set("function", fd)
+	return d, nil
 }
 
 // Markers stand in for history in the synthetic context of EncodeDelta.

@@ -118,3 +118,67 @@ func TestChatTemplateErrors(t *testing.T) {
 	_, err = bare.ApplyChatTemplate(ChatContext{Messages: []chat.Message{{Role: "user", Content: "x"}}})
 	require.ErrorIs(t, err, ErrNoChatTemplate)
 }
+
+// FuzzApplyChatTemplateJSON renders arbitrary context JSON with the Qwen3
+// template: a result or an error, never a panic.
+func FuzzApplyChatTemplateJSON(f *testing.F) {
+	for _, r := range []string{
+		`{"messages":[{"role":"user","content":"hi"}],"add_generation_prompt":true}`,
+		`{"messages":[{"role":"user","content":"x"},{"role":"assistant","content":"<think>a</think>b","tool_calls":[{"function":{"name":"f","arguments":{"a":[1,2.5,null]}}}]},{"role":"tool","content":"r"}],"tools":[{"type":"function","function":{"name":"f"}}]}`,
+		`{"messages":[{"role":"system","content":"s"}],"enable_thinking":false}`,
+		`{"messages":[{"role":"user","content":[{"type":"text","text":"parts"}]}]}`,
+		`{"messages":[]}`, `{"messages":[1,"x",null]}`, `{}`, `[]`, `{"messages":[{"role":"assistant","content":null}]}`,
+	} {
+		f.Add([]byte(r))
+	}
+	tok := qwen(f)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		text, err := tok.ApplyChatTemplateJSON(data)
+		if err == nil {
+			tok.Encode(text)
+		}
+	})
+}
+
+// TestMessageValueMatchesJSON checks the direct conversion of typed messages
+// and tools against their JSON form read by jinja.FromJSON.
+func TestMessageValueMatchesJSON(t *testing.T) {
+	var msgs []chat.Message
+	require.NoError(t, json.Unmarshal([]byte(`[
+		{"role":"user","content":"hi"},
+		{"role":"user","content":""},
+		{"role":"user"},
+		{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":{"b":1,"a":[2.5,null,"x"]}}}]},
+		{"role":"assistant","content":"x","reasoning_content":"r","tool_calls":[{"function":{"name":"g","arguments":"{\"z\": 1}"}}]},
+		{"role":"tool","content":"out","tool_call_id":"c1","name":"f"},
+		{"role":"user","content":[{"type":"text","text":"a"},{"type":"image_url","image_url":{"url":"u"}}]}
+	]`), &msgs))
+	var tools []chat.ToolSchema
+	require.NoError(t, json.Unmarshal([]byte(`[{"type":"function","function":{"name":"f","description":"d","parameters":{"type":"object","properties":{"b":{"type":"integer"}}},"strict":true}},
+		{"function":{"name":"g"}}]`), &tools))
+	render := func(v any) string {
+		tmpl, err := jinja.Parse(`{{ v | tojson }}`)
+		require.NoError(t, err)
+		s, err := tmpl.Render(map[string]any{"v": v})
+		require.NoError(t, err)
+		return s
+	}
+	for i, m := range msgs {
+		direct, err := messageValue(m)
+		require.NoError(t, err)
+		b, err := json.Marshal(m)
+		require.NoError(t, err)
+		viaJSON, err := jinja.FromJSON(b)
+		require.NoError(t, err)
+		require.Equal(t, render(viaJSON), render(direct), "message %d", i)
+	}
+	for i, s := range tools {
+		direct, err := toolValue(s)
+		require.NoError(t, err)
+		b, err := s.MarshalJSON()
+		require.NoError(t, err)
+		viaJSON, err := jinja.FromJSON(b)
+		require.NoError(t, err)
+		require.Equal(t, render(viaJSON), render(direct), "tool %d", i)
+	}
+}

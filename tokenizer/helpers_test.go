@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"compress/gzip"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 )
 
 // Shared test data lives next to the repository: ../shared from the repo
@@ -130,6 +132,12 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	if qwenDir != "" {
 		os.RemoveAll(qwenDir)
+	}
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goroutine leak:", err)
+			code = 1
+		}
 	}
 	os.Exit(code)
 }

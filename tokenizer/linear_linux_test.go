@@ -19,7 +19,7 @@ func TestEncodeLinear(t *testing.T) {
 	if testing.Short() {
 		t.Skip("slow")
 	}
-	size := 1 << 18
+	size := 1 << 17
 	if raceEnabled {
 		size = 1 << 14
 	}
@@ -33,7 +33,7 @@ func TestEncodeLinear(t *testing.T) {
 				runtime.LockOSThread()
 				defer runtime.UnlockOSThread()
 				best := time.Duration(1 << 62)
-				for i := 0; i < 3; i++ {
+				for i := 0; i < 2; i++ {
 					tok.model.cache = wordCache{}
 					tok.model.cache.init()
 					start := threadCPU(t)

@@ -570,10 +570,19 @@ func (t *Tokenizer) buildDecodeTable() {
 	for id, tok := range t.idToToken {
 		t.decOff[id] = uint32(len(buf))
 		if t.decodeByteLevel {
-			if raw, ok := unmapByteLevel(tok); ok {
-				buf = append(buf, raw...)
+			start, ok := len(buf), true
+			for _, r := range tok {
+				c, found := runeByte(r)
+				if !found {
+					ok = false
+					break
+				}
+				buf = append(buf, c)
+			}
+			if ok {
 				continue
 			}
+			buf = buf[:start] // not byte-level text: decoded as itself
 		}
 		buf = append(buf, tok...)
 	}

@@ -160,10 +160,13 @@ func (t *Tokenizer) encodeText(dst []int32, s string, sc *scratch) []int32 {
 	return dst
 }
 
-// Decode turns ids back into text like HF's decode(ids,
-// skip_special_tokens=skipSpecial) (with clean_up_tokenization_spaces off,
-// as Qwen and Llama 3 configure it). An id outside the vocabulary is an
-// error naming it.
+// Decode turns ids back into text exactly like HF tokenizers' decode(ids,
+// skip_special_tokens=skipSpecial); bytes that are not valid UTF-8 become
+// U+FFFD as Rust's from_utf8_lossy makes them. transformers' decode also
+// applies clean_up_tokenization when tokenizer_config.json sets
+// clean_up_tokenization_spaces (Llama 3 does, Qwen does not); Decode does
+// not, so that decoding stays a pure function of the ids that streams
+// (Decoder) reproduce. An id outside the vocabulary is an error naming it.
 func (t *Tokenizer) Decode(ids []int32, skipSpecial bool) (string, error) {
 	var raw []byte
 	first := true

@@ -13,7 +13,9 @@
 // schema) or from a verl-style YAML/JSON tool config whose class_name values
 // map to factories registered with Register. Built-in classes: "calculator",
 // "gsm8k" and "http" in this package; "python" in tool/python and "mcp" in
-// tool/mcp (imported for their registration).
+// tool/mcp (imported for their registration). LoadConfig and ParseConfig
+// read a config; a loaded Set owns its tools' connections and processes
+// until Set.Close.
 //
 //	set, _ := tool.NewSet(tool.NewCalculator())
 //	ss := set.Session(nil)

@@ -59,7 +59,28 @@ func ExampleTruncate() {
 	fmt.Println(tool.Truncate(s, 4, tool.TruncateRight))
 	fmt.Println(tool.Truncate(s, 4, tool.TruncateMiddle))
 	// Output:
-	// 0123...(truncated)
 	// (truncated)...6789
+	// 0123...(truncated)
 	// 01...(truncated)...89
+}
+
+func ExampleLoadConfig() {
+	ctx := context.Background()
+	// verl's GSM8K tool config, unchanged.
+	set, err := tool.LoadConfig(ctx, "testdata/gsm8k_tool_config.yaml")
+	if err != nil {
+		panic(err)
+	}
+	defer set.Close()
+	fmt.Println(set.Names())
+
+	// Per-sample create kwargs, as verl's tools_kwargs[name].create_kwargs.
+	ss := set.Session(map[string]map[string]any{"calc_gsm8k_reward": {"ground_truth": "72"}})
+	defer ss.Close(ctx)
+	r := ss.Call(ctx, chat.ToolCall{Function: chat.FunctionCall{
+		Name: "calc_gsm8k_reward", Arguments: `{"answer": "72"}`}})
+	fmt.Println(r.Text, r.Metrics["score"])
+	// Output:
+	// [calc_gsm8k_reward]
+	// Current parsed answer='72' reward=1.0 1
 }

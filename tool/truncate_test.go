@@ -17,19 +17,19 @@ func TestTruncate(t *testing.T) {
 		side Side
 		want string
 	}{
-		{"abcdefghij", 4, TruncateLeft, "abcd...(truncated)"},
-		{"abcdefghij", 4, TruncateRight, "(truncated)...ghij"},
+		{"abcdefghij", 4, TruncateRight, "abcd...(truncated)"},
+		{"abcdefghij", 4, TruncateLeft, "(truncated)...ghij"},
 		{"abcdefghij", 4, TruncateMiddle, "ab...(truncated)...ij"},
 		{"abcdefghij", 5, TruncateMiddle, "ab...(truncated)...ij"}, // odd max keeps max-1
 		{"abcdefghij", 10, TruncateLeft, "abcdefghij"},
 		{"abcdefghij", 0, TruncateLeft, "abcdefghij"},   // 0 = no limit
 		{"abcdefghij", -3, TruncateRight, "abcdefghij"}, // negative = no limit
 		{"abcdefghij", 1, TruncateMiddle, "...(truncated)..."},
-		{"héllo wörld", 3, TruncateLeft, "hél...(truncated)"},
-		{"你好世界，工具", 2, TruncateRight, "(truncated)...工具"},
+		{"héllo wörld", 3, TruncateRight, "hél...(truncated)"},
+		{"你好世界，工具", 2, TruncateLeft, "(truncated)...工具"},
 		{"你好世界，工具", 4, TruncateMiddle, "你好...(truncated)...工具"},
-		{"🙂🙃🙂🙃", 3, TruncateLeft, "🙂🙃🙂...(truncated)"},
-		{"ab\xffcd", 3, TruncateLeft, "ab\xff...(truncated)"},
+		{"🙂🙃🙂🙃", 3, TruncateRight, "🙂🙃🙂...(truncated)"},
+		{"ab\xffcd", 3, TruncateRight, "ab\xff...(truncated)"},
 	}
 	for _, tc := range tests {
 		require.Equal(t, tc.want, Truncate(tc.s, tc.max, tc.side), "%q %d %v", tc.s, tc.max, tc.side)
@@ -77,10 +77,10 @@ out = []
 for j in json.load(sys.stdin):
     s, n, side = j["text"], j["max"], j["side"]
     if len(s) > n:
-        if side == "left":
-            s = s[:n] + "...(truncated)"
-        elif side == "right":
+        if side == "left":  # verl after PR #6313: left cuts the start
             s = "(truncated)..." + s[-n:]
+        elif side == "right":
+            s = s[:n] + "...(truncated)"
         else:
             h = n // 2
             s = s[:h] + "...(truncated)..." + s[-h:]

@@ -101,7 +101,7 @@ func TestBenchEngine(t *testing.T) {
 	code, out, errOut := runCmd(t, "bench", "engine", "--model", dir, "--reps", "1", "--decode-tokens", "4",
 		"--prefill-tokens", "16", "--concurrency", "2", "--bandwidth-bytes", "1048576")
 	require.Equal(t, 0, code, errOut)
-	for _, row := range []string{"memory bandwidth", "GEMM peak", "batch-1 decode", "prefill 16 tokens", "aggregate decode, 2 sequences", "multi-turn prefix cache"} {
+	for _, row := range []string{"memory bandwidth", "FMA peak", "GEMM kernel", "batch-1 decode", "prefill 16 tokens", "aggregate decode, 2 sequences", "multi-turn prefix cache"} {
 		require.Contains(t, out, row)
 	}
 	code, _, errOut = runCmd(t, "bench", "engine")

@@ -11,7 +11,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -75,6 +74,7 @@ type rolloutConfig struct {
 				MaxConsecutiveInvalidToolCalls int            `yaml:"max_consecutive_invalid_tool_calls"`
 				ThinkAware                     bool           `yaml:"think_aware"`
 				ChatTemplateKwargs             map[string]any `yaml:"chat_template_kwargs"`
+				ToolConfigPath                 string         `yaml:"tool_config_path"`
 			} `yaml:"multi_turn"`
 			Agent struct {
 				DefaultAgentLoop    string `yaml:"default_agent_loop"`
@@ -88,14 +88,8 @@ type rolloutConfig struct {
 		Model       string        `yaml:"model"`   // vLLM model name
 		Concurrency int           `yaml:"concurrency"`
 		Timeout     time.Duration `yaml:"timeout"`
-		Tools       []string      `yaml:"tools"`  // built-in tools: calculator
-		Reward      string        `yaml:"reward"` // "" or last_number
+		Reward      string        `yaml:"reward"` // "", gsm8k or gsm8k_flexible
 	} `yaml:"agentrl"`
-}
-
-// builtinTools are the tools the CLI can enable by name.
-var builtinTools = map[string]func() tool.Tool{
-	"calculator": tool.NewCalculator,
 }
 
 func runRollout(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
@@ -167,16 +161,8 @@ func runRollout(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	defer closeEngine()
 
 	env := &agentloop.Env{Server: engine, Tokenizer: tok}
-	if len(cfg.AgentRL.Tools) > 0 {
-		var tools []tool.Tool
-		for _, name := range cfg.AgentRL.Tools {
-			mk, ok := builtinTools[name]
-			if !ok {
-				return fmt.Errorf("agentrl.tools: unknown built-in tool %q (known: calculator)", name)
-			}
-			tools = append(tools, mk())
-		}
-		if env.Tools, err = tool.NewSet(tools...); err != nil {
+	if p := cfg.ActorRolloutRef.Rollout.MultiTurn.ToolConfigPath; p != "" {
+		if env.Tools, err = tool.LoadConfig(ctx, p); err != nil {
 			return err
 		}
 	}
@@ -389,28 +375,28 @@ func managerSettings(cfg rolloutConfig, validate bool) (*agentloop.Registry, age
 	}
 	switch cfg.AgentRL.Reward {
 	case "":
-	case "last_number":
-		opts.Reward = lastNumberReward
+	case "gsm8k":
+		opts.Reward = gsm8kReward(true)
+	case "gsm8k_flexible":
+		opts.Reward = gsm8kReward(false)
 	default:
-		return nil, agentloop.Options{}, fmt.Errorf("agentrl.reward: unknown reward %q (known: last_number)", cfg.AgentRL.Reward)
+		return nil, agentloop.Options{}, fmt.Errorf("agentrl.reward: unknown reward %q (known: gsm8k, gsm8k_flexible)", cfg.AgentRL.Reward)
 	}
 	return reg, opts, nil
 }
 
-var numberRE = regexp.MustCompile(`-?[0-9][0-9,]*(?:\.[0-9]+)?`)
-
-// lastNumberReward is 1 when the last number of the response equals the
-// ground truth (commas ignored), as verl's flexible GSM8K score.
-func lastNumberReward(_ context.Context, in agentloop.RewardInput) (float64, error) {
-	truth := strings.ReplaceAll(strings.TrimSpace(fmt.Sprint(in.Sample.GroundTruth)), ",", "")
-	nums := numberRE.FindAllString(in.Response, -1)
-	if len(nums) == 0 || truth == "" {
-		return 0, nil
+// gsm8kReward scores the final answer of the model's text against the
+// ground truth, as verl's GSM8K rule: strict takes the number after the
+// last "#### ", flexible the last number (tool.ExtractAnswer). Only the
+// model's own tokens are read, so a number in a tool result cannot score.
+func gsm8kReward(strict bool) agentloop.RewardFunc {
+	return func(_ context.Context, in agentloop.RewardInput) (float64, error) {
+		ans, ok := tool.ExtractAnswer(in.ModelText, strict)
+		if !ok || in.Sample.GroundTruth == nil {
+			return 0, nil
+		}
+		return tool.ScoreAnswer(ans, fmt.Sprint(in.Sample.GroundTruth)), nil
 	}
-	if strings.ReplaceAll(nums[len(nums)-1], ",", "") == truth {
-		return 1, nil
-	}
-	return 0, nil
 }
 
 // buildEngine makes one client per server URL, behind a router when there

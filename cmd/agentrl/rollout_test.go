@@ -84,8 +84,13 @@ actor_rollout_ref:
       max_consecutive_invalid_tool_calls: 2
 agentrl:
   concurrency: 8
-  tools: [calculator]
-  reward: last_number
+  reward: gsm8k_flexible
+`
+
+const toolsYAML = `
+tools:
+  - class_name: calculator
+    config: {type: native, max_concurrency: 4, timeout: 5s}
 `
 
 func TestRolloutJSONLAndParquet(t *testing.T) {
@@ -95,7 +100,9 @@ func TestRolloutJSONLAndParquet(t *testing.T) {
 	srv := calcEngine(t, tok)
 	tmp := t.TempDir()
 	cfg := filepath.Join(tmp, "config.yaml")
-	require.NoError(t, os.WriteFile(cfg, []byte(rolloutYAML), 0o644))
+	tools := filepath.Join(tmp, "tools.yaml")
+	require.NoError(t, os.WriteFile(tools, []byte(toolsYAML), 0o644))
+	require.NoError(t, os.WriteFile(cfg, []byte(strings.Replace(rolloutYAML, "format: hermes", "format: hermes\n      tool_config_path: "+tools, 1)), 0o644))
 
 	// The same three rows as JSONL and as verl Parquet.
 	jsonl := filepath.Join(tmp, "data.jsonl")
@@ -126,8 +133,12 @@ func TestRolloutJSONLAndParquet(t *testing.T) {
 		out := filepath.Join(tmp, filepath.Base(data)+".trajectories.jsonl")
 		batch := filepath.Join(tmp, filepath.Base(data)+".safetensors")
 		var stdout, stderr bytes.Buffer
+		progress := "auto" // off a terminal: no bar
+		if data == pq {
+			progress = "always"
+		}
 		code := runMain(context.Background(), []string{"rollout", "--config", cfg, "--data", data, "--tokenizer", dir,
-			"--servers", srv.URL(), "--out", out, "--batch", batch}, nil, &stdout, &stderr)
+			"--servers", srv.URL(), "--out", out, "--batch", batch, "--progress", progress}, nil, &stdout, &stderr)
 		require.Equal(t, 0, code, "stderr: %s", stderr.String())
 		summary := strings.Join(strings.Fields(stdout.String()), " ")
 		require.Contains(t, summary, "trajectories 6 (3 groups, 0 filtered, 0 failed)")
@@ -135,7 +146,12 @@ func TestRolloutJSONLAndParquet(t *testing.T) {
 		require.Contains(t, summary, "tool calls 6 (success rate 1.000)")
 		require.Contains(t, summary, "reward mean 0.6667 min 0.0000 max 1.0000")
 		require.Contains(t, summary, "mask-ones ratio 0.667")
-		require.Empty(t, stderr.String(), "no progress bar off a terminal")
+		if progress == "auto" {
+			require.Empty(t, stderr.String(), "no progress bar off a terminal")
+		} else {
+			require.Contains(t, stderr.String(), "rollout")
+			require.Contains(t, stderr.String(), "6/6")
+		}
 
 		f, err := os.Open(out)
 		require.NoError(t, err)
@@ -195,21 +211,24 @@ func TestRolloutErrors(t *testing.T) {
 	}
 }
 
-func TestLastNumberReward(t *testing.T) {
+func TestGSM8KReward(t *testing.T) {
 	for _, c := range []struct {
-		resp  string
-		truth any
-		want  float64
+		strict bool
+		text   string
+		truth  any
+		want   float64
 	}{
-		{"so it is 1,234.", "1234", 1},
-		{"3 then 4", "4", 1},
-		{"4 then 3", "4", 0},
-		{"no number", "4", 0},
-		{"-7", -7, 1},
-		{"2.5", "2.5", 1},
+		{false, "so it is 1,234.", "1234", 1},
+		{false, "3 then 4", "4", 1},
+		{false, "4 then 3", "4", 0},
+		{false, "no number", "4", 0},
+		{false, "-7", -7, 1},
+		{true, "it is 4", "4", 0},
+		{true, "#### 4", "4", 1},
+		{true, "#### 4", nil, 0},
 	} {
-		got, err := lastNumberReward(context.Background(), agentloop.RewardInput{Sample: agentloop.Sample{GroundTruth: c.truth}, Response: c.resp})
+		got, err := gsm8kReward(c.strict)(context.Background(), agentloop.RewardInput{Sample: agentloop.Sample{GroundTruth: c.truth}, ModelText: c.text})
 		require.NoError(t, err)
-		require.Equal(t, c.want, got, c.resp)
+		require.Equal(t, c.want, got, c.text)
 	}
 }

@@ -415,3 +415,44 @@ float agl_sum(int level, const float* x, int64_t n) {
 	for (; i < n; i++) s0 += x[i];
 	return (s0 + s1) + (s2 + s3);
 }
+
+AVX512 static double fma_peak512(int64_t iters) {
+	__m512 a[16];
+	__m512 m = _mm512_set1_ps(0.999999f), c = _mm512_set1_ps(1e-7f);
+	for (int i = 0; i < 16; i++) a[i] = _mm512_set1_ps((float)i);
+	for (int64_t it = 0; it < iters; it++) {
+#pragma GCC unroll 16
+		for (int i = 0; i < 16; i++) a[i] = _mm512_fmadd_ps(a[i], m, c);
+	}
+	__m512 s = a[0];
+	for (int i = 1; i < 16; i++) s = _mm512_add_ps(s, a[i]);
+	volatile float sink = _mm512_reduce_add_ps(s);
+	(void)sink;
+	return (double)iters * 16 * 16 * 2;
+}
+
+AVX2 static double fma_peak256(int64_t iters) {
+	__m256 a[12];
+	__m256 m = _mm256_set1_ps(0.999999f), c = _mm256_set1_ps(1e-7f);
+	for (int i = 0; i < 12; i++) a[i] = _mm256_set1_ps((float)i);
+	for (int64_t it = 0; it < iters; it++) {
+#pragma GCC unroll 12
+		for (int i = 0; i < 12; i++) a[i] = _mm256_fmadd_ps(a[i], m, c);
+	}
+	__m256 s = a[0];
+	for (int i = 1; i < 12; i++) s = _mm256_add_ps(s, a[i]);
+	volatile float sink = hsum256(s);
+	(void)sink;
+	return (double)iters * 12 * 8 * 2;
+}
+
+double agl_fma_peak(int level, int64_t iters) {
+	if (level >= 2) return fma_peak512(iters);
+	if (level == 1) return fma_peak256(iters);
+	float a[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+	for (int64_t it = 0; it < iters; it++)
+		for (int i = 0; i < 8; i++) a[i] = a[i] * 0.999999f + 1e-7f;
+	volatile float sink = a[0] + a[7];
+	(void)sink;
+	return (double)iters * 8 * 2;
+}

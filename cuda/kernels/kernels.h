@@ -53,3 +53,8 @@ void agl_add(float* x, const float* y, int64_t n);
 
 // Sum of x[0..n): a pure streaming read, used to measure memory bandwidth.
 float agl_sum(int level, const float* x, int64_t n);
+
+// Runs iters rounds of 16 independent FMA chains in registers and returns
+// the number of floating-point operations done (2 per lane per FMA): the
+// machine's FMA peak, measured.
+double agl_fma_peak(int level, int64_t iters);

@@ -58,6 +58,25 @@ func (c *CPU) MeasureGEMM(t, n, k, reps int) float64 {
 	return median(rates)
 }
 
+// MeasureFMAPeak runs register-only FMA chains on every thread reps times
+// and returns the median rate in FLOP/s: the arithmetic ceiling no GEMM can
+// pass.
+func (c *CPU) MeasureFMAPeak(reps int) float64 {
+	const iters = 20_000_000
+	rates := make([]float64, 0, reps)
+	for r := 0; r < reps; r++ {
+		var flops atomic.Uint64
+		start := time.Now()
+		c.parallel(c.threads, func(lo, hi int) {
+			for i := lo; i < hi; i++ {
+				flops.Add(uint64(C.agl_fma_peak(C.int(c.level), iters)))
+			}
+		})
+		rates = append(rates, float64(flops.Load())/time.Since(start).Seconds())
+	}
+	return median(rates)
+}
+
 func median(v []float64) float64 {
 	if len(v) == 0 {
 		return 0

@@ -10,6 +10,7 @@ func TestMeasure(t *testing.T) {
 	c := NewCPU(0)
 	require.Greater(t, c.MeasureBandwidth(1<<20, 3), 0.0)
 	require.Greater(t, c.MeasureGEMM(16, 64, 64, 3), 0.0)
+	require.Greater(t, c.MeasureFMAPeak(1), 0.0)
 }
 
 func BenchmarkPeak(b *testing.B) {
@@ -17,6 +18,7 @@ func BenchmarkPeak(b *testing.B) {
 		c := NewCPU(0)
 		b.ReportMetric(c.MeasureBandwidth(1<<30, 5)/1e9, "GB/s")
 		b.ReportMetric(c.MeasureGEMM(512, 3072, 768, 5)/1e9, "GFLOP/s")
+		b.ReportMetric(c.MeasureFMAPeak(5)/1e9, "FMA_GFLOP/s")
 		c1 := NewCPU(1)
 		b.ReportMetric(c1.MeasureBandwidth(1<<30, 5)/1e9, "GB/s_1thr")
 		b.ReportMetric(c1.MeasureGEMM(512, 3072, 768, 5)/1e9, "GFLOP/s_1thr")

@@ -15,7 +15,7 @@ type block struct {
 	ref    int
 	hash   uint64  // chained hash of the prefix ending with this block (valid if cached)
 	cached bool    // registered in the prefix index
-	parent int32   // block holding the previous block of the prefix (-1 for the first)
+	parent uint64  // chained hash of the prefix before this block (0 for the first)
 	tokens []int32 // this block's tokens, to verify hits exactly
 	// free list links (LRU order), valid when ref == 0
 	prev, next int32
@@ -47,7 +47,6 @@ func New(numBlocks, blockSize int) *Manager {
 	m := &Manager{blockSize: blockSize, blocks: make([]block, numBlocks), index: map[uint64]int32{},
 		seed: maphash.MakeSeed(), head: -1, tail: -1}
 	for i := range m.blocks {
-		m.blocks[i].parent = -1
 		m.pushFree(int32(i))
 	}
 	return m
@@ -109,7 +108,7 @@ func (m *Manager) take() int32 {
 		b.cached = false
 	}
 	b.ref = 1
-	b.parent = -1
+	b.parent = 0
 	b.tokens = b.tokens[:0]
 	return id
 }
@@ -138,7 +137,7 @@ func (m *Manager) Acquire(tokens []int32) (*Table, int, error) {
 	need := m.BlocksFor(len(tokens))
 	var hits []int32
 	var hashes []uint64
-	parentHash, parentID := uint64(0), int32(-1)
+	parentHash := uint64(0)
 	for i := 0; (i+1)*bs <= len(tokens)-1; i++ {
 		blk := tokens[i*bs : (i+1)*bs]
 		h := m.chain(parentHash, blk)
@@ -147,12 +146,12 @@ func (m *Manager) Acquire(tokens []int32) (*Table, int, error) {
 			break
 		}
 		b := &m.blocks[id]
-		if !b.cached || b.parent != parentID || !slices.Equal(b.tokens, blk) {
+		if !b.cached || b.parent != parentHash || !slices.Equal(b.tokens, blk) {
 			break
 		}
 		hits = append(hits, id)
 		hashes = append(hashes, h)
-		parentHash, parentID = h, id
+		parentHash = h
 	}
 	// Hits already in use by another table cost no free block.
 	freeNeeded := need - len(hits)
@@ -200,9 +199,9 @@ func (m *Manager) Grow(t *Table, n int) error {
 func (m *Manager) Commit(t *Table, tokens []int32, computed int) {
 	bs := m.blockSize
 	for i := len(t.hashes); (i+1)*bs <= computed && i < len(t.Blocks); i++ {
-		parentHash, parentID := uint64(0), int32(-1)
+		parentHash := uint64(0)
 		if i > 0 {
-			parentHash, parentID = t.hashes[i-1], t.Blocks[i-1]
+			parentHash = t.hashes[i-1]
 		}
 		blk := tokens[i*bs : (i+1)*bs]
 		h := m.chain(parentHash, blk)
@@ -215,7 +214,7 @@ func (m *Manager) Commit(t *Table, tokens []int32, computed int) {
 		if _, dup := m.index[h]; dup {
 			continue // the same prefix computed by another sequence; keep that one
 		}
-		b.cached, b.hash, b.parent = true, h, parentID
+		b.cached, b.hash, b.parent = true, h, parentHash
 		b.tokens = append(b.tokens[:0], blk...)
 		m.index[h] = id
 	}

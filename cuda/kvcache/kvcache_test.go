@@ -148,3 +148,29 @@ func TestRandomAccounting(t *testing.T) {
 	require.NoError(t, m.Check(nil))
 	require.Equal(t, 40, m.Free())
 }
+
+// TestDuplicatePrefixChains: two sequences compute the same first block
+// independently (only one copy is indexed); the block after it in the
+// other sequence must still be found through the chain.
+func TestDuplicatePrefixChains(t *testing.T) {
+	m := New(16, 4)
+	p := seq(5, 0) // one full block + 1
+	a, _, err := m.Acquire(p)
+	require.NoError(t, err)
+	b, _, err := m.Acquire(p) // nothing committed yet: computes its own copy
+	require.NoError(t, err)
+	m.Commit(a, p, 5)
+	m.Commit(b, p, 5)
+	require.Equal(t, 1, m.Cached())
+	// b continues into a second full block and publishes it.
+	pb := append(seq(5, 0), 100, 101, 102, 103)
+	require.NoError(t, m.Grow(b, len(pb)))
+	m.Commit(b, pb, 8)
+	require.Equal(t, 2, m.Cached())
+	c, cached, err := m.Acquire(append(pb, 7))
+	require.NoError(t, err)
+	require.Equal(t, 8, cached)
+	require.Equal(t, a.Blocks[0], c.Blocks[0])
+	require.Equal(t, b.Blocks[1], c.Blocks[1])
+	require.NoError(t, m.Check([]*Table{a, b, c}))
+}

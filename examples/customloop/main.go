@@ -102,6 +102,11 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	return rollout(ctx, tok, stdout)
+}
+
+// rollout runs two samples of self_check_agent and prints them.
+func rollout(ctx context.Context, tok *tokenizer.Tokenizer, stdout io.Writer) error {
 	imEnd, ok := tok.TokenID("<|im_end|>")
 	if !ok {
 		return errors.New("this example's scripted model speaks Qwen's chat format: the tokenizer has no <|im_end|>")

@@ -13,12 +13,12 @@ import (
 )
 
 func TestCustomLoop(t *testing.T) {
-	dir := exampletest.Qwen3Dir(t)
-	var out bytes.Buffer
-	require.NoError(t, run(context.Background(), []string{"--tokenizer", dir}, &out))
-
-	tok, err := tokenizer.Load(dir)
+	require.ErrorContains(t, run(context.Background(), nil, &bytes.Buffer{}), "--tokenizer DIR is required")
+	tok, err := tokenizer.Load(exampletest.Qwen3Dir(t))
 	require.NoError(t, err)
+	var out bytes.Buffer
+	require.NoError(t, rollout(context.Background(), tok, &out))
+
 	sampled := len(tok.Encode("2+2 is 5.")) + 1 + len(tok.Encode("4")) + 1
 	glue := "\n<|im_start|>user\nCheck your answer. Reply with the final answer only.<|im_end|>\n<|im_start|>assistant\n"
 	total := sampled + len(tok.Encode(glue))

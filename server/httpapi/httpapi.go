@@ -66,7 +66,11 @@ type Server struct {
 	// every in-flight request (Close, Shutdown past its deadline).
 	base       context.Context
 	cancelBase context.CancelFunc
-	handlers   sync.WaitGroup
+	// gate orders handler registration before the final wait: once
+	// stopping is set (under the write lock) no handler is added.
+	gate     sync.RWMutex
+	stopping bool
+	handlers sync.WaitGroup
 
 	mu       sync.Mutex
 	srv      *http.Server
@@ -123,9 +127,9 @@ func (s *Server) Start() error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.srv != nil {
+	if s.srv != nil || s.base.Err() != nil {
 		ln.Close()
-		return errors.New("httpapi: server already started")
+		return errors.New("httpapi: server already started or stopped")
 	}
 	s.ln = ln
 	s.srv = &http.Server{
@@ -169,11 +173,26 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	srv, serving := s.srv, s.serving
 	s.mu.Unlock()
 	if srv == nil {
+		// Mounted elsewhere: refuse new requests, let running ones finish
+		// until ctx ends, then cancel them.
+		s.stop()
+		done := make(chan struct{})
+		go func() {
+			s.handlers.Wait()
+			close(done)
+		}()
+		var err error
+		select {
+		case <-done:
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
 		s.cancelBase()
-		s.handlers.Wait()
-		return nil
+		<-done
+		return err
 	}
 	err := srv.Shutdown(ctx)
+	s.stop()
 	if err != nil {
 		s.cancelBase()
 		s.handlers.Wait()
@@ -196,6 +215,7 @@ func (s *Server) Close() error {
 		// Connections first, so no handler gets to answer.
 		err = srv.Close()
 	}
+	s.stop()
 	s.cancelBase()
 	if srv != nil {
 		<-serving
@@ -204,9 +224,24 @@ func (s *Server) Close() error {
 	return err
 }
 
+// stop makes ServeHTTP refuse new requests, so that handlers.Wait cannot
+// race with a handlers.Add.
+func (s *Server) stop() {
+	s.gate.Lock()
+	s.stopping = true
+	s.gate.Unlock()
+}
+
 // ServeHTTP implements http.Handler: auth, body limit, routing.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.gate.RLock()
+	if s.stopping {
+		s.gate.RUnlock()
+		writeError(w, http.StatusServiceUnavailable, "server is shutting down")
+		return
+	}
 	s.handlers.Add(1)
+	s.gate.RUnlock()
 	defer s.handlers.Done()
 	if s.cfg.AuthToken != "" && !s.authorized(r) {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="agentrl"`)

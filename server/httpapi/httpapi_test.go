@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"strings"
 	"sync"
@@ -76,6 +77,21 @@ func post(t *testing.T, url, body string, hdr ...string) (int, string) {
 	defer resp.Body.Close()
 	data, err := io.ReadAll(resp.Body)
 	require.NoError(t, err)
+	return resp.StatusCode, string(data)
+}
+
+// postAsync is post for goroutines other than the test's: failures come
+// back as status -1 and the error text instead of stopping the test.
+func postAsync(url, body string) (int, string) {
+	resp, err := testClient.Post(url, "application/json", strings.NewReader(body))
+	if err != nil {
+		return -1, err.Error()
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return -1, err.Error()
+	}
 	return resp.StatusCode, string(data)
 }
 
@@ -376,7 +392,7 @@ func TestAbortAndPauseThroughHTTP(t *testing.T) {
 			path = "/inference/v1/generate"
 		}
 		go func() {
-			code, resp := post(t, s.URL()+path, body)
+			code, resp := postAsync(s.URL()+path, body)
 			results <- result{code, resp}
 		}()
 	}
@@ -395,7 +411,7 @@ func TestAbortAndPauseThroughHTTP(t *testing.T) {
 	}
 	// Paused: a new request waits until /continue_generation.
 	go func() {
-		code, resp := post(t, s.URL()+"/generate", `{"rid":"d","input_ids":[1],"sampling_params":{"max_new_tokens":1}}`)
+		code, resp := postAsync(s.URL()+"/generate", `{"rid":"d","input_ids":[1],"sampling_params":{"max_new_tokens":1}}`)
 		results <- result{code, resp}
 	}()
 	require.Eventually(t, func() bool { return eng.Stats().InFlight == 1 }, 2*time.Second, time.Millisecond)
@@ -501,7 +517,7 @@ func TestGracefulShutdown(t *testing.T) {
 	require.NoError(t, err)
 	done := make(chan string, 1)
 	go func() {
-		_, body := post(t, s.URL()+"/generate", `{"input_ids":[1]}`)
+		_, body := postAsync(s.URL()+"/generate", `{"input_ids":[1]}`)
 		done <- body
 	}()
 	require.Eventually(t, func() bool { return eng.Stats().InFlight == 1 }, 2*time.Second, time.Millisecond)
@@ -561,4 +577,53 @@ func TestNewValidates(t *testing.T) {
 	require.Error(t, err)
 	_, err = httpapi.Start(plainEngine{}, httpapi.Config{Addr: "256.0.0.1:1"})
 	require.Error(t, err)
+}
+
+func TestMountedHandlerAfterClose(t *testing.T) {
+	api, err := httpapi.New(servertest.New(servertest.Config{}), httpapi.Config{})
+	require.NoError(t, err)
+	ts := httptest.NewServer(api)
+	defer ts.Close()
+	code, _ := post(t, ts.URL+"/generate", `{"input_ids":[1]}`)
+	require.Equal(t, 200, code)
+	require.NoError(t, api.Close())
+	code, body := post(t, ts.URL+"/generate", `{"input_ids":[1]}`)
+	require.Equal(t, 503, code)
+	require.Contains(t, body, "shutting down")
+	require.Error(t, api.Start(), "a closed server cannot be restarted")
+}
+
+func TestMountedHandlerShutdown(t *testing.T) {
+	eng := servertest.New(servertest.Config{Rule: servertest.Constant(4), Latency: servertest.Fixed(80 * time.Millisecond)})
+	api, err := httpapi.New(eng, httpapi.Config{})
+	require.NoError(t, err)
+	ts := httptest.NewServer(api)
+	defer ts.Close()
+	done := make(chan string, 1)
+	go func() {
+		_, body := postAsync(ts.URL+"/generate", `{"input_ids":[1]}`)
+		done <- body
+	}()
+	require.Eventually(t, func() bool { return eng.Stats().InFlight == 1 }, 2*time.Second, time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	require.NoError(t, api.Shutdown(ctx))
+	require.Contains(t, <-done, `"output_ids":[4]`)
+
+	// Past the deadline, running requests are cancelled.
+	eng2 := servertest.New(servertest.Config{Latency: servertest.Fixed(time.Minute)})
+	api2, err := httpapi.New(eng2, httpapi.Config{})
+	require.NoError(t, err)
+	ts2 := httptest.NewServer(api2)
+	defer ts2.Close()
+	go func() {
+		code, _ := postAsync(ts2.URL+"/generate", `{"input_ids":[1]}`)
+		done <- fmt.Sprint(code)
+	}()
+	require.Eventually(t, func() bool { return eng2.Stats().InFlight == 1 }, 2*time.Second, time.Millisecond)
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 30*time.Millisecond)
+	defer cancel2()
+	require.ErrorIs(t, api2.Shutdown(ctx2), context.DeadlineExceeded)
+	require.Equal(t, "503", <-done)
+	require.Zero(t, eng2.Stats().InFlight)
 }

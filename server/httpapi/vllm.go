@@ -84,20 +84,38 @@ type vllmGenerateRequest struct {
 	Priority       *int            `json:"priority"`
 }
 
-type vllmLogprobEntry struct {
-	Token    string  `json:"token"`
-	TokenID  int32   `json:"token_id"`
-	Logprob  float32 `json:"logprob"`
-	TopEmpty []int   `json:"top_logprobs"`
-}
-
 type vllmGenerateChoice struct {
 	Index        int     `json:"index"`
 	FinishReason string  `json:"finish_reason"`
 	TokenIDs     []int32 `json:"token_ids"`
 	Logprobs     *struct {
-		Content []vllmLogprobEntry `json:"content"`
+		Content *vllmContent `json:"content"`
 	} `json:"logprobs"`
+}
+
+// vllmContent writes the logprobs.content entries, in both the newer
+// (token_id) and older ("token_id:N" token) shapes, without reflection.
+type vllmContent struct {
+	ids []int32
+	lps []float32
+}
+
+func (c *vllmContent) MarshalJSON() ([]byte, error) {
+	b := make([]byte, 0, 2+len(c.ids)*72)
+	b = append(b, '[')
+	for i, id := range c.ids {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"token":"token_id:`...)
+		b = strconv.AppendInt(b, int64(id), 10)
+		b = append(b, `","token_id":`...)
+		b = strconv.AppendInt(b, int64(id), 10)
+		b = append(b, `,"logprob":`...)
+		b = appendFloat(b, c.lps[i])
+		b = append(b, `,"top_logprobs":[]}`...)
+	}
+	return append(b, ']'), nil
 }
 
 type vllmGenerateResponse struct {
@@ -171,11 +189,8 @@ func (s *Server) handleVLLMGenerate(w http.ResponseWriter, r *http.Request) {
 	ch := vllmGenerateChoice{FinishReason: finishString(out.StopReason), TokenIDs: nonNil(out.TokenIDs)}
 	if p.logprobs {
 		ch.Logprobs = &struct {
-			Content []vllmLogprobEntry `json:"content"`
-		}{Content: make([]vllmLogprobEntry, len(out.TokenIDs))}
-		for i, id := range out.TokenIDs {
-			ch.Logprobs.Content[i] = vllmLogprobEntry{Token: tokenAsID(id), TokenID: id, Logprob: finiteLogprob(out.Logprobs[i]), TopEmpty: []int{}}
-		}
+			Content *vllmContent `json:"content"`
+		}{Content: &vllmContent{ids: out.TokenIDs, lps: out.Logprobs}}
 	}
 	resp := vllmGenerateResponse{RequestID: p.req.RequestID, Choices: []vllmGenerateChoice{ch},
 		CachedTokens: out.CachedTokens, WeightVersion: out.WeightVersion}

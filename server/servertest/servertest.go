@@ -146,7 +146,10 @@ type Fault struct {
 	After int
 }
 
-// ErrorFault fails calls with err before any token.
+// ErrorFault fails calls with err before any token. Unless err is already a
+// *server.Error, it is returned inside one, Retryable when err wraps
+// server.ErrUnavailable or server.ErrOverloaded (the engine refused before
+// doing any work).
 func ErrorFault(err error) Fault { return Fault{Kind: FaultError, Err: err} }
 
 // HangFault makes calls block until their context is done.
@@ -347,7 +350,8 @@ func (s *Server) Generate(ctx context.Context, req server.GenerateRequest) (serv
 	if s.sleeping {
 		s.stats.Failed++
 		s.mu.Unlock()
-		return server.TokenOutput{}, s.errorf("generate", fmt.Errorf("%w: %w", ErrSleeping, server.ErrUnavailable))
+		return server.TokenOutput{}, &server.Error{Server: s.cfg.Name, Op: "generate", Retryable: true,
+			Err: fmt.Errorf("%w: %w", ErrSleeping, server.ErrUnavailable)}
 	}
 	fault := s.takeFaultLocked()
 	cached := commonPrefix(s.lastSeq[req.RequestID], req.PromptIDs)
@@ -404,7 +408,9 @@ func (s *Server) run(ctx context.Context, req server.GenerateRequest, turn int, 
 		if errors.As(fault.Err, &se) {
 			return server.TokenOutput{}, fault.Err
 		}
-		return server.TokenOutput{}, s.errorf("generate", fault.Err)
+		// Nothing was produced: refusals (503/429-like) may be resent.
+		retry := errors.Is(fault.Err, server.ErrUnavailable) || errors.Is(fault.Err, server.ErrOverloaded)
+		return server.TokenOutput{}, &server.Error{Server: s.cfg.Name, Op: "generate", Retryable: retry, Err: fault.Err}
 	case FaultHang:
 		<-ctx.Done()
 		return server.TokenOutput{}, s.errorf("generate", ctx.Err())

@@ -132,8 +132,10 @@ func TestFaults(t *testing.T) {
 	var se *server.Error
 	require.ErrorAs(t, err, &se)
 	require.Equal(t, "s1", se.Server)
+	require.True(t, se.Retryable)
 	_, err = s.Generate(ctx, req("r", nil, server.SamplingParams{}))
 	require.ErrorIs(t, err, server.ErrOverloaded)
+	require.True(t, server.IsRetryable(err))
 	out, err := s.Generate(ctx, req("r", nil, server.SamplingParams{}))
 	require.NoError(t, err)
 	require.Equal(t, []int32{1, 2, 3, 4}, out.TokenIDs)
@@ -173,6 +175,7 @@ func TestFaults(t *testing.T) {
 	}})
 	_, err = s2.Generate(ctx, req("r", nil, server.SamplingParams{}))
 	require.ErrorIs(t, err, custom)
+	require.False(t, server.IsRetryable(err))
 	// Mismatched logprobs from a rule are reported, not silently used.
 	s3 := servertest.New(servertest.Config{Rule: func(servertest.Call) servertest.Reply {
 		return servertest.Reply{Tokens: []int32{1}, Logprobs: []float32{-1, -2}}

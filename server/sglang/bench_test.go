@@ -34,6 +34,8 @@ func BenchmarkRoundTrip(b *testing.B) {
 	eng, req := benchSetup(b)
 	b.Run("in-process", func(b *testing.B) {
 		b.ReportAllocs()
+		start := cpuTime()
+		defer func() { b.ReportMetric(float64(cpuTime()-start)/float64(b.N), "cpu-ns/op") }()
 		for i := 0; i < b.N; i++ {
 			out, err := eng.Generate(ctx, req)
 			if err != nil || len(out.TokenIDs) != 100 {
@@ -48,6 +50,8 @@ func BenchmarkRoundTrip(b *testing.B) {
 	require.NoError(b, err)
 	b.Run("httpapi+sglang", func(b *testing.B) {
 		b.ReportAllocs()
+		start := cpuTime()
+		defer func() { b.ReportMetric(float64(cpuTime()-start)/float64(b.N), "cpu-ns/op") }()
 		for i := 0; i < b.N; i++ {
 			out, err := c.Generate(ctx, req)
 			if err != nil || len(out.TokenIDs) != 100 || len(out.Logprobs) != 100 {
@@ -57,6 +61,8 @@ func BenchmarkRoundTrip(b *testing.B) {
 	})
 	b.Run("httpapi+sglang-parallel", func(b *testing.B) {
 		b.ReportAllocs()
+		start := cpuTime()
+		defer func() { b.ReportMetric(float64(cpuTime()-start)/float64(b.N), "cpu-ns/op") }()
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {
 				out, err := c.Generate(ctx, req)

@@ -159,16 +159,21 @@ func TestAbortMidway(t *testing.T) {
 	ctx := context.Background()
 	eng := servertest.New(servertest.Config{Rule: servertest.Constant(1, 2, 3, 4, 5, 6, 7, 8), TokenLatency: servertest.Fixed(20 * time.Millisecond)})
 	c, _, _ := setup(t, eng, sglang.Config{})
-	done := make(chan server.TokenOutput, 1)
+	type result struct {
+		out server.TokenOutput
+		err error
+	}
+	done := make(chan result, 1)
 	go func() {
 		out, err := c.Generate(ctx, server.GenerateRequest{RequestID: "a", PromptIDs: []int32{1}, Params: server.SamplingParams{Logprobs: true}})
-		require.NoError(t, err)
-		done <- out
+		done <- result{out, err}
 	}()
 	require.Eventually(t, func() bool { return eng.Stats().InFlight == 1 }, 2*time.Second, time.Millisecond)
 	time.Sleep(50 * time.Millisecond)
 	require.NoError(t, c.Abort(ctx, "a"))
-	out := <-done
+	res := <-done
+	require.NoError(t, res.err)
+	out := res.out
 	require.Equal(t, server.StopAbort, out.StopReason)
 	require.NotEmpty(t, out.TokenIDs)
 	require.Less(t, len(out.TokenIDs), 8)
@@ -484,4 +489,52 @@ func TestServerDiesMidRequest(t *testing.T) {
 	require.False(t, server.IsRetryable(err))
 	require.Contains(t, err.Error(), "dying generate")
 	require.Equal(t, int64(1), eng.Stats().Calls)
+}
+
+// TestConcurrentSessions runs many multi-turn sessions at once through one
+// client and one server: every reply is the one the rule makes for that
+// session and turn, and the server ends with nothing in flight.
+func TestConcurrentSessions(t *testing.T) {
+	rule := servertest.Random(9, 50000, 1, 40)
+	eng := servertest.New(servertest.Config{Rule: rule, Latency: servertest.Uniform(0, 2*time.Millisecond), Seed: 3})
+	c, _, _ := setup(t, eng, sglang.Config{})
+	const sessions, turns = 64, 6
+	var wg sync.WaitGroup
+	errs := make(chan error, sessions)
+	for s := range sessions {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rid := fmt.Sprintf("sess-%d", s)
+			prompt := []int32{1, 2, 3}
+			for turn := range turns {
+				req := server.GenerateRequest{RequestID: rid, PromptIDs: prompt, Params: server.SamplingParams{Logprobs: true}}
+				out, err := c.Generate(context.Background(), req)
+				if err != nil {
+					errs <- err
+					return
+				}
+				want := rule(servertest.Call{Req: req, Turn: turn}).Tokens
+				if fmt.Sprint(out.TokenIDs) != fmt.Sprint(want) || len(out.Logprobs) != len(want) {
+					errs <- fmt.Errorf("%s turn %d: got %v, want %v", rid, turn, out.TokenIDs, want)
+					return
+				}
+				if turn > 0 && out.CachedTokens != len(prompt)-1 {
+					errs <- fmt.Errorf("%s turn %d: cached %d of %d", rid, turn, out.CachedTokens, len(prompt))
+					return
+				}
+				prompt = append(append(prompt, out.TokenIDs...), 7)
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	st := eng.Stats()
+	require.Equal(t, int64(sessions*turns), st.Calls)
+	require.Equal(t, int64(sessions*turns), st.Completed)
+	require.Zero(t, st.InFlight)
+	require.Greater(t, st.MaxInFlight, int64(1))
 }

@@ -39,6 +39,8 @@ func BenchmarkRoundTrip(b *testing.B) {
 		require.NoError(b, err)
 		b.Run(name, func(b *testing.B) {
 			b.ReportAllocs()
+			start := cpuTime()
+			defer func() { b.ReportMetric(float64(cpuTime()-start)/float64(b.N), "cpu-ns/op") }()
 			for i := 0; i < b.N; i++ {
 				o, err := c.Generate(ctx, req)
 				if err != nil || len(o.TokenIDs) != 100 || len(o.Logprobs) != 100 {

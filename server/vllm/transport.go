@@ -13,6 +13,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/agentrl/agentrl/server"
 )
@@ -178,12 +179,14 @@ func (c *Client) statusError(op string, res call) error {
 }
 
 // errorMessage extracts the message of an error body: {"error":{"message"}},
-// {"error":"..."}, {"message"}, {"detail"}, or the text itself.
+// {"error":"..."}, {"message"}, {"detail"}, or the text itself; made valid
+// UTF-8 and cut to 500 bytes.
 func errorMessage(body []byte) string {
 	body = bytes.TrimSpace(body)
 	if len(body) == 0 {
 		return ""
 	}
+	msg := string(body)
 	var v struct {
 		Error   json.RawMessage `json:"error"`
 		Message string          `json:"message"`
@@ -196,20 +199,24 @@ func errorMessage(body []byte) string {
 		var s string
 		switch {
 		case json.Unmarshal(v.Error, &nested) == nil && nested.Message != "":
-			return nested.Message
+			msg = nested.Message
 		case json.Unmarshal(v.Error, &s) == nil && s != "":
-			return s
+			msg = s
 		case v.Message != "":
-			return v.Message
+			msg = v.Message
 		case json.Unmarshal(v.Detail, &s) == nil && s != "":
-			return s
+			msg = s
 		case len(v.Detail) > 0:
-			return string(v.Detail)
+			msg = string(v.Detail)
 		}
 	}
-	s := strings.ToValidUTF8(string(body), "?")
-	if len(s) > 500 {
-		s = s[:500] + "…"
+	msg = strings.ToValidUTF8(msg, "?")
+	if len(msg) > 500 {
+		cut := 500
+		for cut > 0 && !utf8.RuneStart(msg[cut]) {
+			cut--
+		}
+		msg = msg[:cut] + "…"
 	}
-	return s
+	return msg
 }

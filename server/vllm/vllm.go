@@ -338,12 +338,6 @@ func parseFinish(f *string) (server.StopReason, error) {
 	return "", badResponse("choices[0].finish_reason: unknown value %q", *f)
 }
 
-type logprobEntry struct {
-	Token   *string  `json:"token"`
-	TokenID *int64   `json:"token_id"`
-	Logprob *float64 `json:"logprob"`
-}
-
 // parseContentLogprobs reads {"content": [entry...]} (or a bare list of
 // entries), one per token, checking the token each entry names.
 func parseContentLogprobs(raw json.RawMessage, ids []int32) ([]float32, error) {
@@ -353,36 +347,28 @@ func parseContentLogprobs(raw json.RawMessage, ids []int32) ([]float32, error) {
 		}
 		return nil, badResponse("logprobs were requested but choices[0].logprobs is null")
 	}
-	var entries []logprobEntry
-	if raw[0] == '[' {
-		if err := json.Unmarshal(raw, &entries); err != nil {
-			return nil, badResponse("choices[0].logprobs: %v", err)
-		}
-	} else {
-		var wrap struct {
-			Content *[]logprobEntry `json:"content"`
-		}
-		if err := json.Unmarshal(raw, &wrap); err != nil || wrap.Content == nil {
-			return nil, badResponse("choices[0].logprobs: expected {\"content\": [...]}, got %.80s", raw)
-		}
-		entries = *wrap.Content
+	entries, err := scanLogprobContent(raw)
+	if err != nil {
+		return nil, badResponse("choices[0].logprobs: %v", err)
 	}
 	if len(entries) != len(ids) {
 		return nil, badResponse("choices[0].logprobs.content has %d entries for %d token_ids", len(entries), len(ids))
 	}
 	lps := make([]float32, len(entries))
 	for i, e := range entries {
-		lp, err := checkLogprob(e.Logprob)
-		if err != nil {
+		var lp *float64
+		if e.hasLogprob {
+			lp = &e.logprob
+		}
+		if lps[i], err = checkLogprob(lp); err != nil {
 			return nil, badResponse("choices[0].logprobs.content[%d].logprob: %v", i, err)
 		}
-		lps[i] = lp
 		id, ok := int64(-1), false
 		switch {
-		case e.TokenID != nil:
-			id, ok = *e.TokenID, true
-		case e.Token != nil && strings.HasPrefix(*e.Token, "token_id:"):
-			n, err := strconv.ParseInt(strings.TrimPrefix(*e.Token, "token_id:"), 10, 32)
+		case e.hasTokenID:
+			id, ok = e.tokenID, true
+		case e.hasToken && strings.HasPrefix(e.token, "token_id:"):
+			n, err := strconv.ParseInt(strings.TrimPrefix(e.token, "token_id:"), 10, 32)
 			id, ok = n, err == nil
 		}
 		if ok && id != int64(ids[i]) {

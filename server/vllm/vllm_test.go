@@ -217,16 +217,21 @@ func TestAbortMidway(t *testing.T) {
 	ctx := context.Background()
 	eng := servertest.New(servertest.Config{Rule: servertest.Constant(1, 2, 3, 4, 5, 6, 7, 8), TokenLatency: servertest.Fixed(20 * time.Millisecond)})
 	c, _ := setup(t, eng, vllm.Config{})
-	done := make(chan server.TokenOutput, 1)
+	type result struct {
+		out server.TokenOutput
+		err error
+	}
+	done := make(chan result, 1)
 	go func() {
 		out, err := c.Generate(ctx, server.GenerateRequest{RequestID: "a", PromptIDs: []int32{1}, Params: server.SamplingParams{Logprobs: true}})
-		require.NoError(t, err)
-		done <- out
+		done <- result{out, err}
 	}()
 	require.Eventually(t, func() bool { return eng.Stats().InFlight == 1 }, 2*time.Second, time.Millisecond)
 	time.Sleep(50 * time.Millisecond)
 	require.NoError(t, c.Abort(ctx, "a"))
-	out := <-done
+	res := <-done
+	require.NoError(t, res.err)
+	out := res.out
 	require.Equal(t, server.StopAbort, out.StopReason)
 	require.NotEmpty(t, out.TokenIDs)
 	require.Less(t, len(out.TokenIDs), 8)

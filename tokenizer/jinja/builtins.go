@@ -40,7 +40,7 @@ func init() {
 		"lower": fLower, "map": fMap, "max": fMax, "min": fMin, "reject": fReject,
 		"rejectattr": fRejectattr, "replace": fReplace, "reverse": fReverse, "round": fRound,
 		"safe": fSafe, "select": fSelect, "selectattr": fSelectattr, "sort": fSort,
-		"string": fString, "sum": fSum, "title": fTitle, "tojson": fToJSON, "trim": fTrim,
+		"string": fString, "groupby": fGroupby, "slice": fSlice, "sum": fSum, "title": fTitle, "tojson": fToJSON, "trim": fTrim,
 		"truncate": fTruncate, "unique": fUnique, "upper": fUpper, "wordcount": fWordcount,
 		"striptags": fStriptags,
 	}
@@ -465,6 +465,9 @@ func fCenter(_ *renderer, v any, args []any, kw *kwArgs) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	if w > maxOutput {
+		return nil, limitErr("center width %d too large", w)
+	}
 	return pad(toStr(v), int(w), " ", "center"), nil
 }
 
@@ -640,6 +643,9 @@ func fIndent(_ *renderer, v any, args []any, kw *kwArgs) (any, error) {
 		if ws, isStr := w.(string); isStr {
 			indent = ws
 		} else if n, isInt := toInt(w); isInt {
+			if n > maxOutput {
+				return nil, limitErr("indent width %d too large", n)
+			}
 			indent = strings.Repeat(" ", int(max(n, 0)))
 		} else {
 			return nil, errorf("indent width must be an int or a string")
@@ -1108,6 +1114,102 @@ func fSort(_ *renderer, v any, args []any, kw *kwArgs) (any, error) {
 	return out, err
 }
 
+func fGroupby(_ *renderer, v any, args []any, kw *kwArgs) (any, error) {
+	attr, ok := arg(args, kw, 0, "attribute")
+	if !ok {
+		return nil, errorf("groupby needs an attribute")
+	}
+	def, hasDef := arg(args, kw, 1, "default")
+	caseSensitive := false
+	if b, ok := arg(args, kw, 2, "case_sensitive"); ok {
+		caseSensitive = truthy(b)
+	}
+	items, err := iterate(v)
+	if err != nil {
+		return nil, err
+	}
+	key := func(x any) (any, error) {
+		k, err := attrPath(x, attr)
+		if err != nil {
+			return nil, err
+		}
+		if _, u := k.(*undefined); u && hasDef && def != nil {
+			k = def
+		}
+		return k, nil
+	}
+	keys := make([]any, len(items))
+	for i, it := range items {
+		if keys[i], err = key(it); err != nil {
+			return nil, err
+		}
+	}
+	idx := make([]int, len(items))
+	for i := range idx {
+		idx[i] = i
+	}
+	var cmpErr error
+	sortKeyOf := func(i int) any { return sortKey(keys[i], caseSensitive) }
+	sort.SliceStable(idx, func(a, b int) bool {
+		c, err := compare(sortKeyOf(idx[a]), sortKeyOf(idx[b]))
+		if err != nil && cmpErr == nil {
+			cmpErr = errorf("%v", err)
+		}
+		return c < 0
+	})
+	if cmpErr != nil {
+		return nil, cmpErr
+	}
+	var out []any
+	var cur *groupTuple
+	var curKey any
+	for _, i := range idx {
+		k := sortKeyOf(i)
+		if cur == nil || !equal(curKey, k) {
+			// The grouper is the first item's real value (not lowercased).
+			cur = &groupTuple{grouper: keys[i]}
+			curKey = k
+			out = append(out, cur)
+		}
+		cur.list = append(cur.list, items[i])
+	}
+	if out == nil {
+		out = []any{}
+	}
+	return out, nil
+}
+
+func fSlice(_ *renderer, v any, args []any, kw *kwArgs) (any, error) {
+	n, err := intArg(args, kw, 0, "slices", 0)
+	if err != nil {
+		return nil, err
+	}
+	if n <= 0 || n > maxRange {
+		return nil, errorf("slice count must be between 1 and %d", maxRange)
+	}
+	fill, _ := arg(args, kw, 1, "fill_with")
+	seq, err := iterate(v)
+	if err != nil {
+		return nil, err
+	}
+	per, extra := int64(len(seq))/n, int64(len(seq))%n
+	offset := int64(0)
+	out := make([]any, 0, n)
+	for i := int64(0); i < n; i++ {
+		start := offset + i*per
+		if i < extra {
+			offset++
+		}
+		end := offset + (i+1)*per
+		part := append([]any{}, seq[start:end]...)
+		if fill != nil && i >= extra {
+			part = append(part, fill)
+		}
+		out = append(out, part)
+	}
+	return out, nil
+}
+
 func fString(_ *renderer, v any, _ []any, _ *kwArgs) (any, error) { return toStr(v), nil }
 
 func fSum(_ *renderer, v any, args []any, kw *kwArgs) (any, error) {
@@ -1150,6 +1252,9 @@ func appendToJSON(b []byte, v any, args []any, kw *kwArgs) ([]byte, error) {
 		if s, isStr := x.(string); isStr {
 			o.indent = s
 		} else if n, isInt := toInt(x); isInt {
+			if n > 1<<10 {
+				return b, limitErr("tojson indent %d too large", n)
+			}
 			o.indent = strings.Repeat(" ", int(max(n, 0)))
 		} else {
 			return b, errorf("tojson indent must be an int or a string")

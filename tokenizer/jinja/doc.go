@@ -23,5 +23,5 @@
 // bounded (ErrLimit), so untrusted templates cannot hang or exhaust memory.
 //
 // Not supported (errors at Parse): template inheritance and inclusion
-// (extends, include, import, block), recursive for loops, autoescape.
+// (extends, include, import, block) and autoescape.
 package jinja

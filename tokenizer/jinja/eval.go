@@ -15,8 +15,11 @@ const (
 
 // Per-render budgets; variables only so that tests can exercise them cheaply.
 var (
-	maxSteps = 1_000_000 // loop iterations + macro calls
-	maxWork  = 1 << 30   // bytes of strings and list slots built
+	// Loop iterations + macro calls. Quadratic templates (GPT-OSS scans
+	// the rest of the conversation for every message) need a few million
+	// for conversations of a few thousand messages.
+	maxSteps = 10_000_000
+	maxWork  = 1 << 30 // bytes of strings and list slots built
 )
 
 // ErrLimit is wrapped by the error Render returns when a template exceeds a
@@ -88,7 +91,8 @@ var rendererPool = sync.Pool{New: func() any { return &renderer{} }}
 // Go integer types → int; float32/64 → float; string → str; []any,
 // []string, []map[string]any, []*Dict → list; Tuple → tuple; *Dict → dict
 // in insertion order; map[string]any → dict iterated in sorted key order;
-// Func → callable. A raise_exception(msg) call returns *Exception.
+// Func → callable. Other Go types print with fmt's %v and are neither
+// iterable nor mappings. A raise_exception(msg) call returns *Exception.
 func (t *Template) Render(vars map[string]any) (string, error) {
 	r := rendererPool.Get().(*renderer)
 	r.reset(t, vars)
@@ -281,6 +285,15 @@ type outputNode struct {
 
 func (n *outputNode) exec(r *renderer, f *frame) error {
 	switch e := n.e.(type) {
+	case *concatExpr:
+		for _, p := range e.parts {
+			v, err := p.eval(r, f)
+			if err != nil {
+				return r.withLine(err, n.pos)
+			}
+			r.out = appendStr(r.out, v)
+		}
+		return r.checkOut()
 	case *plusChain:
 		if err := e.appendTo(r, f); err != nil {
 			return r.withLine(err, n.pos)
@@ -517,15 +530,18 @@ type loopState struct {
 	depth   int
 	changed any
 	hasLast bool
+	node    *forNode // set for recursive loops, which loop(...) re-enters
+	frame   *frame
 }
 
 type forNode struct {
-	target *target
-	iter   expr
-	filter expr
-	body   []stmt
-	els    []stmt
-	pos    int
+	target    *target
+	iter      expr
+	filter    expr
+	body      []stmt
+	els       []stmt
+	recursive bool
+	pos       int
 }
 
 func (n *forNode) exec(r *renderer, f *frame) error {
@@ -537,13 +553,39 @@ func (n *forNode) exec(r *renderer, f *frame) error {
 	if err != nil {
 		return r.withLine(err, n.pos)
 	}
+	return n.loop(r, f, items, 1)
+}
+
+func (n *forNode) loop(r *renderer, f *frame, items []any, depth int) error {
 	inner := r.getFrame(f)
-	err = n.run(r, f, inner, items)
+	err := n.run(r, f, inner, items, depth)
 	r.putFrame(inner)
 	return err
 }
 
-func (n *forNode) run(r *renderer, f, inner *frame, items []any) error {
+// recurse is loop(items) inside a recursive for loop: the body rendered
+// over items one level deeper, returned as a string.
+func (n *forNode) recurse(r *renderer, f *frame, depth int, args []any) (any, error) {
+	if len(args) != 1 {
+		return nil, errorf("loop() takes exactly one argument (%d given)", len(args))
+	}
+	items, err := iterate(args[0])
+	if err != nil {
+		return nil, err
+	}
+	r.depth++
+	defer func() { r.depth-- }()
+	if r.depth > maxDepth {
+		return nil, limitErr("recursive loop nested more than %d deep", maxDepth)
+	}
+	start := len(r.out)
+	err = n.loop(r, f, items, depth+1)
+	s := string(r.out[start:])
+	r.out = r.out[:start]
+	return s, err
+}
+
+func (n *forNode) run(r *renderer, f, inner *frame, items []any, depth int) error {
 	if n.filter != nil {
 		kept := make([]any, 0, len(items))
 		for _, x := range items {
@@ -564,9 +606,13 @@ func (n *forNode) run(r *renderer, f, inner *frame, items []any) error {
 	if len(items) == 0 {
 		return r.execBody(n.els, f)
 	}
-	// depth counts recursion of recursive loops only (not supported), so
-	// it is 1 for every loop, nested or not.
-	ls := &loopState{items: items, depth: 1}
+	// depth counts recursion of a recursive loop: nested loops each start
+	// at 1, as in jinja2.
+	ls := &loopState{items: items, depth: depth}
+	if n.recursive {
+		f.capture() // loop(...) may run the body again in this scope
+		ls.node, ls.frame = n, f
+	}
 	for i, x := range items {
 		if err := r.step(); err != nil {
 			return err

@@ -655,6 +655,13 @@ func getAttr(obj any, name string) (any, error) {
 		}
 	case *undefined:
 		return nil, errorf("%s", o.message())
+	case *groupTuple:
+		switch name {
+		case "grouper":
+			return o.grouper, nil
+		case "list":
+			return o.list, nil
+		}
 	case *cycler:
 		switch name {
 		case "current":
@@ -1047,6 +1054,11 @@ func (r *renderer) call(fn any, args []any, kw *kwArgs) (any, error) {
 		return callMethod(r, c.recv, c.name, args, kw)
 	case builtinFunc:
 		return c(r, args, kw)
+	case *loopState:
+		if c.node == nil {
+			return nil, errorf("Tried to call non recursive loop. Maybe you forgot the 'recursive' modifier.")
+		}
+		return c.node.recurse(r, c.frame, c.depth, args)
 	case Func:
 		var d *Dict
 		if kw != nil {

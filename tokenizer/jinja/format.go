@@ -64,6 +64,9 @@ func pyFormat(format string, values any) (any, error) {
 				if !ok {
 					return 0, errorf("* wants int")
 				}
+				if n > 1<<20 || n < -(1<<20) {
+					return 0, limitErr("format width %d too large", n)
+				}
 				return int(n), nil
 			}
 			j := i
@@ -75,13 +78,17 @@ func pyFormat(format string, values any) (any, error) {
 			}
 			n, err := strconv.Atoi(format[j:i])
 			if err != nil || n > 1<<20 {
-				return 0, errorf("width too big")
+				return 0, limitErr("format width %s too large", format[j:i])
 			}
 			return n, nil
 		}
 		var err error
 		if width, err = readNum(); err != nil {
 			return nil, err
+		}
+		if width < -1 {
+			// A negative * width means left-justify, as in C.
+			width, flags = -width, flags+"-"
 		}
 		if i < len(format) && format[i] == '.' {
 			i++
@@ -422,7 +429,7 @@ func formatSpec(v any, spec string) (string, error) {
 	if j > 0 {
 		width, _ = strconv.Atoi(spec[:j])
 		if width > 1<<20 {
-			return "", errorf("width too big")
+			return "", limitErr("format width %d too large", width)
 		}
 	}
 	spec = spec[j:]

@@ -1,9 +1,13 @@
 package jinja
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
+	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -60,6 +64,15 @@ func FuzzFromJSON(f *testing.F) {
 		if err != nil {
 			return
 		}
+		dec := json.NewDecoder(bytes.NewReader(data))
+		dec.UseNumber()
+		var ref any
+		if err := dec.Decode(&ref); err != nil {
+			t.Fatalf("encoding/json rejects %q: %v", data, err)
+		}
+		if err := sameJSON(v, ref); err != nil {
+			t.Fatalf("FromJSON(%q) differs from encoding/json: %v", data, err)
+		}
 		out, err := tmpl.Render(map[string]any{"v": v})
 		if err != nil {
 			t.Fatalf("tojson of %q: %v", data, err)
@@ -68,4 +81,65 @@ func FuzzFromJSON(f *testing.F) {
 			t.Fatalf("tojson of %q gave invalid JSON %q", data, out)
 		}
 	})
+}
+
+// sameJSON compares a FromJSON value with encoding/json's decoding of the
+// same text (UseNumber): same structure, strings and numbers.
+func sameJSON(v, ref any) error {
+	switch r := ref.(type) {
+	case map[string]any:
+		d, ok := v.(*Dict)
+		if !ok || d.Len() != len(r) {
+			return fmt.Errorf("object %v vs %v", v, ref)
+		}
+		for k, rv := range r {
+			dv, ok := d.Get(k)
+			if !ok {
+				return fmt.Errorf("missing key %q", k)
+			}
+			if err := sameJSON(dv, rv); err != nil {
+				return err
+			}
+		}
+		return nil
+	case []any:
+		l, ok := v.([]any)
+		if !ok || len(l) != len(r) {
+			return fmt.Errorf("array %v vs %v", v, ref)
+		}
+		for i := range r {
+			if err := sameJSON(l[i], r[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	case json.Number:
+		switch x := v.(type) {
+		case int64:
+			if strconv.FormatInt(x, 10) != strings.TrimPrefix(string(r), "-0") && !(x == 0 && string(r) == "-0") {
+				if n, err := strconv.ParseInt(string(r), 10, 64); err != nil || n != x {
+					return fmt.Errorf("int %d vs %s", x, r)
+				}
+			}
+		case float64:
+			f, err := strconv.ParseFloat(string(r), 64)
+			if err != nil && !math.IsInf(f, 0) {
+				return fmt.Errorf("float %v vs %s", x, r)
+			}
+			if f != x && !(math.IsNaN(f) && math.IsNaN(x)) {
+				return fmt.Errorf("float %v vs %s", x, r)
+			}
+		case bigInt:
+			if string(x) != string(r) {
+				return fmt.Errorf("big int %s vs %s", x, r)
+			}
+		default:
+			return fmt.Errorf("number %v (%T) vs %s", v, v, r)
+		}
+		return nil
+	}
+	if v != ref {
+		return fmt.Errorf("%#v vs %#v", v, ref)
+	}
+	return nil
 }

@@ -158,6 +158,12 @@ func TestLimits(t *testing.T) {
 		{"string work", "{% set s = 'x' * 1000000 %}{% for i in range(1000) %}{% set t = s ~ s %}{% endfor %}"},
 		{"recursion", "{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}"},
 		{"range", "{{ range(1000000) }}"},
+		{"indent width", "{{ 'a\nb'|indent(10000000000000) }}"},
+		{"tojson indent", "{{ [1]|tojson(indent=100000000000) }}"},
+		{"center width", "{{ 'a'|center(10000000000000) }}"},
+		{"ljust width", "{{ 'a'.ljust(10000000000000) }}"},
+		{"zfill width", "{{ 'a'.zfill(10000000000000) }}"},
+		{"format width", "{{ '%99999999999d' % 1 }}"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -391,6 +391,9 @@ func strMethod(s, name string, args []any, kw *kwArgs) (any, error) {
 		if err != nil {
 			return nil, err
 		}
+		if w > maxOutput {
+			return nil, limitErr("zfill width %d too large", w)
+		}
 		n := int64(utf8.RuneCountInString(s))
 		if w <= n {
 			return s, nil
@@ -404,6 +407,9 @@ func strMethod(s, name string, args []any, kw *kwArgs) (any, error) {
 		w, err := intArg(args, kw, 0, "width", 0)
 		if err != nil {
 			return nil, err
+		}
+		if w > maxOutput {
+			return nil, limitErr("%s width %d too large", name, w)
 		}
 		fill := " "
 		if fs, has, err := strArg(args, kw, 1, "fillchar"); err != nil {

@@ -328,9 +328,7 @@ func (p *parser) parseFor() (stmt, error) {
 			return nil, err
 		}
 	}
-	if p.isName("recursive") {
-		return nil, p.errAt(p.cur(), "recursive for loops are not supported")
-	}
+	n.recursive = p.skipName("recursive")
 	if err := p.blockEnd(); err != nil {
 		return nil, err
 	}

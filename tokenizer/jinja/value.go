@@ -75,6 +75,15 @@ func (d *Dict) find(key string) (int, bool) {
 // Templates get tuples from dict.items(), |items, |batch and tuple literals.
 type Tuple []any
 
+// groupTuple is the (grouper, list) pair |groupby yields: a tuple that
+// also has .grouper and .list attributes.
+type groupTuple struct {
+	grouper any
+	list    []any
+}
+
+func (g *groupTuple) tuple() Tuple { return Tuple{g.grouper, g.list} }
+
 // Func is a Go function callable from a template, registered as a global
 // variable. Positional arguments come first; keyword arguments (name=value)
 // are passed in kwargs, which is nil when there are none.
@@ -198,6 +207,8 @@ func toList(v any) ([]any, bool) {
 		return x, true
 	case Tuple:
 		return x, true
+	case *groupTuple:
+		return x.tuple(), true
 	case []string:
 		out := make([]any, len(x))
 		for i, s := range x {
@@ -319,7 +330,7 @@ func typeName(v any) string {
 		return "Undefined"
 	case bigInt:
 		return "int"
-	case Tuple:
+	case Tuple, *groupTuple:
 		return "tuple"
 	case *Dict, map[string]any:
 		return "dict"
@@ -391,6 +402,8 @@ func appendRepr(b []byte, v any) []byte {
 		return appendStrRepr(b, x)
 	case bigInt:
 		return append(b, x...)
+	case *groupTuple:
+		return appendRepr(b, x.tuple())
 	case *undefined:
 		return append(b, "Undefined"...)
 	case Tuple:
@@ -601,6 +614,12 @@ func equal(a, b any) bool {
 		af, _ := toFloat(a)
 		bf, _ := toFloat(b)
 		return af == bf
+	}
+	if g, ok := a.(*groupTuple); ok {
+		a = g.tuple()
+	}
+	if g, ok := b.(*groupTuple); ok {
+		b = g.tuple()
 	}
 	if ta, ok := a.(Tuple); ok {
 		tb, ok := b.(Tuple)

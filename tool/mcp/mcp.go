@@ -167,6 +167,9 @@ func (t *Tool) Execute(ctx context.Context, _ string, args json.RawMessage) (too
 	}
 	text := contentText(res)
 	if res.IsError {
+		if text == "" {
+			text = "the tool reported an error without a message"
+		}
 		return tool.Result{}, errors.New(text)
 	}
 	return tool.Result{Text: text}, nil

@@ -11,6 +11,13 @@
 // (network_isolated, pid_namespace, dedicated_uid), so a run on a machine
 // that cannot isolate is visible rather than silently weaker.
 //
+// What it does not do: there is no mount namespace, so the code sees the
+// host's files with the permissions of its uid (a dedicated unprivileged
+// uid under root: it can read world-readable files and write only
+// world-writable places such as /tmp, which RLIMIT_FSIZE bounds per file but
+// not in total). Without root, the process limit is not applied (RLIMIT_NPROC
+// counts every process of the user) and the code runs as the calling user.
+//
 // Importing the package registers the "python" tool class for tool
 // config files:
 //

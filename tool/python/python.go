@@ -453,9 +453,15 @@ func (t *Tool) runAt(ctx context.Context, iso isolation, dir string, uid *uidLea
 		_ = syscall.Kill(-pgid, syscall.SIGKILL)
 		werr = <-waitErr
 	}
-	// Kill what the code left running in its group (without a PID
-	// namespace nothing else would).
-	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	// Without a PID namespace, kill what the code left running in its
+	// group and, with a uid of its own, whatever left the group too. (With
+	// one, the kernel killed everything when the init process exited.)
+	if !iso.pidns {
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		if dedicated {
+			killUID(uid.host)
+		}
+	}
 	elapsed := time.Since(start)
 
 	out := Outcome{
@@ -499,6 +505,29 @@ func (t *Tool) runAt(ctx context.Context, iso isolation, dir string, uid *uidLea
 		out.ExitCode = ws.ExitStatus()
 	}
 	return out, nil
+}
+
+// killUID kills every process whose real uid is uid. Only used for a
+// dedicated sandbox uid, where that means exactly the sandbox's processes.
+func killUID(uid int) {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return
+	}
+	want := "Uid:\t" + strconv.Itoa(uid) + "\t"
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/status")
+		if err != nil {
+			continue
+		}
+		if strings.Contains(string(b), "\n"+want) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
 }
 
 func readAll(f *os.File) (string, error) {

@@ -86,7 +86,7 @@ func TestLimits(t *testing.T) {
 				require.Contains(t, o.Text(), "[killed: wall time limit of")
 				require.Less(t, o.Wall, 10*time.Second)
 			}},
-		{"busy loop hits the CPU limit", Config{WallTimeout: 20, CPUTime: 1},
+		{"busy loop hits the CPU limit", Config{WallTimeout: 120, CPUTime: 1}, // generous wall time: the box may be loaded
 			"x = 0\nwhile True:\n    x += 1\n",
 			func(t *testing.T, o Outcome) {
 				require.True(t, o.CPULimit, "%+v", o)
@@ -278,4 +278,65 @@ func TestNumpyWorksUnderLimits(t *testing.T) {
 	out, err := tl.Run(context.Background(), "import numpy as np\nprint(int(np.arange(10).sum()))\n")
 	require.NoError(t, err)
 	require.Equal(t, "45\n", out.Stdout, out.Text())
+}
+
+// sandboxProcesses lists live processes owned by sandbox uids.
+func sandboxProcesses(t *testing.T) []string {
+	entries, err := os.ReadDir("/proc")
+	require.NoError(t, err)
+	var out []string
+	for _, e := range entries {
+		b, err := os.ReadFile("/proc/" + e.Name() + "/status")
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			var real, eff int
+			if n, _ := fmt.Sscanf(line, "Uid:\t%d\t%d", &real, &eff); n == 2 && real >= uidBase && real < uidBase+uidSlots {
+				out = append(out, e.Name())
+			}
+		}
+	}
+	return out
+}
+
+// TestEscapedProcessesDie: a daemon that leaves the process group and
+// outlives the code is killed with the sandbox.
+func TestEscapedProcessesDie(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("identifying sandbox processes by uid needs root")
+	}
+	for _, lv := range []int{0, len(levels) - 1} { // with and without a PID namespace
+		tl := newTool(t, Config{})
+		tl.level.Store(int32(lv))
+		out, err := tl.Run(context.Background(), "import subprocess\np = subprocess.Popen(['sleep', '30'], start_new_session=True)\nprint('spawned', p.pid > 0)\n")
+		require.NoError(t, err)
+		require.Equal(t, "spawned True\n", out.Stdout, out.Text())
+		require.Equal(t, lv == 0, out.PIDNamespace)
+		require.Eventually(t, func() bool { return len(sandboxProcesses(t)) == 0 }, 5*time.Second, 20*time.Millisecond, "level %d", lv)
+	}
+}
+
+// TestCPULimitWhenSIGXCPUIsIgnored: code that ignores the soft-limit signal
+// is killed at the hard limit and still reported as a CPU-limit kill.
+func TestCPULimitWhenSIGXCPUIsIgnored(t *testing.T) {
+	tl := newTool(t, Config{CPUTime: 1, WallTimeout: 120})
+	out, err := tl.Run(context.Background(), "import signal\nsignal.signal(signal.SIGXCPU, signal.SIG_IGN)\nwhile True:\n    pass\n")
+	require.NoError(t, err)
+	require.True(t, out.CPULimit, "%+v", out)
+	require.GreaterOrEqual(t, out.CPU, 1500*time.Millisecond, "killed at the hard limit, after the soft one")
+}
+
+// TestWithoutNamespacesIsReported: where namespaces are unavailable the run
+// still works and the metrics say what isolation was missing.
+func TestWithoutNamespacesIsReported(t *testing.T) {
+	tl := newTool(t, Config{})
+	tl.level.Store(int32(len(levels) - 1)) // as if the kernel refused the others
+	out, err := tl.Run(context.Background(), "print('hi')")
+	require.NoError(t, err)
+	require.Equal(t, "hi\n", out.Stdout)
+	m := out.Metrics()
+	require.Equal(t, 0.0, m["network_isolated"])
+	require.Equal(t, 0.0, m["pid_namespace"])
+	require.Equal(t, map[bool]float64{true: 1, false: 0}[os.Geteuid() == 0], m["dedicated_uid"])
 }

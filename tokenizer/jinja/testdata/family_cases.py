@@ -12,6 +12,7 @@ FAMILY_TEMPLATES = {
     "mistral_nemo": {"file": "mistral_nemo.jinja", "special": {"bos_token": "<s>", "eos_token": "</s>"}},
     "mistral_small_3_2": {"file": "mistral_small_3_2.jinja", "special": {"bos_token": "<s>", "eos_token": "</s>"}},
     "glm_4_6": {"file": "glm_4_6.jinja", "special": {"bos_token": None, "eos_token": "<|endoftext|>"}},
+    "granite_3_3": {"file": "granite_3_3.jinja", "special": {"bos_token": "<|end_of_text|>", "eos_token": "<|end_of_text|>"}},
     "gpt_oss": {"file": "gpt_oss.jinja", "special": {"bos_token": "<|startoftext|>", "eos_token": "<|return|>"}},
     "llama3_1": {"shared": "testdata/tokenizers/llama3_1/tokenizer_config.json", "special": {"bos_token": "<|begin_of_text|>", "eos_token": "<|eot_id|>"}},
 }
@@ -69,6 +70,8 @@ FAMILY_CONTEXTS = {
     "thinking_off": {"messages": [U1], "add_generation_prompt": True, "enable_thinking": False, "thinking": False},
     "thinking_on": {"messages": [U1], "add_generation_prompt": True, "enable_thinking": True, "thinking": True, "reasoning_effort": "high"},
     "bad_roles": {"messages": [U1, U2], "add_generation_prompt": True},
+    "documents_controls": {"messages": [U1], "documents": [{"doc_id": 1, "text": "Paris is sunny."}, {"doc_id": "b", "text": "Lyon: rain."}],
+                           "controls": {"citations": True, "hallucinations": True}, "add_generation_prompt": True},
     "content_parts": {"messages": [
         {"role": "system", "content": [{"type": "text", "text": "Parts system."}]},
         {"role": "user", "content": [{"type": "text", "text": "Look: "}, {"type": "image"}, {"type": "text", "text": " what is it?"}]},

@@ -392,4 +392,14 @@ case("pct_g_edge", "{{ '%g %g %g %.3g %G' % (0.0001, 123456789.0, 1.0, 2.0/3, 1e
 case("int_filter_edge", "{{ '  -12 '|int }} {{ '1_000'|int }} {{ '+5'|int }} {{ '-0x10'|int(0, 16) }} {{ true|int }} {{ '12abc'|int }}")
 case("float_filter_edge", "{{ 'inf'|float }} {{ '-1.5e3'|float }} {{ ' 2 '|float }} {{ '1_0.5'|float }}")
 
+case("loop_recursive", "{% for n in tree recursive %}<{{ n.name }}:{{ loop.depth }}{% if n.kids %}[{{ loop(n.kids) }}]{% endif %}>{% endfor %}", {"tree": [{"name": "a", "kids": [{"name": "b", "kids": [{"name": "c"}]}, {"name": "d"}]}, {"name": "e"}]})
+case("loop_recursive_filter", "{% for n in tree if n.name != 'x' recursive %}{{ n.name }}{{ loop.depth0 }}{{ loop(n.kids or []) }}{% endfor %}", {"tree": [{"name": "a", "kids": [{"name": "x"}, {"name": "b"}]}]})
+case("loop_call_non_recursive", "{% for i in [1] %}{{ loop([2]) }}{% endfor %}")
+
+case("pct_star_width", "[{{ '%*d' % (5, 42) }}][{{ '%*d' % (-5, 42) }}][{{ '%.*f' % (2, 3.14159) }}][{{ '%-*s|' % (4, 'a') }}]")
+
+case("f_groupby", "{% for g in people|groupby('age') %}{{ g.grouper }}:{{ g.list|map(attribute='name')|join(',') }};{% endfor %} {% for k, l in words|map('lower')|groupby(0) %}{{ k }}{{ l|length }}{% endfor %} {{ people|groupby('age') }}")
+case("f_groupby_case", "{% for g in [{'n': 'a'}, {'n': 'B'}, {'n': 'A'}, {'n': 'b'}]|groupby('n') %}{{ g.grouper }}{{ g.list|length }} {% endfor %}|{% for g in [{'n': 'a'}, {'n': 'A'}]|groupby('n', case_sensitive=true) %}{{ g.grouper }}{% endfor %}|{% for g in [{'n': 1}, {}]|groupby('n', default=1) %}{{ g.grouper }}{{ g.list|length }}{% endfor %}")
+case("f_slice", "{{ [1, 2, 3, 4, 5]|slice(2)|list }} {{ [1, 2, 3, 4, 5]|slice(3, 'x')|list }} {{ []|slice(2)|list }}")
+
 FEATURE_CASES = C

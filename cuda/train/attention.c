@@ -1,0 +1,75 @@
+// Causal multi-head attention with grouped KV heads (GQA), within one
+// sequence. Forward for query i of head h (kv head h / (nh/nkv)):
+//   s_j = scale * q_i.k_j (j <= i), p = softmax(s), out_i = sum_j p_j v_j,
+// saving p. Backward, with dp_j = dout_i.v_j:
+//   dv_j += p_j dout_i,  ds_j = p_j (dp_j - sum_l p_l dp_l),
+//   dq_i = scale sum_j ds_j k_j,  dk_j += scale ds_j q_i.
+#include "train.h"
+#include "vec.h"
+
+void agt_attention_forward(int level, float* out, float* att, const float* q, const float* k,
+                           const float* v, int64_t t, int64_t nh, int64_t nkv, int64_t hd,
+                           float scale, int64_t h_lo, int64_t h_hi) {
+	int64_t group = nh / nkv, qs = nh * hd, ks = nkv * hd;
+	for (int64_t h = h_lo; h < h_hi; h++) {
+		int64_t kvh = h / group;
+		for (int64_t i = 0; i < t; i++) {
+			const float* qi = q + i * qs + h * hd;
+			float* p = att + (h * t + i) * t;
+			float mx = -INFINITY;
+			for (int64_t j = 0; j <= i; j++) {
+				float s = agt_dot(level, qi, k + j * ks + kvh * hd, hd) * scale;
+				p[j] = s;
+				if (s > mx) mx = s;
+			}
+			float sum = 0;
+			for (int64_t j = 0; j <= i; j++) {
+				float e = expf(p[j] - mx);
+				p[j] = e;
+				sum += e;
+			}
+			float inv = 1.0f / sum;
+			float* oi = out + i * qs + h * hd;
+			memset(oi, 0, sizeof(float) * hd);
+			for (int64_t j = 0; j <= i; j++) {
+				p[j] *= inv;
+				agt_axpy(level, oi, p[j], v + j * ks + kvh * hd, hd);
+			}
+		}
+	}
+}
+
+void agt_attention_backward(int level, float* dq, float* dk, float* dv, const float* dout,
+                            const float* att, const float* q, const float* k, const float* v,
+                            int64_t t, int64_t nh, int64_t nkv, int64_t hd, float scale,
+                            int64_t g_lo, int64_t g_hi, float* scratch) {
+	int64_t group = nh / nkv, qs = nh * hd, ks = nkv * hd;
+	for (int64_t g = g_lo; g < g_hi; g++) {
+		for (int64_t j = 0; j < t; j++) {
+			memset(dk + j * ks + g * hd, 0, sizeof(float) * hd);
+			memset(dv + j * ks + g * hd, 0, sizeof(float) * hd);
+		}
+		for (int64_t h = g * group; h < (g + 1) * group; h++) {
+			for (int64_t i = 0; i < t; i++) {
+				const float* p = att + (h * t + i) * t;
+				const float* doi = dout + i * qs + h * hd;
+				const float* qi = q + i * qs + h * hd;
+				float* dqi = dq + i * qs + h * hd;
+				memset(dqi, 0, sizeof(float) * hd);
+				float* dp = scratch;
+				double dot = 0;
+				for (int64_t j = 0; j <= i; j++) {
+					dp[j] = agt_dot(level, doi, v + j * ks + g * hd, hd);
+					dot += (double)p[j] * dp[j];
+					agt_axpy(level, dv + j * ks + g * hd, p[j], doi, hd);
+				}
+				float d = (float)dot;
+				for (int64_t j = 0; j <= i; j++) {
+					float ds = p[j] * (dp[j] - d) * scale;
+					agt_axpy(level, dqi, ds, k + j * ks + g * hd, hd);
+					agt_axpy(level, dk + j * ks + g * hd, ds, qi, hd);
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,102 @@
+package train
+
+/*
+#cgo CFLAGS: -O3 -std=c11 -Wall
+#cgo LDFLAGS: -lm
+#include "train.h"
+*/
+import "C"
+
+import (
+	"sync"
+	"unsafe"
+)
+
+// Level is an instruction-set level of the training kernels.
+type Level int
+
+// Instruction-set levels, in increasing order.
+const (
+	Generic Level = 0
+	AVX2    Level = 1 // AVX2 + FMA
+	AVX512  Level = 2 // AVX-512F
+)
+
+func (l Level) String() string {
+	switch l {
+	case Generic:
+		return "generic"
+	case AVX2:
+		return "avx2"
+	case AVX512:
+		return "avx512"
+	}
+	return "unknown"
+}
+
+// Detect returns the best level this CPU supports.
+func Detect() Level { return Level(C.agt_cpu_level()) }
+
+func fptr(s []float32) *C.float {
+	if len(s) == 0 {
+		return nil
+	}
+	return (*C.float)(unsafe.Pointer(&s[0]))
+}
+
+func iptr(s []int32) *C.int32_t {
+	if len(s) == 0 {
+		return nil
+	}
+	return (*C.int32_t)(unsafe.Pointer(&s[0]))
+}
+
+// cpu runs the kernels at one level over a fixed number of goroutines.
+type cpu struct {
+	level   Level
+	threads int
+}
+
+// parallel runs f over [0,n) split into at most c.threads contiguous
+// ranges, one goroutine each (the caller runs the first), and waits.
+func (c cpu) parallel(n int, f func(lo, hi int)) {
+	parts := min(c.threads, n)
+	if parts <= 1 {
+		if n > 0 {
+			f(0, n)
+		}
+		return
+	}
+	var wg sync.WaitGroup
+	for i := 1; i < parts; i++ {
+		lo, hi := n*i/parts, n*(i+1)/parts
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			f(lo, hi)
+		}()
+	}
+	f(0, n/parts)
+	wg.Wait()
+}
+
+// gemmNT computes c[m][n] (+)= Σ_k a[m][k]·b[n][k], split over rows of a.
+func (c cpu) gemmNT(dst, a, b []float32, m, n, k int, accumulate bool) {
+	acc := C.int(0)
+	if accumulate {
+		acc = 1
+	}
+	c.parallel(m, func(lo, hi int) {
+		C.agt_gemm_nt(C.int(c.level), fptr(a), fptr(b), fptr(dst), C.int64_t(m), C.int64_t(n), C.int64_t(k),
+			acc, C.int64_t(lo), C.int64_t(hi))
+	})
+}
+
+// gemmNNAcc computes c[m][j] += Σ_p a[m·sam + p·sap]·b[p][j] for m < rows,
+// split over rows.
+func (c cpu) gemmNNAcc(dst, a []float32, sam, sap int, b []float32, rows, jn, pn int) {
+	c.parallel(rows, func(lo, hi int) {
+		C.agt_gemm_nn_acc(C.int(c.level), fptr(a), C.int64_t(sam), C.int64_t(sap), fptr(b), fptr(dst),
+			C.int64_t(jn), C.int64_t(pn), C.int64_t(lo), C.int64_t(hi))
+	})
+}
