@@ -58,12 +58,6 @@ func (f *fake) setErr(err error) {
 	f.mu.Unlock()
 }
 
-func (f *fake) setHold(ch chan struct{}) {
-	f.mu.Lock()
-	f.hold = ch
-	f.mu.Unlock()
-}
-
 func (f *fake) callList() []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -20,7 +20,11 @@ func TestMergeHeapEqualsScan(t *testing.T) {
 		}
 		rng := rand.New(rand.NewPCG(7, 9))
 		alphabet := []byte("aeinrstl ĠtheingЖ中")
-		for i := 0; i < 2000; i++ {
+		n := 2000
+		if raceEnabled {
+			n = 300
+		}
+		for i := 0; i < n; i++ {
 			n := 1 + rng.IntN(60)
 			b := make([]byte, n)
 			for j := range b {

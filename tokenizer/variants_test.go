@@ -35,6 +35,18 @@ func TestVariantsGolden(t *testing.T) {
 	for _, r := range readJSONL[rec](t, filepath.Join("testdata", "variants_encode.jsonl")) {
 		byVariant[r.Variant] = append(byVariant[r.Variant], r)
 	}
+	if raceEnabled {
+		// Each variant loads the full 11 MB tokenizer.json, which is slow
+		// under the race detector: keep the ones with distinct code paths.
+		keep := map[string]bool{"added_token_flags": true, "split_string_behaviors": true, "deepseek_v3_pattern": true}
+		var sub []variant
+		for _, v := range variants {
+			if keep[v.Name] {
+				sub = append(sub, v)
+			}
+		}
+		variants = sub
+	}
 	for _, v := range variants {
 		t.Run(v.Name, func(t *testing.T) {
 			var j map[string]json.RawMessage

@@ -200,7 +200,8 @@ func TestCallErrorsAreValues(t *testing.T) {
 		&fakeTool{name: "echo", params: `{"type":"object","properties":{"expression":{"type":"string"},"n":{"type":"integer","minimum":1}},"required":["expression"],"additionalProperties":false}`},
 		&fakeTool{name: "boom", execute: func(context.Context, string, json.RawMessage) (Result, error) {
 			var m map[string]int
-			m["x"] = 1 // nil map write: a real runtime panic
+			//lint:ignore SA5000 the nil map write is the point: a real runtime panic
+			m["x"] = 1
 			return Result{}, nil
 		}},
 		&fakeTool{name: "createboom", create: func(context.Context, map[string]any) (string, error) { panic("no instance for you") }},

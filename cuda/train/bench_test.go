@@ -2,7 +2,9 @@ package train
 
 import (
 	"fmt"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/agentrl/agentrl/cuda/model"
 )
@@ -45,6 +47,7 @@ func BenchmarkTrainStep(b *testing.B) {
 			}
 			rows, grads := benchRows(cfg, 8, 128)
 			tokens := 8 * 128
+			cpu0 := cpuTime()
 			b.ResetTimer()
 			for range b.N {
 				if _, err := m.Forward(rows); err != nil {
@@ -56,6 +59,9 @@ func BenchmarkTrainStep(b *testing.B) {
 			}
 			sec := b.Elapsed().Seconds() / float64(b.N)
 			b.ReportMetric(float64(tokens)/sec, "tokens/s")
+			// CPU seconds per step: robust when other processes share the
+			// cores (wall time is not).
+			b.ReportMetric((cpuTime()-cpu0).Seconds()/float64(b.N), "cpu-s/op")
 			b.ReportMetric(6*float64(cfg.NumParams())*float64(tokens)/sec/1e9, "GFLOP/s")
 		})
 	}
@@ -84,4 +90,13 @@ func BenchmarkGEMM(b *testing.B) {
 			})
 		}
 	}
+}
+
+// cpuTime is the process's user+system CPU time.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

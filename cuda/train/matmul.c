@@ -1,8 +1,11 @@
-// Linear layers. Forward y = x W^T (+ b); backward dx = dy W and
-// dW += dy^T x, db += sum_t dy. All three products are the NT GEMM
-// C = A B^T with both operands contiguous along k, which vectorizes as a
-// tile of dot products: MR rows of A times NR rows of B, MR*NR vector
-// accumulators, one horizontal reduction per output at the end.
+// Linear layers. Forward y = x W^T (+ b); backward dx = dy W,
+// dW += dy^T x and db += sum_t dy.
+//
+// The forward is the NT GEMM C = A B^T with both operands contiguous along
+// k, vectorized as a tile of dot products: MR rows of A times NR rows of B,
+// MR*NR vector accumulators, one horizontal reduction per output. The two
+// backward products are one strided NN GEMM (agt_gemm_nn_acc below), an
+// outer-product kernel vectorized along the output columns.
 #include "train.h"
 #include "vec.h"
 

@@ -308,13 +308,18 @@ func (m *Model) Forward(rows [][]int32) ([][]float32, error) {
 		C.agt_rope_forward(fptr(s.k), C.int64_t(T), C.int64_t(nkv), C.int64_t(hd), C.int64_t(kvd), iptr(a.pos), fptr(m.invFreq))
 		s.att, s.attOut = make([]float32, attN), make([]float32, T*qd)
 		scale := C.float(1 / math.Sqrt(float64(hd)))
+		maxLen := 0
+		for _, r := range rows {
+			maxLen = max(maxLen, len(r))
+		}
 		m.cpu.parallel(len(rows)*nh, func(lo, hi int) {
+			scratch := make([]float32, maxLen*hd)
 			for it := lo; it < hi; it++ {
 				r, h := it/nh, it%nh
 				o, n := a.offs[r], len(rows[r])
 				C.agt_attention_forward(lvl, fptr(s.attOut[o*qd:]), fptr(s.att[a.attOffs[r]:]), fptr(s.q[o*qd:]),
 					fptr(s.k[o*kvd:]), fptr(s.v[o*kvd:]), C.int64_t(n), C.int64_t(nh), C.int64_t(nkv), C.int64_t(hd),
-					scale, C.int64_t(h), C.int64_t(h+1))
+					scale, C.int64_t(h), C.int64_t(h+1), fptr(scratch))
 			}
 		})
 		o := m.linear(s.attOut, T, l.o, l.oBias)
@@ -426,7 +431,7 @@ func (m *Model) Backward(dlogp [][]float32) error {
 		dq, dk, dv := make([]float32, T*qd), make([]float32, T*kvd), make([]float32, T*kvd)
 		scale := C.float(1 / math.Sqrt(float64(hd)))
 		m.cpu.parallel(len(a.rows)*nkv, func(lo, hi int) {
-			scratch := make([]float32, maxLen)
+			scratch := make([]float32, maxLen*(hd+1))
 			for it := lo; it < hi; it++ {
 				r, g := it/nkv, it%nkv
 				o, n := a.offs[r], len(a.rows[r])

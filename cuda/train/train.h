@@ -50,9 +50,10 @@ void agt_rope_backward(float* dx, int64_t t, int64_t nheads, int64_t hd, int64_t
 // [h_lo, h_hi). Backward covers kv heads [g_lo, g_hi) and every query head
 // of their group, so parallel calls on disjoint kv-head ranges write
 // disjoint parts of dq, dk and dv, which it WRITES (not accumulates).
+// scratch holds t*hd floats (forward) or t*(hd+1) floats (backward).
 void agt_attention_forward(int level, float* out, float* att, const float* q, const float* k,
                            const float* v, int64_t t, int64_t nh, int64_t nkv, int64_t hd,
-                           float scale, int64_t h_lo, int64_t h_hi);
+                           float scale, int64_t h_lo, int64_t h_hi, float* scratch);
 void agt_attention_backward(int level, float* dq, float* dk, float* dv, const float* dout,
                             const float* att, const float* q, const float* k, const float* v,
                             int64_t t, int64_t nh, int64_t nkv, int64_t hd, float scale,

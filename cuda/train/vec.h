@@ -30,7 +30,10 @@ AGT_AVX512 static inline void agt_axpy512(float* y, float a, const float* x, int
 	int64_t i = 0;
 	for (; i + 16 <= n; i += 16)
 		_mm512_storeu_ps(y + i, _mm512_fmadd_ps(va, _mm512_loadu_ps(x + i), _mm512_loadu_ps(y + i)));
-	for (; i < n; i++) y[i] = fmaf(a, x[i], y[i]);
+	if (i < n) {
+		__mmask16 m = (__mmask16)((1u << (n - i)) - 1);
+		_mm512_mask_storeu_ps(y + i, m, _mm512_fmadd_ps(va, _mm512_maskz_loadu_ps(m, x + i), _mm512_maskz_loadu_ps(m, y + i)));
+	}
 }
 
 AGT_AVX2 static inline float agt_hsum256(__m256 v) {

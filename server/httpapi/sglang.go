@@ -279,21 +279,7 @@ type logprobTriples struct {
 	ids []int32
 }
 
-func (l *logprobTriples) MarshalJSON() ([]byte, error) {
-	b := make([]byte, 0, 2+len(l.ids)*24)
-	b = append(b, '[')
-	for i, id := range l.ids {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, '[')
-		b = appendFloat(b, l.lps[i])
-		b = append(b, ',')
-		b = strconv.AppendInt(b, int64(id), 10)
-		b = append(b, ",null]"...)
-	}
-	return append(b, ']'), nil
-}
+func (l *logprobTriples) MarshalJSON() ([]byte, error) { return l.appendJSON(nil), nil }
 
 func appendFloat(b []byte, f float32) []byte {
 	if math.IsInf(float64(f), -1) || math.IsNaN(float64(f)) {
@@ -380,13 +366,14 @@ func (s *Server) handleSGLangGenerate(w http.ResponseWriter, r *http.Request) {
 	if p.logprobs {
 		resp.MetaInfo.OutputTokenLogprobs = &logprobTriples{lps: out.Logprobs, ids: out.TokenIDs}
 	}
+	body := resp.appendJSON(make([]byte, 0, 256+len(resp.OutputIDs)*40))
 	if p.stream {
 		// The engine interface returns whole outputs: the stream is one
 		// cumulative event, which is a valid SGLang stream.
-		writeSSE(w, []any{resp})
+		writeSSE(w, []any{json.RawMessage(body)})
 		return
 	}
-	writeJSON(w, http.StatusOK, resp)
+	writeRawJSON(w, http.StatusOK, body)
 }
 
 func nonNil(ids []int32) []int32 {

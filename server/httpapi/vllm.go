@@ -100,23 +100,7 @@ type vllmContent struct {
 	lps []float32
 }
 
-func (c *vllmContent) MarshalJSON() ([]byte, error) {
-	b := make([]byte, 0, 2+len(c.ids)*72)
-	b = append(b, '[')
-	for i, id := range c.ids {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, `{"token":"token_id:`...)
-		b = strconv.AppendInt(b, int64(id), 10)
-		b = append(b, `","token_id":`...)
-		b = strconv.AppendInt(b, int64(id), 10)
-		b = append(b, `,"logprob":`...)
-		b = appendFloat(b, c.lps[i])
-		b = append(b, `,"top_logprobs":[]}`...)
-	}
-	return append(b, ']'), nil
-}
+func (c *vllmContent) MarshalJSON() ([]byte, error) { return c.appendJSON(nil), nil }
 
 type vllmGenerateResponse struct {
 	RequestID string               `json:"request_id"`
@@ -194,11 +178,12 @@ func (s *Server) handleVLLMGenerate(w http.ResponseWriter, r *http.Request) {
 	}
 	resp := vllmGenerateResponse{RequestID: p.req.RequestID, Choices: []vllmGenerateChoice{ch},
 		CachedTokens: out.CachedTokens, WeightVersion: out.WeightVersion}
+	body := resp.appendJSON(make([]byte, 0, 256+len(out.TokenIDs)*80))
 	if p.stream {
-		writeSSE(w, []any{resp})
+		writeSSE(w, []any{json.RawMessage(body)})
 		return
 	}
-	writeJSON(w, http.StatusOK, resp)
+	writeRawJSON(w, http.StatusOK, body)
 }
 
 func tokenAsID(id int32) string { return "token_id:" + strconv.Itoa(int(id)) }

@@ -9,12 +9,11 @@ import (
 	"fmt"
 	"math"
 	"net/http"
-	"net/url"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/agentrl/agentrl/server"
+	"github.com/agentrl/agentrl/server/internal/httpclient"
 )
 
 // RoutingHeader is the header sglang-router (sgl-model-gateway) keys sticky
@@ -49,39 +48,23 @@ type Config struct {
 // server.Sleeper, server.WeightUpdater and server.HealthChecker. Safe for
 // concurrent use.
 type Client struct {
-	cfg  Config
-	base string
-	http *http.Client
+	cfg Config
+	t   *httpclient.Transport
 }
 
 // New returns a client for cfg.BaseURL.
 func New(cfg Config) (*Client, error) {
-	u, err := url.Parse(cfg.BaseURL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("sglang: BaseURL %q is not an http(s) URL with a host", cfg.BaseURL)
+	t, err := httpclient.New("sglang", httpclient.Options{BaseURL: cfg.BaseURL, Name: cfg.Name, HTTPClient: cfg.HTTPClient,
+		AuthToken: cfg.AuthToken, MaxAttempts: cfg.MaxAttempts, BackoffBase: cfg.BackoffBase, BackoffMax: cfg.BackoffMax,
+		MaxResponseBytes: cfg.MaxResponseBytes})
+	if err != nil {
+		return nil, err
 	}
-	if cfg.Name == "" {
-		cfg.Name = cfg.BaseURL
-	}
-	if cfg.MaxAttempts <= 0 {
-		cfg.MaxAttempts = 4
-	}
-	if cfg.BackoffBase <= 0 {
-		cfg.BackoffBase = 50 * time.Millisecond
-	}
-	if cfg.BackoffMax <= 0 {
-		cfg.BackoffMax = 2 * time.Second
-	}
+	cfg.Name = t.Name()
 	if cfg.AbortTimeout <= 0 {
 		cfg.AbortTimeout = 2 * time.Second
 	}
-	if cfg.MaxResponseBytes <= 0 {
-		cfg.MaxResponseBytes = 256 << 20
-	}
-	c := &Client{cfg: cfg, base: strings.TrimRight(cfg.BaseURL, "/"), http: cfg.HTTPClient}
-	if c.http == nil {
-		c.http = DefaultHTTPClient
-	}
+	c := &Client{cfg: cfg, t: t}
 	return c, nil
 }
 
@@ -104,10 +87,10 @@ func (c *Client) Generate(ctx context.Context, req server.GenerateRequest) (serv
 	}
 	body, err := appendGenerateRequest(make([]byte, 0, 256+len(req.PromptIDs)*7), req)
 	if err != nil {
-		return server.TokenOutput{}, c.errorf("generate", 0, false, err)
+		return server.TokenOutput{}, c.t.Errorf("generate", 0, false, err)
 	}
 	hdr := http.Header{RoutingHeader: {req.RequestID}}
-	data, err := c.roundTrip(ctx, "generate", http.MethodPost, "/generate", body, hdr)
+	data, err := c.t.RoundTrip(ctx, "generate", http.MethodPost, "/generate", body, hdr)
 	if err != nil {
 		if ctx.Err() != nil {
 			c.abortAfterCancel(ctx, req.RequestID)
@@ -116,7 +99,7 @@ func (c *Client) Generate(ctx context.Context, req server.GenerateRequest) (serv
 	}
 	out, err := ParseGenerateResponse(data, req.Params.Logprobs)
 	if err != nil {
-		return server.TokenOutput{}, c.errorf("generate", http.StatusOK, false, err)
+		return server.TokenOutput{}, c.t.Errorf("generate", http.StatusOK, false, err)
 	}
 	return out, nil
 }
@@ -125,7 +108,7 @@ func (c *Client) abortAfterCancel(ctx context.Context, rid string) {
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.AbortTimeout)
 	defer cancel()
 	body, _ := json.Marshal(map[string]string{"rid": rid})
-	_, _ = c.roundTripN(actx, 1, "abort", http.MethodPost, "/abort_request", body, nil)
+	_, _ = c.t.RoundTripN(actx, 1, "abort", http.MethodPost, "/abort_request", body, nil)
 }
 
 // ---- response parsing ------------------------------------------------------
@@ -283,9 +266,9 @@ func parseWeightVersion(raw json.RawMessage) (int64, error) {
 func (c *Client) post(ctx context.Context, op, path string, v any) ([]byte, error) {
 	body, err := json.Marshal(v)
 	if err != nil {
-		return nil, c.errorf(op, 0, false, err)
+		return nil, c.t.Errorf(op, 0, false, err)
 	}
-	return c.roundTrip(ctx, op, http.MethodPost, path, body, nil)
+	return c.t.RoundTrip(ctx, op, http.MethodPost, path, body, nil)
 }
 
 // Abort aborts the running request rid. Unknown ids are not an error.
@@ -303,7 +286,7 @@ func (c *Client) AbortAll(ctx context.Context) error {
 // Health probes GET /health once (no retries: a probe must say how the
 // server is now).
 func (c *Client) Health(ctx context.Context) error {
-	_, err := c.roundTripN(ctx, 1, "health", http.MethodGet, "/health", nil, nil)
+	_, err := c.t.RoundTripN(ctx, 1, "health", http.MethodGet, "/health", nil, nil)
 	return err
 }
 
@@ -317,7 +300,7 @@ func (c *Client) Sleep(ctx context.Context, level server.SleepLevel) error {
 	case server.SleepWeights:
 		tags = []string{"kv_cache", "weights"}
 	default:
-		return c.errorf("sleep", 0, false, fmt.Errorf("sleep level %d is not 1 or 2: %w", level, server.ErrBadRequest))
+		return c.t.Errorf("sleep", 0, false, fmt.Errorf("sleep level %d is not 1 or 2: %w", level, server.ErrBadRequest))
 	}
 	_, err := c.post(ctx, "sleep", "/release_memory_occupation", map[string]any{"tags": tags})
 	return err
@@ -334,7 +317,7 @@ func (c *Client) WakeUp(ctx context.Context) error {
 // In-process tensors cannot be sent over this API.
 func (c *Client) UpdateWeights(ctx context.Context, w server.Weights) error {
 	if w.Path == "" {
-		return c.errorf("update_weights", 0, false, fmt.Errorf("weights need a Path the server can load (tensors cannot be sent over HTTP): %w", server.ErrBadRequest))
+		return c.t.Errorf("update_weights", 0, false, fmt.Errorf("weights need a Path the server can load (tensors cannot be sent over HTTP): %w", server.ErrBadRequest))
 	}
 	data, err := c.post(ctx, "update_weights", "/update_weights_from_disk", map[string]any{
 		"model_path":     w.Path,
@@ -349,10 +332,10 @@ func (c *Client) UpdateWeights(ctx context.Context, w server.Weights) error {
 		Message string `json:"message"`
 	}
 	if err := json.Unmarshal(data, &r); err != nil || r.Success == nil {
-		return c.errorf("update_weights", http.StatusOK, false, badResponse("expected {\"success\": ...}, got %.200s", data))
+		return c.t.Errorf("update_weights", http.StatusOK, false, badResponse("expected {\"success\": ...}, got %.200s", data))
 	}
 	if !*r.Success {
-		return c.errorf("update_weights", http.StatusOK, false, fmt.Errorf("server refused the update: %s: %w", r.Message, server.ErrBadRequest))
+		return c.t.Errorf("update_weights", http.StatusOK, false, fmt.Errorf("server refused the update: %s: %w", r.Message, server.ErrBadRequest))
 	}
 	return nil
 }

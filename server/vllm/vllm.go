@@ -9,13 +9,13 @@ import (
 	"fmt"
 	"math"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/agentrl/agentrl/server"
+	"github.com/agentrl/agentrl/server/internal/httpclient"
 )
 
 // SessionHeader is the header vllm-router keys sticky routing on; the
@@ -56,41 +56,25 @@ type Config struct {
 // (older builds). It implements server.LLMServer, server.Aborter,
 // server.Sleeper and server.HealthChecker. Safe for concurrent use.
 type Client struct {
-	cfg  Config
-	base string
-	http *http.Client
+	cfg Config
+	t   *httpclient.Transport
 	// completions is set once /inference/v1/generate turned out missing.
 	completions atomic.Bool
 }
 
 // New returns a client for cfg.BaseURL.
 func New(cfg Config) (*Client, error) {
-	u, err := url.Parse(cfg.BaseURL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("vllm: BaseURL %q is not an http(s) URL with a host", cfg.BaseURL)
+	t, err := httpclient.New("vllm", httpclient.Options{BaseURL: cfg.BaseURL, Name: cfg.Name, HTTPClient: cfg.HTTPClient,
+		AuthToken: cfg.AuthToken, MaxAttempts: cfg.MaxAttempts, BackoffBase: cfg.BackoffBase, BackoffMax: cfg.BackoffMax,
+		MaxResponseBytes: cfg.MaxResponseBytes})
+	if err != nil {
+		return nil, err
 	}
-	if cfg.Name == "" {
-		cfg.Name = cfg.BaseURL
-	}
-	if cfg.MaxAttempts <= 0 {
-		cfg.MaxAttempts = 4
-	}
-	if cfg.BackoffBase <= 0 {
-		cfg.BackoffBase = 50 * time.Millisecond
-	}
-	if cfg.BackoffMax <= 0 {
-		cfg.BackoffMax = 2 * time.Second
-	}
+	cfg.Name = t.Name()
 	if cfg.AbortTimeout <= 0 {
 		cfg.AbortTimeout = 2 * time.Second
 	}
-	if cfg.MaxResponseBytes <= 0 {
-		cfg.MaxResponseBytes = 256 << 20
-	}
-	c := &Client{cfg: cfg, base: strings.TrimRight(cfg.BaseURL, "/"), http: cfg.HTTPClient}
-	if c.http == nil {
-		c.http = DefaultHTTPClient
-	}
+	c := &Client{cfg: cfg, t: t}
 	c.completions.Store(cfg.Completions)
 	return c, nil
 }
@@ -195,20 +179,20 @@ func (c *Client) Generate(ctx context.Context, req server.GenerateRequest) (serv
 	if !c.completions.Load() {
 		sp, err := samplingOf(req.Params, 0)
 		if err != nil {
-			return server.TokenOutput{}, c.errorf("generate", 0, false, err)
+			return server.TokenOutput{}, c.t.Errorf("generate", 0, false, err)
 		}
 		body, err := json.Marshal(generateRequest{RequestID: req.RequestID, TokenIDs: nonNil(req.PromptIDs),
 			Model: c.cfg.Model, SamplingParams: sp, Priority: prio})
 		if err != nil {
-			return server.TokenOutput{}, c.errorf("generate", 0, false, err)
+			return server.TokenOutput{}, c.t.Errorf("generate", 0, false, err)
 		}
-		data, err := c.roundTrip(ctx, "generate", http.MethodPost, "/inference/v1/generate", body, hdr)
+		data, err := c.t.RoundTrip(ctx, "generate", http.MethodPost, "/inference/v1/generate", body, hdr)
 		var se *server.Error
 		switch {
 		case err == nil:
 			out, err := ParseGenerateResponse(data, req.Params.Logprobs)
 			if err != nil {
-				return server.TokenOutput{}, c.errorf("generate", http.StatusOK, false, err)
+				return server.TokenOutput{}, c.t.Errorf("generate", http.StatusOK, false, err)
 			}
 			return out, nil
 		case errors.As(err, &se) && se.Status == http.StatusNotFound:
@@ -223,14 +207,14 @@ func (c *Client) Generate(ctx context.Context, req server.GenerateRequest) (serv
 	}
 	sp, err := samplingOf(req.Params, 1)
 	if err != nil {
-		return server.TokenOutput{}, c.errorf("generate", 0, false, err)
+		return server.TokenOutput{}, c.t.Errorf("generate", 0, false, err)
 	}
 	body, err := json.Marshal(completionsRequest{sampling: sp, Model: c.cfg.Model, Prompt: nonNil(req.PromptIDs),
 		RequestID: req.RequestID, ReturnTokenIDs: true, ReturnTokensAsTokenIDs: true, Priority: prio})
 	if err != nil {
-		return server.TokenOutput{}, c.errorf("generate", 0, false, err)
+		return server.TokenOutput{}, c.t.Errorf("generate", 0, false, err)
 	}
-	data, err := c.roundTrip(ctx, "generate", http.MethodPost, "/v1/completions", body, hdr)
+	data, err := c.t.RoundTrip(ctx, "generate", http.MethodPost, "/v1/completions", body, hdr)
 	if err != nil {
 		if ctx.Err() != nil {
 			c.abortAfterCancel(ctx, req.RequestID)
@@ -239,7 +223,7 @@ func (c *Client) Generate(ctx context.Context, req server.GenerateRequest) (serv
 	}
 	out, err := ParseCompletionsResponse(data, req.Params.Logprobs)
 	if err != nil {
-		return server.TokenOutput{}, c.errorf("generate", http.StatusOK, false, err)
+		return server.TokenOutput{}, c.t.Errorf("generate", http.StatusOK, false, err)
 	}
 	c.completions.Store(true)
 	return out, nil
@@ -256,7 +240,7 @@ func (c *Client) abortAfterCancel(ctx context.Context, rid string) {
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.AbortTimeout)
 	defer cancel()
 	body, _ := json.Marshal(map[string][]string{"request_ids": {rid}})
-	_, _ = c.roundTripN(actx, 1, "abort", http.MethodPost, "/abort_requests", body, nil)
+	_, _ = c.t.RoundTripN(actx, 1, "abort", http.MethodPost, "/abort_requests", body, nil)
 }
 
 // ---- response parsing ------------------------------------------------------
@@ -489,10 +473,10 @@ func (c *Client) post(ctx context.Context, op, path string, v any) error {
 	if v != nil {
 		var err error
 		if body, err = json.Marshal(v); err != nil {
-			return c.errorf(op, 0, false, err)
+			return c.t.Errorf(op, 0, false, err)
 		}
 	}
-	_, err := c.roundTrip(ctx, op, http.MethodPost, path, body, nil)
+	_, err := c.t.RoundTrip(ctx, op, http.MethodPost, path, body, nil)
 	return err
 }
 
@@ -529,7 +513,7 @@ func (c *Client) Resume(ctx context.Context) error {
 // /sleep?level=N.
 func (c *Client) Sleep(ctx context.Context, level server.SleepLevel) error {
 	if level != server.SleepKVCache && level != server.SleepWeights {
-		return c.errorf("sleep", 0, false, fmt.Errorf("sleep level %d is not 1 or 2: %w", level, server.ErrBadRequest))
+		return c.t.Errorf("sleep", 0, false, fmt.Errorf("sleep level %d is not 1 or 2: %w", level, server.ErrBadRequest))
 	}
 	return c.post(ctx, "sleep", "/sleep?level="+strconv.Itoa(int(level)), nil)
 }
@@ -541,7 +525,7 @@ func (c *Client) WakeUp(ctx context.Context) error {
 
 // IsSleeping asks /is_sleeping.
 func (c *Client) IsSleeping(ctx context.Context) (bool, error) {
-	data, err := c.roundTrip(ctx, "is_sleeping", http.MethodGet, "/is_sleeping", nil, nil)
+	data, err := c.t.RoundTrip(ctx, "is_sleeping", http.MethodGet, "/is_sleeping", nil, nil)
 	if err != nil {
 		return false, err
 	}
@@ -549,7 +533,7 @@ func (c *Client) IsSleeping(ctx context.Context) (bool, error) {
 		IsSleeping *bool `json:"is_sleeping"`
 	}
 	if err := json.Unmarshal(data, &r); err != nil || r.IsSleeping == nil {
-		return false, c.errorf("is_sleeping", http.StatusOK, false, badResponse("expected {\"is_sleeping\": bool}, got %.100s", data))
+		return false, c.t.Errorf("is_sleeping", http.StatusOK, false, badResponse("expected {\"is_sleeping\": bool}, got %.100s", data))
 	}
 	return *r.IsSleeping, nil
 }
@@ -561,6 +545,6 @@ func (c *Client) FlushCache(ctx context.Context) error {
 
 // Health probes GET /health once.
 func (c *Client) Health(ctx context.Context) error {
-	_, err := c.roundTripN(ctx, 1, "health", http.MethodGet, "/health", nil, nil)
+	_, err := c.t.RoundTripN(ctx, 1, "health", http.MethodGet, "/health", nil, nil)
 	return err
 }

@@ -365,20 +365,13 @@ func tDivisibleby(_ *renderer, v any, args []any) (any, error) {
 	return equal(m, int64(0)), nil
 }
 
+// jinja2's lower/upper tests check str(value).
 func tLower(_ *renderer, v any, _ []any) (any, error) {
-	s, ok := v.(string)
-	if !ok {
-		return nil, errorf("'%s' object has no attribute 'islower'", typeName(v))
-	}
-	return strMethod(s, "islower", nil, nil)
+	return strMethod(toStr(v), "islower", nil, nil)
 }
 
 func tUpper(_ *renderer, v any, _ []any) (any, error) {
-	s, ok := v.(string)
-	if !ok {
-		return nil, errorf("'%s' object has no attribute 'isupper'", typeName(v))
-	}
-	return strMethod(s, "isupper", nil, nil)
+	return strMethod(toStr(v), "isupper", nil, nil)
 }
 
 func tIn(_ *renderer, v any, args []any) (any, error) {
@@ -637,7 +630,14 @@ func fFormat(_ *renderer, v any, args []any, kw *kwArgs) (any, error) {
 }
 
 func fIndent(_ *renderer, v any, args []any, kw *kwArgs) (any, error) {
-	s := toStr(v)
+	s, ok := v.(string)
+	if !ok {
+		// jinja2 appends "\n" to the value, which only works on strings.
+		if err := undefErr(v); err != nil {
+			return nil, err
+		}
+		return nil, errorf("indent needs a string, got %s", typeName(v))
+	}
 	indent := "    "
 	if w, ok := arg(args, kw, 0, "width"); ok {
 		if ws, isStr := w.(string); isStr {
@@ -848,6 +848,9 @@ func fTitle(_ *renderer, v any, _ []any, _ *kwArgs) (any, error) {
 }
 
 func fMap(r *renderer, v any, args []any, kw *kwArgs) (any, error) {
+	if !truthy(v) {
+		return []any{}, nil // jinja2 only iterates a truthy value
+	}
 	items, err := iterate(v)
 	if err != nil {
 		return nil, err
@@ -880,6 +883,9 @@ func fMap(r *renderer, v any, args []any, kw *kwArgs) (any, error) {
 }
 
 func selectOrReject(r *renderer, v any, args []any, kw *kwArgs, byAttr, keep bool) (any, error) {
+	if !truthy(v) {
+		return []any{}, nil // jinja2 only iterates a truthy value
+	}
 	items, err := iterate(v)
 	if err != nil {
 		return nil, err
@@ -1296,7 +1302,7 @@ func fTrim(_ *renderer, v any, args []any, kw *kwArgs) (any, error) {
 }
 
 func fTruncate(_ *renderer, v any, args []any, kw *kwArgs) (any, error) {
-	s := toStr(v)
+	s, isStr := v.(string)
 	length, err := intArg(args, kw, 0, "length", 255)
 	if err != nil {
 		return nil, err
@@ -1312,6 +1318,18 @@ func fTruncate(_ *renderer, v any, args []any, kw *kwArgs) (any, error) {
 	leeway, err := intArg(args, kw, 3, "leeway", 5)
 	if err != nil {
 		return nil, err
+	}
+	if !isStr {
+		// jinja2 takes len() of the value and returns it unchanged when
+		// short enough; anything else fails as in Python.
+		n, err := fLength(nil, v, nil, nil)
+		if err != nil {
+			return nil, err
+		}
+		if n.(int64) <= length+leeway {
+			return v, nil
+		}
+		return nil, errorf("truncate needs a string, got %s", typeName(v))
 	}
 	rs := []rune(s)
 	if int64(len(rs)) <= length+leeway {
@@ -1329,6 +1347,17 @@ func fTruncate(_ *renderer, v any, args []any, kw *kwArgs) (any, error) {
 		head = head[:i]
 	}
 	return head + end, nil
+}
+
+// hashable reports Python's TypeError for list and dict set members/keys.
+func hashable(v any) error {
+	if _, isTuple := v.(Tuple); isTuple {
+		return nil
+	}
+	if _, isList := toList(v); isList || (isMapping(v) && !isNamespace(v)) {
+		return errorf("unhashable type: '%s'", typeName(v))
+	}
+	return nil
 }
 
 func fUnique(_ *renderer, v any, args []any, kw *kwArgs) (any, error) {
@@ -1351,6 +1380,9 @@ func fUnique(_ *renderer, v any, args []any, kw *kwArgs) (any, error) {
 			}
 		}
 		k = sortKey(k, caseSensitive)
+		if err := hashable(k); err != nil {
+			return nil, err
+		}
 		dup := false
 		for _, s := range seen {
 			if equal(s, k) {

@@ -102,8 +102,10 @@ func (t *Template) Render(vars map[string]any) (string, error) {
 	if err == nil {
 		out = string(r.out)
 	}
-	if cap(r.out) <= 1<<20 {
-		r.vars = nil
+	// Keep pooled renderers small: one huge render must not pin its
+	// buffers for the life of the process.
+	if cap(r.out) <= 1<<20 && cap(r.scratch) <= 1<<20 {
+		r.vars, r.t = nil, nil
 		rendererPool.Put(r)
 	}
 	if err != nil {

@@ -267,7 +267,7 @@ func containsValue(container, item any) (bool, error) {
 	if isMapping(container) {
 		s, ok := item.(string)
 		if !ok {
-			return false, nil
+			return false, hashable(item)
 		}
 		_, found := mapGet(container, s)
 		return found, nil
@@ -389,16 +389,16 @@ func (e *binExpr) eval(r *renderer, f *frame) (any, error) {
 }
 
 func binOp(op string, l, r any) (any, error) {
+	if op == "%" {
+		if s, ok := l.(string); ok {
+			return pyFormat(s, r)
+		}
+	}
 	if u, ok := l.(*undefined); ok {
 		return nil, errorf("%s", u.message())
 	}
 	if u, ok := r.(*undefined); ok {
 		return nil, errorf("%s", u.message())
-	}
-	if op == "%" {
-		if s, ok := l.(string); ok {
-			return pyFormat(s, r)
-		}
 	}
 	li, lInt := toInt(l)
 	ri, rInt := toInt(r)

@@ -12,10 +12,16 @@ import (
 func pyFormat(format string, values any) (any, error) {
 	var args []any
 	named := isMapping(values)
+	// CPython does not complain about unused arguments when the single
+	// argument supports indexing (a list, a dict, jinja2's Undefined).
+	lenient := named
 	if t, ok := values.(Tuple); ok {
 		args = t
 	} else {
 		args = []any{values}
+		_, isList := toList(values)
+		_, isUndef := values.(*undefined)
+		lenient = lenient || isList || isUndef
 	}
 	next := 0
 	var b []byte
@@ -130,7 +136,7 @@ func pyFormat(format string, values any) (any, error) {
 			return nil, limitErr("string longer than %d bytes", maxOutput)
 		}
 	}
-	if !named && next < len(args) {
+	if !lenient && next < len(args) {
 		return nil, errorf("not all arguments converted during string formatting")
 	}
 	return string(b), nil
@@ -555,9 +561,10 @@ var (
 	longMonths  = []string{"January", "February", "March", "April", "May", "June", "July", "August", "September", "October", "November", "December"}
 )
 
-// Strftime formats t like Python's time.strftime / datetime.strftime in the
-// C locale (%a %A %b %B %c %d %e %f %H %I %j %m %M %p %S %u %w %x %X %y %Y %z
-// %Z %%); unknown directives are copied as is, as glibc does.
+// Strftime formats t like Python's datetime.strftime on a naive datetime
+// (which is what transformers' strftime_now uses) in the C locale: %a %A %b
+// %B %c %d %e %f %H %I %j %m %M %p %S %u %w %x %X %y %Y %%, with %z and %Z
+// empty; unknown directives are copied as is.
 func Strftime(t time.Time, format string) string {
 	var b []byte
 	pad2 := func(n int) { b = append(b, byte('0'+n/10%10), byte('0'+n%10)) }
@@ -626,11 +633,48 @@ func Strftime(t time.Time, format string) string {
 			pad2(t.Year() % 100)
 		case 'Y':
 			b = strconv.AppendInt(b, int64(t.Year()), 10)
-		case 'z':
-			b = append(b, t.Format("-0700")...)
-		case 'Z':
-			name, _ := t.Zone()
-			b = append(b, name...)
+		case 'C':
+			pad2(t.Year() / 100)
+		case 'D':
+			b = append(b, Strftime(t, "%m/%d/%y")...)
+		case 'T':
+			b = append(b, Strftime(t, "%H:%M:%S")...)
+		case 'R':
+			b = append(b, Strftime(t, "%H:%M")...)
+		case 'F':
+			b = append(b, Strftime(t, "%Y-%m-%d")...)
+		case 'n':
+			b = append(b, '\n')
+		case 't':
+			b = append(b, '\t')
+		case 'k', 'l':
+			h := t.Hour()
+			if format[i] == 'l' {
+				h %= 12
+				if h == 0 {
+					h = 12
+				}
+			}
+			if h < 10 {
+				b = append(b, ' ')
+			}
+			b = strconv.AppendInt(b, int64(h), 10)
+		case 'U', 'W':
+			// Week of the year with weeks starting on Sunday (U) or Monday
+			// (W); days before the first such day are week 0.
+			wd := int(t.Weekday())
+			if format[i] == 'W' {
+				wd = (wd + 6) % 7
+			}
+			pad2((t.YearDay() + 6 - wd) / 7)
+		case 'G':
+			y, _ := t.ISOWeek()
+			b = strconv.AppendInt(b, int64(y), 10)
+		case 'V':
+			_, w := t.ISOWeek()
+			pad2(w)
+		case 'z', 'Z':
+			// transformers formats datetime.now(), a naive datetime: no zone.
 		case '%':
 			b = append(b, '%')
 		default:

@@ -185,3 +185,21 @@ func TestSharedChatGoldens(t *testing.T) {
 		f.Close()
 	}
 }
+
+// TestGoldenRandom replays random templates rendered by jinja2
+// (testdata/random_cases.py); JINJA_RANDOM_GOLDEN names a larger file made
+// by the same script.
+func TestGoldenRandom(t *testing.T) {
+	path := os.Getenv("JINJA_RANDOM_GOLDEN")
+	if path == "" {
+		path = filepath.Join("testdata", "golden_random.jsonl")
+	}
+	recs := readGolden(t, path)
+	require.NotEmpty(t, recs)
+	require.Equal(t, "_vars", recs[0].Name, "the first record holds the variables")
+	vars := recs[0].Vars
+	for _, r := range recs[1:] {
+		r.Vars = vars
+		t.Run(r.Name, func(t *testing.T) { checkGolden(t, r, r.Template) })
+	}
+}

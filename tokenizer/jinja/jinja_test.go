@@ -179,6 +179,23 @@ func TestLimits(t *testing.T) {
 	require.Error(t, err)
 }
 
+func TestStrftimeWeeks(t *testing.T) {
+	// Expected values from Python's datetime.strftime.
+	tests := []struct {
+		y, m, d int
+		want    string
+	}{
+		{2026, 1, 1, "2026-01-01 Thu 00 00 2026 01"},
+		{2027, 1, 3, "2027-01-03 Sun 01 00 2026 53"},
+		{2024, 12, 30, "2024-12-30 Mon 52 53 2025 01"},
+		{2021, 1, 3, "2021-01-03 Sun 01 00 2020 53"},
+	}
+	for _, tc := range tests {
+		got := Strftime(time.Date(tc.y, time.Month(tc.m), tc.d, 0, 0, 0, 0, time.UTC), "%Y-%m-%d %a %U %W %G %V")
+		require.Equal(t, tc.want, got)
+	}
+}
+
 func TestStrftime(t *testing.T) {
 	tm := time.Date(2024, 3, 5, 7, 8, 9, 123456000, time.UTC)
 	require.Equal(t, "2024-03-05 07:08:09 05 Mar 2024 Tuesday March 065 07AM 24 Tue  5 123456 % %Q",

@@ -200,6 +200,9 @@ func matchRawBegin(src string, i int) (bool, int) {
 func (lx *lexer) lexRaw(pos int) (int, error) {
 	lx.lineStarting = pos > 0 && lx.src[pos-1] == '\n'
 	src := lx.src
+	if pos == len(src) {
+		return pos, nil // as for comments: nothing after {% raw %} is no error
+	}
 	for p := pos; ; {
 		i := strings.Index(src[p:], "{%")
 		if i < 0 {
@@ -244,6 +247,12 @@ func (lx *lexer) lexComment(start, inner int) (int, error) {
 	src := lx.src
 	i := strings.Index(src[inner:], "#}")
 	if i < 0 {
+		if inner == len(src) {
+			// jinja2's lexer stops quietly when a comment opens at the
+			// very end of the template (its "missing end" rule needs one
+			// more character to match).
+			return inner, nil
+		}
 		return 0, lx.errAt(start, "missing end of comment tag")
 	}
 	i += inner

@@ -679,9 +679,11 @@ func compare(a, b any) (int, error) {
 			return strings.Compare(sa, sb), nil
 		}
 	}
+	_, tA := a.(Tuple)
+	_, tB := b.(Tuple)
 	la, okA := toList(a)
 	lb, okB := toList(b)
-	if okA && okB {
+	if okA && okB && tA == tB {
 		for i := 0; i < len(la) && i < len(lb); i++ {
 			if equal(la[i], lb[i]) {
 				continue

@@ -43,9 +43,10 @@ type Task struct {
 	Answer     string // the exact integer answer
 }
 
-// Operations and the question wordings. The numbers are large enough that
-// a model this size cannot compute them in its head: it must call the tool
-// and copy the result.
+// Operations and the question wordings. Operands appear in the question in
+// the order the expression uses them. The numbers are large enough that a
+// model this size cannot compute them in its head (two-digit products and
+// quotients, three-digit sums): it must call the tool and copy the result.
 type form struct {
 	op   byte
 	text string // %[1]d and %[2]d are the operands
@@ -54,7 +55,7 @@ type form struct {
 var forms = []form{
 	{'*', "What is %[1]d times %[2]d?"},
 	{'*', "A farm has %[1]d rows of %[2]d trees. How many trees are there?"},
-	{'*', "Each box holds %[2]d apples. How many apples are in %[1]d boxes?"},
+	{'*', "There are %[1]d boxes with %[2]d apples each. How many apples are there?"},
 	{'/', "What is %[1]d divided by %[2]d?"},
 	{'/', "%[1]d coins are shared equally by %[2]d people. How many coins does each get?"},
 	{'+', "What is %[1]d plus %[2]d?"},
@@ -79,16 +80,16 @@ func Generate(seed uint64, n int, split Split) ([]Task, error) {
 		var a, b, ans int
 		switch f.op {
 		case '*':
-			a, b = 100+r.IntN(900), 11+r.IntN(89)
+			a, b = 12+r.IntN(88), 12+r.IntN(88)
 			ans = a * b
 		case '/':
-			b, ans = 11+r.IntN(89), 100+r.IntN(900)
+			b, ans = 12+r.IntN(88), 12+r.IntN(88)
 			a = ans * b
 		case '+':
-			a, b = 1000+r.IntN(9000), 1000+r.IntN(9000)
+			a, b = 100+r.IntN(900), 100+r.IntN(900)
 			ans = a + b
 		case '-':
-			a, b = 5000+r.IntN(5000), 1000+r.IntN(4000)
+			a, b = 500+r.IntN(500), 100+r.IntN(400)
 			ans = a - b
 		}
 		if splitOf(f.op, a, b) != split {

@@ -66,7 +66,7 @@ type TrainConfig struct {
 func DefaultTrainConfig() TrainConfig {
 	return TrainConfig{
 		Seed: 1, Threads: 2,
-		SFTSteps: 300, SFTBatch: 16, SFTLR: 3e-3,
+		SFTSteps: 300, SFTBatch: 16, SFTLR: 1e-2,
 		GRPOSteps: 30, GRPOPrompts: 8, GRPOGroup: 8, GRPOLR: 3e-4,
 		EvalTasks: 100,
 	}

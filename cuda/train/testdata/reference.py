@@ -92,7 +92,7 @@ def rotate_half(x):
 
 
 def logprobs(cfg, W, ids):
-    """Per-token log p(ids[j+1] | ids[:j+1]) for one row, float64."""
+    """Per-token log p(ids[j+1] | ids[:j+1]) for one row, in the weights' dtype."""
     T = len(ids)
     nh, nkv, hd = cfg["num_attention_heads"], cfg["num_key_value_heads"], cfg["head_dim"]
     eps = cfg["rms_norm_eps"]
@@ -100,10 +100,11 @@ def logprobs(cfg, W, ids):
     qkv_bias = mt == "qwen2" or cfg.get("attention_bias", False)
     o_bias = mt == "llama" and cfg.get("attention_bias", False)
     # The angle is one float32 product, as in transformers.
+    dtype = W["model.embed_tokens.weight"].dtype  # float64 for goldens
     freqs = torch.arange(T).float()[:, None] * inv_freq(cfg)[None, :]
-    emb = torch.cat((freqs, freqs), dim=-1).double()
+    emb = torch.cat((freqs, freqs), dim=-1).to(dtype)
     cos, sin = emb.cos()[:, None, :], emb.sin()[:, None, :]
-    mask = torch.full((T, T), float("-inf"), dtype=torch.float64).triu(1)
+    mask = torch.full((T, T), float("-inf"), dtype=dtype).triu(1)
     x = W["model.embed_tokens.weight"][torch.tensor(ids)]
     for i in range(cfg["num_hidden_layers"]):
         p = "model.layers.%d." % i

@@ -13,6 +13,7 @@ FAMILY_TEMPLATES = {
     "mistral_small_3_2": {"file": "mistral_small_3_2.jinja", "special": {"bos_token": "<s>", "eos_token": "</s>"}},
     "glm_4_6": {"file": "glm_4_6.jinja", "special": {"bos_token": None, "eos_token": "<|endoftext|>"}},
     "granite_3_3": {"file": "granite_3_3.jinja", "special": {"bos_token": "<|end_of_text|>", "eos_token": "<|end_of_text|>"}},
+    "kimi_k2": {"file": "kimi_k2.jinja", "special": {"bos_token": "[BOS]", "eos_token": "[EOS]"}},
     "gpt_oss": {"file": "gpt_oss.jinja", "special": {"bos_token": "<|startoftext|>", "eos_token": "<|return|>"}},
     "llama3_1": {"shared": "testdata/tokenizers/llama3_1/tokenizer_config.json", "special": {"bos_token": "<|begin_of_text|>", "eos_token": "<|eot_id|>"}},
 }

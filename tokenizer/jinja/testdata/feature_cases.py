@@ -254,6 +254,7 @@ case("list_methods", "{{ xs.index(1) }} {{ [1, 1, 2].count(1) }}")
 case("raise_exception", "before{{ raise_exception('Bad role: ' ~ 'x') }}after")
 case("raise_in_loop", "{% for m in msgs %}{% if m.role == 'tool' %}{{ raise_exception('tool at ' ~ loop.index0) }}{% endif %}{% endfor %}")
 case("strftime", "{{ strftime_now('%Y-%m-%d %H:%M:%S') }} {{ strftime_now('%d %b %Y') }} {{ strftime_now('%A %B %j %I%p %y %a %e %%') }}")
+case("strftime_more", "{{ strftime_now('[%z|%Z] %c|%x|%X|%U|%W|%G|%V|%u|%w|%C|%D|%T|%R|%F|%k|%l|%h|%f') }}")
 
 # ---- syntax errors ----
 case("syn_unclosed_if", "{% if true %}x")
@@ -401,5 +402,28 @@ case("pct_star_width", "[{{ '%*d' % (5, 42) }}][{{ '%*d' % (-5, 42) }}][{{ '%.*f
 case("f_groupby", "{% for g in people|groupby('age') %}{{ g.grouper }}:{{ g.list|map(attribute='name')|join(',') }};{% endfor %} {% for k, l in words|map('lower')|groupby(0) %}{{ k }}{{ l|length }}{% endfor %} {{ people|groupby('age') }}")
 case("f_groupby_case", "{% for g in [{'n': 'a'}, {'n': 'B'}, {'n': 'A'}, {'n': 'b'}]|groupby('n') %}{{ g.grouper }}{{ g.list|length }} {% endfor %}|{% for g in [{'n': 'a'}, {'n': 'A'}]|groupby('n', case_sensitive=true) %}{{ g.grouper }}{% endfor %}|{% for g in [{'n': 1}, {}]|groupby('n', default=1) %}{{ g.grouper }}{{ g.list|length }}{% endfor %}")
 case("f_slice", "{{ [1, 2, 3, 4, 5]|slice(2)|list }} {{ [1, 2, 3, 4, 5]|slice(3, 'x')|list }} {{ []|slice(2)|list }}")
+
+case("lex_comment_open_at_end", "a{##}{#")
+case("lex_comment_open_at_end_sign", "a  {#-")
+case("lex_comment_open_not_at_end", "a{# x")
+case("lex_raw_open_at_end", "a{% raw %}")
+case("lex_raw_open_not_at_end", "a{% raw %}x")
+case("lex_var_open_at_end", "a{{")
+case("lex_block_open_at_end", "a{%")
+
+# ---- found by differential random testing against jinja2 ----
+case("diff_select_falsy", "{{ false|select|list }} {{ 0|reject|list }} {{ none|map(attribute='x')|list }} {{ ''|selectattr('a')|list }}")
+case("diff_indent_non_str", "{{ [1]|indent(2) }}")
+case("diff_indent_bool", "{{ true|indent }}")
+case("diff_truncate_list", "{{ ['a', 'b']|truncate(5) }} {{ x|truncate }}|")
+case("diff_truncate_int", "{{ 12|truncate(5) }}")
+case("diff_test_case_non_str", "{{ 1 is lower }} {{ false is upper }} {{ [] is lower }} {{ 'ABC1' is upper }} {{ none is lower }}")
+case("diff_pct_lenient", "{{ 'a' % [] }}|{{ 'a' % {} }}|{{ '%s' % [1] }}|{{ 'a,b' % x }}|{{ '%s!' % x }}")
+case("diff_pct_strict", "{{ 'a' % 1 }}")
+case("diff_unique_unhashable", "{{ [{'a': 1}]|unique|list }}")
+case("diff_in_dict_unhashable", "{{ [1] in {'a': 1} }}")
+case("diff_in_dict_int", "{{ 1 in {'a': 1} }}")
+case("diff_list_tuple_order", "{{ [1] < (1, 2) }}")
+case("diff_tuple_order", "{{ (1, 2) < (1, 3) }} {{ [1, 2] < [1, 3] }}")
 
 FEATURE_CASES = C

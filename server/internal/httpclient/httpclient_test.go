@@ -1,4 +1,4 @@
-package vllm
+package httpclient
 
 import (
 	"testing"

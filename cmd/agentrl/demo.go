@@ -1,0 +1,67 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+
+	"github.com/agentrl/agentrl/trainer/arith"
+	"github.com/agentrl/agentrl/trajectory"
+)
+
+func init() {
+	register("demo", "run held-out arithmetic tasks through ToolAgent on the embedded tiny model", runDemo)
+}
+
+func runDemo(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	n := fs.Int("n", 64, "number of held-out tasks")
+	out := fs.String("out", "", "write the trajectories as JSONL to this file")
+	model := fs.String("model", "", "checkpoint directory to use instead of the embedded model (e.g. one written by agentrl train)")
+	threads := fs.Int("threads", runtime.GOMAXPROCS(0), "kernel threads")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *n < 1 {
+		return fmt.Errorf("demo: -n must be ≥ 1, got %d", *n)
+	}
+	if *threads < 1 {
+		return fmt.Errorf("demo: -threads must be ≥ 1, got %d", *threads)
+	}
+	dir := *model
+	if dir == "" {
+		d, err := arith.MaterializeEmbedded()
+		if err != nil {
+			return fmt.Errorf("demo: %w", err)
+		}
+		defer os.RemoveAll(d)
+		dir = d
+	}
+	res, err := arith.RunDemo(ctx, dir, *n, *threads)
+	if err != nil {
+		return fmt.Errorf("demo: %w", err)
+	}
+	if err := arith.PrintDemo(stdout, res); err != nil {
+		return err
+	}
+	if *out != "" {
+		f, err := os.Create(*out)
+		if err != nil {
+			return fmt.Errorf("demo: %w", err)
+		}
+		err = trajectory.WriteJSONL(f, res.Trajectories)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return fmt.Errorf("demo: write %s: %w", *out, err)
+		}
+		fmt.Fprintf(stdout, "wrote %d trajectories to %s\n", len(res.Trajectories), *out)
+	}
+	return nil
+}
+

@@ -1,0 +1,144 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+)
+
+// The generate responses are written by hand: they carry a value per
+// output token, and encoding/json re-validates the output of every
+// MarshalJSON, which was the largest cost of answering. The struct types
+// keep their JSON tags; a test checks both encodings agree.
+
+func appendString(b []byte, s string) []byte {
+	q, _ := json.Marshal(s) // a string always encodes
+	return append(b, q...)
+}
+
+func appendIDs(b []byte, ids []int32) []byte {
+	b = append(b, '[')
+	for i, id := range ids {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, int64(id), 10)
+	}
+	return append(b, ']')
+}
+
+func (f sglFinish) appendJSON(b []byte) []byte {
+	b = append(b, `{"type":`...)
+	b = appendString(b, f.Type)
+	if f.Matched != nil {
+		b = append(b, `,"matched":`...)
+		b = strconv.AppendInt(b, int64(*f.Matched), 10)
+	}
+	if f.Length != nil {
+		b = append(b, `,"length":`...)
+		b = strconv.AppendInt(b, int64(*f.Length), 10)
+	}
+	if f.Message != "" {
+		b = append(b, `,"message":`...)
+		b = appendString(b, f.Message)
+	}
+	return append(b, '}')
+}
+
+func (l *logprobTriples) appendJSON(b []byte) []byte {
+	b = append(b, '[')
+	for i, id := range l.ids {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, '[')
+		b = appendFloat(b, l.lps[i])
+		b = append(b, ',')
+		b = strconv.AppendInt(b, int64(id), 10)
+		b = append(b, ",null]"...)
+	}
+	return append(b, ']')
+}
+
+func (r *sglGenerateResponse) appendJSON(b []byte) []byte {
+	m := &r.MetaInfo
+	b = append(b, `{"text":`...)
+	b = appendString(b, r.Text)
+	b = append(b, `,"output_ids":`...)
+	b = appendIDs(b, r.OutputIDs)
+	b = append(b, `,"meta_info":{"id":`...)
+	b = appendString(b, m.ID)
+	b = append(b, `,"finish_reason":`...)
+	b = m.FinishReason.appendJSON(b)
+	b = append(b, `,"prompt_tokens":`...)
+	b = strconv.AppendInt(b, int64(m.PromptTokens), 10)
+	b = append(b, `,"completion_tokens":`...)
+	b = strconv.AppendInt(b, int64(m.CompletionTokens), 10)
+	b = append(b, `,"cached_tokens":`...)
+	b = strconv.AppendInt(b, int64(m.CachedTokens), 10)
+	b = append(b, `,"weight_version":`...)
+	b = appendString(b, m.WeightVersion)
+	if m.OutputTokenLogprobs != nil {
+		b = append(b, `,"output_token_logprobs":`...)
+		b = m.OutputTokenLogprobs.appendJSON(b)
+	}
+	b = append(b, `,"e2e_latency":`...)
+	b = strconv.AppendFloat(b, m.E2ELatency, 'g', -1, 64)
+	return append(b, "}}"...)
+}
+
+func (c *vllmContent) appendJSON(b []byte) []byte {
+	b = append(b, '[')
+	for i, id := range c.ids {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"token":"token_id:`...)
+		b = strconv.AppendInt(b, int64(id), 10)
+		b = append(b, `","token_id":`...)
+		b = strconv.AppendInt(b, int64(id), 10)
+		b = append(b, `,"logprob":`...)
+		b = appendFloat(b, finiteLogprob(c.lps[i]))
+		b = append(b, `,"top_logprobs":[]}`...)
+	}
+	return append(b, ']')
+}
+
+func (r *vllmGenerateResponse) appendJSON(b []byte) []byte {
+	b = append(b, `{"request_id":`...)
+	b = appendString(b, r.RequestID)
+	b = append(b, `,"choices":[`...)
+	for i := range r.Choices {
+		ch := &r.Choices[i]
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"index":`...)
+		b = strconv.AppendInt(b, int64(ch.Index), 10)
+		b = append(b, `,"finish_reason":`...)
+		b = appendString(b, ch.FinishReason)
+		b = append(b, `,"token_ids":`...)
+		b = appendIDs(b, ch.TokenIDs)
+		b = append(b, `,"logprobs":`...)
+		if ch.Logprobs == nil {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, `{"content":`...)
+			b = ch.Logprobs.Content.appendJSON(b)
+			b = append(b, '}')
+		}
+		b = append(b, '}')
+	}
+	b = append(b, `],"num_cached_tokens":`...)
+	b = strconv.AppendInt(b, int64(r.CachedTokens), 10)
+	b = append(b, `,"weight_version":`...)
+	b = strconv.AppendInt(b, r.WeightVersion, 10)
+	return append(b, '}')
+}
+
+// writeRawJSON writes an already encoded JSON body.
+func writeRawJSON(w http.ResponseWriter, status int, body []byte) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(body, '\n'))
+}
