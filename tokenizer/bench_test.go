@@ -1,6 +1,7 @@
 package tokenizer
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"sort"
@@ -201,4 +202,49 @@ func BenchmarkEncodeDelta(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkEncodeDeepSeekPattern encodes the corpus with the Qwen3
+// vocabulary under DeepSeek-V3's pre-tokenizer (three splits, see
+// testdata/variants.json), which runs on the hand-written searchers.
+func BenchmarkEncodeDeepSeekPattern(b *testing.B) {
+	data, err := os.ReadFile(filepath.Join("testdata", "variants.json"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	var variants []variant
+	if err := json.Unmarshal(data, &variants); err != nil {
+		b.Fatal(err)
+	}
+	var j map[string]json.RawMessage
+	if err := json.Unmarshal(readGunzip(b, filepath.Join("testdata", "qwen3", "tokenizer.json.gz")), &j); err != nil {
+		b.Fatal(err)
+	}
+	for _, v := range variants {
+		if v.Name == "deepseek_v3_pattern" {
+			j["pre_tokenizer"] = v.PreTokenizer
+		}
+	}
+	patched, err := json.Marshal(j)
+	if err != nil {
+		b.Fatal(err)
+	}
+	tok, err := FromJSON(patched)
+	if err != nil {
+		b.Fatal(err)
+	}
+	pieces := benchCorpus(b)
+	total := 0
+	for _, p := range pieces {
+		total += len(p)
+	}
+	b.SetBytes(int64(total))
+	b.ResetTimer()
+	cpu0 := processCPU()
+	for i := 0; i < b.N; i++ {
+		for _, p := range pieces {
+			tok.Encode(p)
+		}
+	}
+	reportCPU(b, cpu0, float64(total))
 }

@@ -185,7 +185,7 @@ func (m *bpe) mergeHeap(syms []int32) []int32 {
 		next[i] = int32(i + 1)
 	}
 	next[n-1] = -1
-	h := make(mergeHeap, 0, 2*n) // at most n-1 initial and 2 per merge, usually far fewer
+	h := make(mergeHeap, 0, n) // n-1 initial entries; append grows it when pushes outrun pops
 	for i := 0; i+1 < n; i++ {
 		if r, _ := m.merges.get(syms[i], syms[i+1]); r != noMerge {
 			h = append(h, candKey(r, int32(i)))

@@ -80,14 +80,23 @@ func (t *Tokenizer) ApplyChatTemplateJSON(contextJSON []byte) (string, error) {
 	return t.render(vars)
 }
 
+// render picks the template as transformers does when tokenizer_config.json
+// has named templates: "tool_use" when tools are given and it exists, else
+// the default one.
 func (t *Tokenizer) render(vars map[string]any) (string, error) {
-	if t.chat.defErr != nil {
-		if errors.Is(t.chat.defErr, ErrNoChatTemplate) {
-			return "", t.chat.defErr
+	tmpl, tmplErr := t.chat.def, t.chat.defErr
+	if tools, _ := vars["tools"].([]any); tools != nil {
+		if tu, ok := t.chat.named["tool_use"]; ok {
+			tmpl, tmplErr = tu, t.chat.errs["tool_use"]
 		}
-		return "", fmt.Errorf("tokenizer: chat template: %w", t.chat.defErr)
 	}
-	s, err := t.chat.def.Render(vars)
+	if tmplErr != nil {
+		if errors.Is(tmplErr, ErrNoChatTemplate) {
+			return "", tmplErr
+		}
+		return "", fmt.Errorf("tokenizer: chat template: %w", tmplErr)
+	}
+	s, err := tmpl.Render(vars)
 	if err != nil {
 		return "", fmt.Errorf("tokenizer: chat template: %w", err)
 	}

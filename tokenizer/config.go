@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 
 	"github.com/agentrl/agentrl/tokenizer/jinja"
 )
@@ -20,6 +21,7 @@ type config struct {
 	specials map[string]any
 	addBOS   *bool
 	addEOS   *bool
+	cleanUp  bool
 }
 
 // chatTemplates holds the parsed chat templates. A template that fails to
@@ -132,6 +134,11 @@ func (t *Tokenizer) applyConfig(cfg map[string]json.RawMessage, genEOS []int32, 
 			*dst = &b
 		}
 	}
+	if raw, ok := cfg["clean_up_tokenization_spaces"]; ok && !isNull(raw) {
+		if err := json.Unmarshal(raw, &t.config.cleanUp); err != nil {
+			return fmt.Errorf("%w: clean_up_tokenization_spaces: %w", ErrInvalid, err)
+		}
+	}
 	eos, _ := t.config.specials["eos_token"].(string)
 	t.setEOS(eos, genEOS)
 
@@ -201,3 +208,21 @@ func (t *Tokenizer) AddBOSToken() bool { return t.config.addBOS != nil && *t.con
 // AddEOSToken reports tokenizer_config.json's add_eos_token (false when
 // absent).
 func (t *Tokenizer) AddEOSToken() bool { return t.config.addEOS != nil && *t.config.addEOS }
+
+// CleanUpTokenizationSpaces reports tokenizer_config.json's
+// clean_up_tokenization_spaces: whether transformers' decode post-processes
+// text with CleanUpTokenizationSpaces (Llama 3 sets it, Qwen does not).
+func (t *Tokenizer) CleanUpTokenizationSpaces() bool { return t.config.cleanUp }
+
+// CleanUpTokenizationSpaces is transformers' clean_up_tokenization: it
+// removes the space before punctuation and English contractions (" ." → ".",
+// " n't" → "n't", ...). Decode does not apply it; callers that need
+// transformers' decode text exactly apply it when the tokenizer's
+// CleanUpTokenizationSpaces method reports true.
+func CleanUpTokenizationSpaces(s string) string {
+	for _, r := range [...][2]string{{" .", "."}, {" ?", "?"}, {" !", "!"}, {" ,", ","}, {" ' ", "'"},
+		{" n't", "n't"}, {" 'm", "'m"}, {" 's", "'s"}, {" 've", "'ve"}, {" 're", "'re"}} {
+		s = strings.ReplaceAll(s, r[0], r[1])
+	}
+	return s
+}

@@ -51,7 +51,7 @@ func FuzzFastPattern(f *testing.F) {
 		f.Add(s)
 	}
 	type pair struct {
-		fast *fastPattern
+		fast matcher
 		ref  *regexp2Matcher
 	}
 	var pairs []pair
@@ -59,6 +59,14 @@ func FuzzFastPattern(f *testing.F) {
 		ref, err := compileRegexp2(pat)
 		require.NoError(f, err)
 		pairs = append(pairs, pair{fast, ref})
+	}
+	for pat, fast := range knownSearchers {
+		ref, err := compileRegexp2(pat)
+		require.NoError(f, err)
+		pairs = append(pairs, pair{fast, ref})
+	}
+	for _, s := range []string{"3D x1 ab12cd", ".append(x)\n\n", "\u200b\u200bz", "中文ひらがなカタカナ", "é\u0301\u0301 a", "$$ ++\r\n"} {
+		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		if !utf8.ValidString(s) {

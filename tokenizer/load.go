@@ -199,7 +199,7 @@ func parseNormalizer(raw json.RawMessage) (normalizer, error) {
 		for i, r := range c.Normalizers {
 			n, err := parseNormalizer(r)
 			if err != nil {
-				return nil, fmt.Errorf("Sequence[%d]: %w", i, err)
+				return nil, fmt.Errorf("in Sequence[%d]: %w", i, err)
 			}
 			if n != nil {
 				seq = append(seq, n)
@@ -322,7 +322,7 @@ func parsePostProcessor(raw json.RawMessage) (*postProcessor, error) {
 		for i, r := range c.Processors {
 			q, err := parsePostProcessor(r)
 			if err != nil {
-				return nil, fmt.Errorf("Sequence[%d]: %w", i, err)
+				return nil, fmt.Errorf("in Sequence[%d]: %w", i, err)
 			}
 			if len(q.prefix)+len(q.suffix) > 0 {
 				if len(p.prefix)+len(p.suffix) > 0 {
@@ -453,23 +453,26 @@ func (t *Tokenizer) buildModel(mj *modelJSON, vocab []vocabEntry, merges [][2]st
 		}
 		m.unk = id
 	}
-	m.merges = newMergeTable(len(merges))
-	var buf []byte
-	for rank, p := range merges {
-		a, b := p[0], p[1]
-		ia, oka := t.tokenToID[a]
-		ib, okb := t.tokenToID[b]
-		buf = append(append(buf[:0], a...), b...)
-		ic, okc := t.tokenToID[string(buf)]
-		switch {
-		case !oka:
-			return fmt.Errorf("%w: merges[%d]: %q is not in the vocab", ErrInvalid, rank, a)
-		case !okb:
-			return fmt.Errorf("%w: merges[%d]: %q is not in the vocab", ErrInvalid, rank, b)
-		case !okc:
-			return fmt.Errorf("%w: merges[%d]: %q is not in the vocab", ErrInvalid, rank, a+b)
+	// Resolving merges to ids is the costliest step of loading (three
+	// hash lookups each): split it between this goroutine and another.
+	rows := make([]mergeRow, len(merges))
+	half := len(merges) / 2
+	var errs [2]error
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		errs[1] = t.resolveMerges(merges, rows, half, len(merges))
+	}()
+	errs[0] = t.resolveMerges(merges, rows, 0, half)
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
 		}
-		m.merges.add(ia, ib, int32(rank), ic)
+	}
+	m.merges = newMergeTable(len(merges))
+	for rank, r := range rows {
+		m.merges.add(r.a, r.b, int32(rank), r.c)
 	}
 	t.model = m
 	return nil
@@ -622,4 +625,29 @@ func (m *bpe) buildByteVocab(idToToken []string, size int) {
 			m.byteIDs[k[0]] = r.id
 		}
 	}
+}
+
+type mergeRow struct{ a, b, c int32 }
+
+// resolveMerges fills rows[lo:hi] with the ids of merges[lo:hi]: both parts
+// and their concatenation must be in the vocabulary, as HF requires.
+func (t *Tokenizer) resolveMerges(merges [][2]string, rows []mergeRow, lo, hi int) error {
+	var buf []byte
+	for rank := lo; rank < hi; rank++ {
+		a, b := merges[rank][0], merges[rank][1]
+		ia, oka := t.tokenToID[a]
+		ib, okb := t.tokenToID[b]
+		buf = append(append(buf[:0], a...), b...)
+		ic, okc := t.tokenToID[string(buf)]
+		switch {
+		case !oka:
+			return fmt.Errorf("%w: merges[%d]: %q is not in the vocab", ErrInvalid, rank, a)
+		case !okb:
+			return fmt.Errorf("%w: merges[%d]: %q is not in the vocab", ErrInvalid, rank, b)
+		case !okc:
+			return fmt.Errorf("%w: merges[%d]: %q is not in the vocab", ErrInvalid, rank, a+b)
+		}
+		rows[rank] = mergeRow{ia, ib, ic}
+	}
+	return nil
 }

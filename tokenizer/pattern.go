@@ -20,7 +20,8 @@ type matcher interface {
 // Pre-tokenizer regexes of the byte-level BPE families. They need
 // look-ahead, which Go's regexp lacks; the general fallback is regexp2
 // (a backtracking engine like HF's Oniguruma), and these hand-written
-// matchers give the same matches ~20× faster. FuzzFastPattern checks them
+// matchers give the same matches much faster (they
+// also stream: no per-word slices). FuzzFastPattern checks them
 // against regexp2.
 const (
 	patternQwen2  = `(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`
@@ -40,6 +41,9 @@ var knownPatterns = map[string]*fastPattern{
 func newRegexMatcher(pattern string) (matcher, error) {
 	if f, ok := knownPatterns[pattern]; ok {
 		return f, nil
+	}
+	if m, ok := knownSearchers[pattern]; ok {
+		return m, nil
 	}
 	return compileRegexp2(pattern)
 }

@@ -166,7 +166,8 @@ func (t *Tokenizer) encodeText(dst []int32, s string, sc *scratch) []int32 {
 // applies clean_up_tokenization when tokenizer_config.json sets
 // clean_up_tokenization_spaces (Llama 3 does, Qwen does not); Decode does
 // not, so that decoding stays a pure function of the ids that streams
-// (Decoder) reproduce. An id outside the vocabulary is an error naming it.
+// (Decoder) reproduce — see CleanUpTokenizationSpaces. An id outside the
+// vocabulary is an error naming it.
 func (t *Tokenizer) Decode(ids []int32, skipSpecial bool) (string, error) {
 	var raw []byte
 	first := true

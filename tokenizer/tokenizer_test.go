@@ -35,7 +35,12 @@ func TestTokenizerInfo(t *testing.T) {
 	// Qwen3's post-processor adds nothing.
 	require.Equal(t, q.Encode("hi"), q.EncodeWithSpecialTokens("hi"))
 
+	require.False(t, q.CleanUpTokenizationSpaces())
+	// transformers' clean_up_tokenization, applied in its order.
+	require.Equal(t, "Hello, world! It's ok. Don't 're", CleanUpTokenizationSpaces("Hello , world ! It 's ok . Do n't  're"))
+
 	l := llama(t)
+	require.True(t, l.CleanUpTokenizationSpaces())
 	require.Equal(t, 128256, l.VocabSize())
 	require.Equal(t, []int32{128009, 128001}, l.EOSTokenIDs(), "<|eot_id|> (eos_token), <|end_of_text|>")
 	// Llama 3's TemplateProcessing adds <|begin_of_text|> (as HF encode() does by default).

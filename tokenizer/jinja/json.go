@@ -433,6 +433,7 @@ func appendJSON(b []byte, v any, o *jsonOpts, depth int) ([]byte, error) {
 		}
 		return appendFloatRepr(b, f), nil
 	case *undefined:
+		//lint:ignore ST1005 the text is Python json.dumps's own message, which templates may surface
 		return b, errors.New("Object of type Undefined is not JSON serializable")
 	case bigInt:
 		return append(b, x...), nil
@@ -442,6 +443,7 @@ func appendJSON(b []byte, v any, o *jsonOpts, depth int) ([]byte, error) {
 	}
 	if isMapping(v) {
 		if _, ok := v.(*namespace); ok {
+			//lint:ignore ST1005 the text is Python json.dumps's own message, which templates may surface
 			return b, errors.New("Object of type Namespace is not JSON serializable")
 		}
 		keys := mapKeys(v)
@@ -486,6 +488,7 @@ func appendJSON(b []byte, v any, o *jsonOpts, depth int) ([]byte, error) {
 		b = jsonNewline(b, o, depth)
 		return append(b, ']'), nil
 	}
+	//lint:ignore ST1005 the text is Python json.dumps's own message, which templates may surface
 	return b, fmt.Errorf("Object of type %s is not JSON serializable", typeName(v))
 }
 
