@@ -22,6 +22,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/agentrl/agentrl/agentloop"
+	"github.com/agentrl/agentrl/cuda"
 	"github.com/agentrl/agentrl/router"
 	"github.com/agentrl/agentrl/server"
 	"github.com/agentrl/agentrl/server/sglang"
@@ -84,6 +85,7 @@ type rolloutConfig struct {
 	} `yaml:"actor_rollout_ref"`
 	AgentRL struct {
 		Servers     []string      `yaml:"servers"`
+		LocalModel  string        `yaml:"local_model"` // HF model directory for the in-process engine
 		Backend     string        `yaml:"backend"` // sglang (default) or vllm
 		Model       string        `yaml:"model"`   // vLLM model name
 		Concurrency int           `yaml:"concurrency"`
@@ -99,6 +101,7 @@ func runRollout(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	dataPath := fs.String("data", "", "dataset: .jsonl or verl-format .parquet (required)")
 	tokDir := fs.String("tokenizer", "", "directory with tokenizer.json and tokenizer_config.json (required)")
 	servers := fs.String("servers", "", "comma-separated server URLs (overrides agentrl.servers)")
+	localModel := fs.String("model", "", "run the in-process engine on this HF model directory instead of servers (overrides agentrl.local_model)")
 	backend := fs.String("backend", "", "sglang or vllm (overrides agentrl.backend; default sglang)")
 	outPath := fs.String("out", "trajectories.jsonl", "trajectories JSONL output")
 	batchPath := fs.String("batch", "", "safetensors batch output (needs prompt/response lengths); optional")
@@ -107,7 +110,7 @@ func runRollout(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	validate := fs.Bool("validate", false, "sample with val_kwargs")
 	progress := fs.String("progress", "auto", "progress bar: auto (on a terminal), always, never")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: agentrl rollout --data FILE --tokenizer DIR --servers URL[,URL...] [--config FILE] [--out FILE] [--batch FILE]")
+		fmt.Fprintln(stderr, "usage: agentrl rollout --data FILE --tokenizer DIR (--servers URL[,URL...] | --model DIR) [--config FILE] [--out FILE] [--batch FILE]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -133,12 +136,15 @@ func runRollout(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	if *backend != "" {
 		cfg.AgentRL.Backend = *backend
 	}
+	if *localModel != "" {
+		cfg.AgentRL.LocalModel = *localModel
+	}
 	if *n > 0 {
 		cfg.ActorRolloutRef.Rollout.N = *n
 	}
-	if *dataPath == "" || *tokDir == "" || len(cfg.AgentRL.Servers) == 0 {
+	if *dataPath == "" || *tokDir == "" || (len(cfg.AgentRL.Servers) == 0) == (cfg.AgentRL.LocalModel == "") {
 		fs.Usage()
-		return errors.New("--data, --tokenizer and at least one server are required")
+		return errors.New("--data, --tokenizer and either servers or --model (not both) are required")
 	}
 	switch *progress {
 	case "auto", "always", "never":
@@ -399,9 +405,16 @@ func gsm8kReward(strict bool) agentloop.RewardFunc {
 	}
 }
 
-// buildEngine makes one client per server URL, behind a router when there
-// are several.
+// buildEngine opens the in-process engine on a local model, or makes one
+// client per server URL behind a router.
 func buildEngine(cfg rolloutConfig) (server.LLMServer, func(), error) {
+	if dir := cfg.AgentRL.LocalModel; dir != "" {
+		eng, err := cuda.Open(dir, cuda.Options{})
+		if err != nil {
+			return nil, nil, err
+		}
+		return eng, func() { _ = eng.Close() }, nil
+	}
 	var backends []router.Backend
 	for _, u := range cfg.AgentRL.Servers {
 		u = strings.TrimSpace(u)

@@ -232,3 +232,43 @@ func TestGSM8KReward(t *testing.T) {
 		require.Equal(t, c.want, got, c.text)
 	}
 }
+
+// TestRolloutInProcessEngine runs the rollout against the in-process engine
+// on a random tiny model that carries the Qwen3 tokenizer: no server at all.
+func TestRolloutInProcessEngine(t *testing.T) {
+	tokDir := qwenTokenizerDir(t)
+	tmp := t.TempDir()
+	modelDir := filepath.Join(tmp, "model")
+	var stdout, stderr bytes.Buffer
+	require.Equal(t, 0, runMain(context.Background(), []string{"model", "init", "--arch", "qwen3", "--layers", "1", "--hidden", "32",
+		"--heads", "2", "--max-pos", "1024", "--seed", "7", "--tokenizer", tokDir, "--out", modelDir}, strings.NewReader(""), &stdout, &stderr), stderr.String())
+
+	cfg := filepath.Join(tmp, "config.yaml")
+	yml := strings.Replace(rolloutYAML, "max_response_length: 256", "max_response_length: 12", 1)
+	require.NoError(t, os.WriteFile(cfg, []byte(yml), 0o644))
+	data := filepath.Join(tmp, "data.jsonl")
+	require.NoError(t, os.WriteFile(data, []byte(`{"prompt": [{"role": "user", "content": "What is 2+2?"}], "reward_model": {"ground_truth": "4"}}`+"\n"), 0o644))
+	out := filepath.Join(tmp, "out.jsonl")
+	stdout.Reset()
+	stderr.Reset()
+	code := runMain(context.Background(), []string{"rollout", "--config", cfg, "--data", data, "--tokenizer", tokDir,
+		"--model", modelDir, "--out", out, "--progress", "never"}, strings.NewReader(""), &stdout, &stderr)
+	require.Equal(t, 0, code, stderr.String())
+	f, err := os.Open(out)
+	require.NoError(t, err)
+	defer f.Close()
+	trajs, err := trajectory.ReadJSONL(f)
+	require.NoError(t, err)
+	require.Len(t, trajs, 2) // n: 2
+	for _, tr := range trajs {
+		require.NoError(t, tr.Validate())
+		require.Positive(t, tr.MaskOnes(), "the engine sampled tokens")
+		require.LessOrEqual(t, len(tr.ResponseIDs), 12)
+		require.Len(t, tr.Logprobs, len(tr.ResponseIDs))
+	}
+
+	// Servers and a local model are mutually exclusive.
+	code = runMain(context.Background(), []string{"rollout", "--data", data, "--tokenizer", tokDir, "--model", modelDir,
+		"--servers", "http://127.0.0.1:1"}, strings.NewReader(""), &stdout, &stderr)
+	require.Equal(t, 1, code)
+}
