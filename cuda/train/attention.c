@@ -40,24 +40,10 @@ void agt_attention_forward(int level, float* out, float* att, const float* q, co
 			const float* qi = q + i * qs + h * hd;
 			float* p = att + (h * t + i) * t;
 			scores(level, p, qi, kt, t, hd, i + 1);
-			float mx = -INFINITY;
-			for (int64_t j = 0; j <= i; j++) {
-				p[j] *= scale;
-				if (p[j] > mx) mx = p[j];
-			}
-			float sum = 0;
-			for (int64_t j = 0; j <= i; j++) {
-				float e = expf(p[j] - mx);
-				p[j] = e;
-				sum += e;
-			}
-			float inv = 1.0f / sum;
+			agt_softmax(level, p, i + 1, scale);
 			float* oi = out + i * qs + h * hd;
 			memset(oi, 0, sizeof(float) * hd);
-			for (int64_t j = 0; j <= i; j++) {
-				p[j] *= inv;
-				agt_axpy(level, oi, p[j], v + j * ks + kvh * hd, hd);
-			}
+			for (int64_t j = 0; j <= i; j++) agt_axpy(level, oi, p[j], v + j * ks + kvh * hd, hd);
 		}
 	}
 }

@@ -67,27 +67,38 @@ func BenchmarkTrainStep(b *testing.B) {
 	}
 }
 
-// BenchmarkGEMM measures the NT GEMM kernel alone on a training-shaped
-// product (1024 tokens × 768 outputs × 256 inputs).
+// BenchmarkGEMM measures the three products of a training-shaped linear
+// layer (1024 tokens, 768 outputs, 256 inputs) alone: forward y = x·Wᵀ
+// (NT), dx = dy·W and dW = dyᵀ·x (both the strided NN kernel).
 func BenchmarkGEMM(b *testing.B) {
+	T, N, K := 1024, 768, 256
+	x, w, y := make([]float32, T*K), make([]float32, N*K), make([]float32, T*N)
+	for i := range x {
+		x[i] = float32(i%13) * 0.01
+	}
+	for i := range w {
+		w[i] = float32(i%7) * 0.01
+	}
+	for i := range y {
+		y[i] = float32(i%5) * 0.01
+	}
+	dx, dw := make([]float32, T*K), make([]float32, N*K)
+	ops := map[string]func(c cpu){
+		"forward": func(c cpu) { c.gemmNT(y, x, w, T, N, K, false) },
+		"dx":      func(c cpu) { c.gemmNNAcc(dx, y, N, 1, w, T, K, N) },
+		"dW":      func(c cpu) { c.gemmNNAcc(dw, y, 1, N, x, N, K, T) },
+	}
 	for _, lvl := range levels() {
-		for _, threads := range []int{1, 2} {
-			b.Run(fmt.Sprintf("%s/threads=%d", lvl, threads), func(b *testing.B) {
-				c := cpu{level: lvl, threads: threads}
-				M, N, K := 1024, 768, 256
-				x, w, y := make([]float32, M*K), make([]float32, N*K), make([]float32, M*N)
-				for i := range x {
-					x[i] = float32(i%13) * 0.01
-				}
-				for i := range w {
-					w[i] = float32(i%7) * 0.01
-				}
-				b.ResetTimer()
-				for range b.N {
-					c.gemmNT(y, x, w, M, N, K, false)
-				}
-				b.ReportMetric(2*float64(M*N*K)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
-			})
+		for _, op := range []string{"forward", "dx", "dW"} {
+			for _, threads := range []int{1, 2} {
+				b.Run(fmt.Sprintf("%s/%s/threads=%d", lvl, op, threads), func(b *testing.B) {
+					c := cpu{level: lvl, threads: threads}
+					for range b.N {
+						ops[op](c)
+					}
+					b.ReportMetric(2*float64(T*N*K)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+				})
+			}
 		}
 	}
 }

@@ -16,6 +16,12 @@
 // cuda/model.WriteDir(dir, m.Config(), m.Tensors()) or sent to a running
 // engine with m.Weights(version).
 //
+// Forward keeps every activation it needs until the next Forward,
+// including the [tokens][vocab] logits and each row's [heads][len][len]
+// attention probabilities: this is a reference trainer for small models
+// and short rows, not a memory-optimized one (no activation recomputation,
+// no chunked vocabulary).
+//
 // Every loss the trainer needs is a function of per-token log-probabilities,
 // so the interface is: Forward returns them, Backward takes dL/dlogp:
 //

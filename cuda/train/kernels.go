@@ -100,3 +100,11 @@ func (c cpu) gemmNNAcc(dst, a []float32, sam, sap int, b []float32, rows, jn, pn
 			C.int64_t(jn), C.int64_t(pn), C.int64_t(lo), C.int64_t(hi))
 	})
 }
+
+// swiglu runs the SwiGLU forward and backward kernels on flat slices (the
+// model calls them directly; this entry point is for kernel tests).
+func (c cpu) swiglu(out, dg, du, dout, g, u []float32) {
+	n := C.int64_t(len(g))
+	C.agt_swiglu_forward(C.int(c.level), fptr(out), fptr(g), fptr(u), n)
+	C.agt_swiglu_backward(C.int(c.level), fptr(dg), fptr(du), fptr(dout), fptr(g), fptr(u), n)
+}

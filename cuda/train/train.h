@@ -61,9 +61,9 @@ void agt_attention_backward(int level, float* dq, float* dk, float* dv, const fl
 
 // swiglu.c ------------------------------------------------------------
 // out[t][j] = silu(g[t][j]) * u[t][j]; backward WRITES dg and du.
-void agt_swiglu_forward(float* out, const float* g, const float* u, int64_t n);
-void agt_swiglu_backward(float* dg, float* du, const float* dout, const float* g, const float* u,
-                         int64_t n);
+void agt_swiglu_forward(int level, float* out, const float* g, const float* u, int64_t n);
+void agt_swiglu_backward(int level, float* dg, float* du, const float* dout, const float* g,
+                         const float* u, int64_t n);
 
 // embedding.c ---------------------------------------------------------
 // x[t] = table[ids[t]]; backward: dtable[ids[t]] += dx[t].

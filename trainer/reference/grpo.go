@@ -72,12 +72,24 @@ func (g *GRPO) Step(ctx context.Context, samples []agentloop.Sample) (GRPOStats,
 	if err != nil {
 		return st, err
 	}
-	g.version++
-	if err := g.Engine.UpdateWeights(ctx, g.Trainer.Model.Weights(g.version)); err != nil {
-		return st, fmt.Errorf("reference: update weights to version %d: %w", g.version, err)
+	if err := g.Sync(ctx); err != nil {
+		return st, err
 	}
 	st.Version = g.version
 	return st, nil
+}
+
+// Sync sends the trainer's current weights to the engine as the next
+// version. Step calls it after each update; when that fails (the model has
+// stepped, the engine still serves the old weights) the caller may retry
+// it.
+func (g *GRPO) Sync(ctx context.Context) error {
+	next := g.version + 1
+	if err := g.Engine.UpdateWeights(ctx, g.Trainer.Model.Weights(next)); err != nil {
+		return fmt.Errorf("reference: update weights to version %d: %w", next, err)
+	}
+	g.version = next
+	return nil
 }
 
 // Update is the training half of Step on an already collated batch (with

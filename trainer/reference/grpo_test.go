@@ -166,3 +166,62 @@ func TestGRPOStepRaisesReward(t *testing.T) {
 	last := (rewards[steps-1] + rewards[steps-2]) / 2
 	require.Greater(t, last, first+0.15, "rewards %v", rewards)
 }
+
+// failingUpdater rejects every weight update.
+type failingUpdater struct{}
+
+func (failingUpdater) UpdateWeights(context.Context, server.Weights) error {
+	return &server.Error{Server: "test", Op: "update_weights", Err: server.ErrUnavailable}
+}
+
+func TestGRPOStepErrors(t *testing.T) {
+	ctx := context.Background()
+	mc := tinyConfig()
+	w := model.RandomWeights(mc, 5)
+	em, err := model.NewRandom(mc, 5, kernels.NewCPU(1))
+	require.NoError(t, err)
+	eng, err := cuda.New(em, cuda.Options{KVBlocks: 64})
+	require.NoError(t, err)
+	defer eng.Close()
+	env := &agentloop.Env{Server: eng, Tokenizer: byteTok{}}
+	m, err := train.New(mc, w, train.Options{})
+	require.NoError(t, err)
+	tr, err := New(m, Config{AdamW: AdamWConfig{LR: 1e-3, Beta1: 0.9, Beta2: 0.99, Eps: 1e-8}})
+	require.NoError(t, err)
+	samples := []agentloop.Sample{{Messages: []chat.Message{{Role: "user", Content: "hi"}}}}
+	ppo := trainer.PPOConfig{ClipLow: 0.2, ClipHigh: 0.2, ClipC: 3, Agg: trainer.TokenMean}
+	sampling := server.SamplingParams{Temperature: 1, MaxNewTokens: 4, Logprobs: true}
+	score := func(context.Context, agentloop.RewardInput) (float64, error) { return 1, nil }
+
+	// Without collation there is nothing to train on.
+	noCollate, err := agentloop.NewManager(nil, env, agentloop.Options{N: 2, Sampling: sampling, Reward: score})
+	require.NoError(t, err)
+	_, err = (&GRPO{Trainer: tr, Manager: noCollate, Engine: eng, Config: GRPOConfig{PPO: ppo}}).Step(ctx, samples)
+	require.ErrorIs(t, err, ErrBatch)
+	require.ErrorContains(t, err, "produced no batch")
+
+	// A failed weight update is reported with the version it tried, and
+	// the version does not advance.
+	mgr, err := agentloop.NewManager(nil, env, agentloop.Options{N: 2, Sampling: sampling, Reward: score,
+		Collate: trajectory.CollateOptions{PromptLen: 16, ResponseLen: 4}})
+	require.NoError(t, err)
+	g := &GRPO{Trainer: tr, Manager: mgr, Engine: failingUpdater{}, Config: GRPOConfig{PPO: ppo}}
+	_, err = g.Step(ctx, samples)
+	require.ErrorIs(t, err, server.ErrUnavailable)
+	require.ErrorContains(t, err, "update weights to version 1")
+	require.Equal(t, int64(0), g.Version())
+	g.Engine = eng
+	require.NoError(t, g.Sync(ctx))
+	require.Equal(t, int64(1), g.Version())
+
+	// A bad PPO config surfaces from the loss.
+	g = &GRPO{Trainer: tr, Manager: mgr, Engine: eng, Config: GRPOConfig{PPO: trainer.PPOConfig{ClipC: 0.5}}}
+	_, err = g.Step(ctx, samples)
+	require.ErrorContains(t, err, "ClipC must be > 1")
+
+	// A cancelled context stops before training.
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	_, err = g.Step(cctx, samples)
+	require.ErrorIs(t, err, context.Canceled)
+}

@@ -1,11 +1,13 @@
 package reference
 
 import (
+	"fmt"
 	"math"
 	"testing"
 
 	"github.com/agentrl/agentrl/cuda/model"
 	"github.com/agentrl/agentrl/cuda/train"
+	"github.com/agentrl/agentrl/trainer"
 	"github.com/agentrl/agentrl/trajectory"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -178,4 +180,47 @@ func TestBatchErrors(t *testing.T) {
 
 	_, err = New(tr.Model, Config{AdamW: sftConfig.AdamW, MaxGradNorm: -1})
 	require.ErrorIs(t, err, ErrConfig)
+}
+
+// groupBatch is two GRPO groups of two rollouts with the given rewards.
+func groupBatch(t *testing.T, rewards [4]float64) *trajectory.Batch {
+	t.Helper()
+	var trs []*trajectory.Trajectory
+	for i, r := range rewards {
+		tr := toolTrace(t, int32(i), int32(2*i))
+		tr.Index, tr.GroupID, tr.ID = i/2, []string{"a", "b"}[i/2], fmt.Sprint(i)
+		rr := r
+		tr.Reward = &rr
+		trs = append(trs, tr)
+	}
+	b, err := trajectory.Collate(trs, trajectory.CollateOptions{PromptLen: 8, ResponseLen: 16})
+	require.NoError(t, err)
+	return b
+}
+
+func TestGRPOUpdate(t *testing.T) {
+	ppo := trainer.PPOConfig{ClipLow: 0.2, ClipHigh: 0.2, ClipC: 3, Agg: trainer.TokenMean}
+	// Equal rewards within every group: zero advantage, zero gradient, and
+	// (without weight decay) AdamW leaves the weights exactly as they were.
+	tr := newTrainer(t, 2, Config{AdamW: AdamWConfig{LR: 1e-2, Beta1: 0.9, Beta2: 0.99, Eps: 1e-8}})
+	before := tr.Model.Tensors()
+	st, err := (&GRPO{Trainer: tr, Config: GRPOConfig{PPO: ppo}}).Update(groupBatch(t, [4]float64{1, 1, 0, 0}))
+	require.NoError(t, err)
+	require.Zero(t, st.GradNorm)
+	require.Equal(t, 0.5, st.MeanReward)
+	require.Equal(t, 4*7, st.Tokens)
+	require.Equal(t, before, tr.Model.Tensors())
+
+	// Different rewards: GRPO and Dr.GRPO both move the policy; GRPO divides
+	// the advantages by the group std (0.71 and 0.35 here), so its gradient
+	// is the larger one.
+	norms := map[bool]float64{}
+	for _, dr := range []bool{false, true} {
+		tr := newTrainer(t, 2, Config{AdamW: AdamWConfig{LR: 1e-2, Beta1: 0.9, Beta2: 0.99, Eps: 1e-8}})
+		st, err := (&GRPO{Trainer: tr, Config: GRPOConfig{PPO: ppo, DrGRPO: dr}}).Update(groupBatch(t, [4]float64{1, 0, 0.5, 0}))
+		require.NoError(t, err)
+		require.Positive(t, st.GradNorm)
+		norms[dr] = st.GradNorm
+	}
+	require.Less(t, norms[true], norms[false])
 }
