@@ -19,7 +19,8 @@ type Options struct {
 	// Name identifies the engine in errors (default "cuda").
 	Name string
 	// Threads is the number of goroutines each kernel is split over
-	// (default: GOMAXPROCS).
+	// (default: GOMAXPROCS). Open uses it; New runs on the model's own
+	// kernels.CPU.
 	Threads int
 	// BlockSize is the number of positions per KV block (default 16).
 	BlockSize int

@@ -359,34 +359,49 @@ func TestStress(t *testing.T) {
 	t.Logf("stats: %+v, outcomes %v", st, counts)
 }
 
-// TestPriority: with one sequence slot, queued requests run highest
-// priority first, then in arrival order.
+// TestPriority: queued requests are ordered highest priority first, then
+// by arrival, and admission takes them in that order. They are queued
+// while the engine sleeps so that all of them wait.
 func TestPriority(t *testing.T) {
 	ref := loadReferences(t)[0]
 	e := newEngine(t, ref, Options{BlockSize: 4, KVBlocks: 64, MaxSeqs: 1})
 	ctx := context.Background()
-	var mu sync.Mutex
-	var order []string
+	require.NoError(t, e.Sleep(ctx, server.SleepKVCache))
 	var wg sync.WaitGroup
-	run := func(id string, prio, n int) {
-		defer wg.Done()
-		_, err := e.Generate(ctx, server.GenerateRequest{RequestID: id, Priority: prio, PromptIDs: ref.prompt,
-			Params: server.SamplingParams{MaxNewTokens: n}})
-		assert.NoError(t, err)
-		mu.Lock()
-		order = append(order, id)
-		mu.Unlock()
-	}
-	wg.Add(1)
-	go run("first", 0, 200) // occupies the only slot
-	require.Eventually(t, func() bool { return e.Stats().Running == 1 }, 5*time.Second, time.Millisecond)
 	for i, p := range []int{0, 0, 5, 1} {
 		wg.Add(1)
-		go run(fmt.Sprint("p", p, "_", i), p, 2)
+		go func() {
+			defer wg.Done()
+			_, err := e.Generate(ctx, server.GenerateRequest{RequestID: fmt.Sprint("p", p, "_", i), Priority: p,
+				PromptIDs: ref.prompt, Params: server.SamplingParams{MaxNewTokens: 2}})
+			assert.NoError(t, err)
+		}()
 		require.Eventually(t, func() bool { return e.Stats().Waiting == i+1 }, 5*time.Second, time.Millisecond)
 	}
+	var before, after []string
+	require.NoError(t, e.do(ctx, "test", func(s *sched) error {
+		ids := func() []string {
+			var ids []string
+			for _, r := range s.running {
+				ids = append(ids, "running:"+r.id)
+			}
+			for _, r := range s.waiting {
+				ids = append(ids, r.id)
+			}
+			return ids
+		}
+		before = ids()
+		// One step with a single sequence slot admits the highest priority.
+		s.asleep = false
+		s.allocCache()
+		s.step()
+		after = ids()
+		return nil
+	}))
+	require.Equal(t, []string{"p5_2", "p1_3", "p0_0", "p0_1"}, before)
+	require.Equal(t, []string{"running:p5_2", "p1_3", "p0_0", "p0_1"}, after)
+	require.NoError(t, e.WakeUp(ctx))
 	wg.Wait()
-	require.Equal(t, []string{"first", "p5_2", "p1_3", "p0_0", "p0_1"}, order)
 }
 
 // TestMultiTurnPrefixCache: a GRPO-style group of 8 conversations sharing a

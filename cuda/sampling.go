@@ -84,13 +84,28 @@ func (s *sampler) sample(logits []float32, prm *server.SamplingParams, seen []in
 	if prm.MinP > 0 {
 		minKeep = prm.MinP // relative to the top probability, which is 1 here
 	}
-	for i := range p {
-		cand = append(cand, int32(i))
-	}
 	topK := prm.TopK
 	topP := prm.TopP
 	if topP <= 0 {
 		topP = 1
+	}
+	// With top-p alone, tokens below eps = (1−TopP)·Σp/V can never be in
+	// the kept set: together they hold less than (1−TopP) of the mass, so
+	// the most-probable prefix reaches TopP before any of them. Dropping
+	// them before sorting gives the same set and saves sorting a large
+	// vocabulary.
+	eps := 0.0
+	if topP < 1 && (topK <= 0 || topK >= V) {
+		var total float64
+		for _, v := range p {
+			total += v
+		}
+		eps = (1 - topP) * total / float64(V)
+	}
+	for i, v := range p {
+		if v >= eps {
+			cand = append(cand, int32(i))
+		}
 	}
 	if (topK > 0 && topK < V) || topP < 1 {
 		slices.SortFunc(cand, func(a, b int32) int {
@@ -104,8 +119,14 @@ func (s *sampler) sample(logits []float32, prm *server.SamplingParams, seen []in
 		}
 		if topP < 1 {
 			var total float64
-			for _, id := range cand {
-				total += p[id]
+			if eps > 0 {
+				for _, v := range p {
+					total += v
+				}
+			} else {
+				for _, id := range cand {
+					total += p[id]
+				}
 			}
 			var cum float64
 			for i, id := range cand {

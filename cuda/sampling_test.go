@@ -130,3 +130,23 @@ func TestGreedyLogprob(t *testing.T) {
 	}
 	require.InDelta(t, 3-math.Log(sum), float64(lp), 1e-6)
 }
+
+// TestSamplerTopPLargeVocab: the pre-filter used before sorting a large
+// vocabulary keeps exactly the top-p set.
+func TestSamplerTopPLargeVocab(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 9))
+	logits := make([]float32, 1000)
+	for i := range logits {
+		logits[i] = float32(r.NormFloat64() * 2)
+	}
+	for _, topP := range []float64{0.5, 0.9, 0.99} {
+		p := server.SamplingParams{Temperature: 1, TopP: topP}
+		want := processed(logits, p, nil)
+		var s sampler
+		for i := 0; i < 2000; i++ {
+			tok, lp := s.sample(logits, &p, nil, r)
+			require.Greater(t, want[tok], 0.0)
+			require.InDelta(t, math.Log(want[tok]), float64(lp), 1e-6)
+		}
+	}
+}

@@ -218,4 +218,3 @@ func medianOf(v []float64) float64 {
 	slices.Sort(s)
 	return s[len(s)/2]
 }
-

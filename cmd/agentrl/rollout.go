@@ -33,7 +33,7 @@ import (
 )
 
 func init() {
-	register("rollout", "run agent loops over a dataset against SGLang/vLLM servers; write trajectories", runRollout)
+	register("rollout", "run agent loops over a dataset against SGLang/vLLM servers or the in-process engine; write trajectories", runRollout)
 }
 
 // rolloutConfig is the YAML config. Keys mirror verl's where they mean the

@@ -174,7 +174,26 @@ func (c *CPU) RMSNorm(y, x, w []float32, eps float32) {
 	if d == 0 || len(x)%d != 0 || len(y) != len(x) {
 		panic(fmt.Sprintf("kernels: RMSNorm: x %d, y %d, w %d", len(x), len(y), d))
 	}
-	C.agl_rmsnorm(C.int(c.level), fptr(x), fptr(w), fptr(y), C.int64_t(len(x)/d), C.int64_t(d), C.float(eps))
+	rows := len(x) / d
+	c.parallelRows(rows, d, func(lo, hi int) {
+		C.agl_rmsnorm(C.int(c.level), fptr(x[lo*d:]), fptr(w), fptr(y[lo*d:]), C.int64_t(hi-lo), C.int64_t(d), C.float(eps))
+	})
+}
+
+// minParallelWork is the number of values below which a row-wise op runs
+// on the calling goroutine: splitting costs more than it saves.
+const minParallelWork = 1 << 14
+
+// parallelRows splits rows of width values over the threads when there is
+// enough work; every row is computed the same way either way.
+func (c *CPU) parallelRows(rows, width int, f func(lo, hi int)) {
+	if rows*width < minParallelWork {
+		if rows > 0 {
+			f(0, rows)
+		}
+		return
+	}
+	c.parallel(rows, f)
 }
 
 // RoPE rotates heads [0, heads) of head size hd in each of the len(pos)
@@ -186,7 +205,9 @@ func (c *CPU) RoPE(x []float32, stride, heads, hd int, pos []int32, invFreq []fl
 	if len(pos) == 0 {
 		return
 	}
-	C.agl_rope(fptr(x), C.int64_t(len(pos)), C.int64_t(heads), C.int64_t(hd), C.int64_t(stride), iptr(pos), fptr(invFreq))
+	c.parallelRows(len(pos), heads*hd, func(lo, hi int) {
+		C.agl_rope(fptr(x[lo*stride:]), C.int64_t(hi-lo), C.int64_t(heads), C.int64_t(hd), C.int64_t(stride), iptr(pos[lo:]), fptr(invFreq))
+	})
 }
 
 // SwiGLU computes out[t][j] = silu(gu[t][j])·gu[t][inter+j].
@@ -197,7 +218,9 @@ func (c *CPU) SwiGLU(out, gu []float32, t, inter int) {
 	if t*inter == 0 {
 		return
 	}
-	C.agl_swiglu(fptr(gu), C.int64_t(t), C.int64_t(inter), fptr(out))
+	c.parallelRows(t, inter, func(lo, hi int) {
+		C.agl_swiglu(fptr(gu[lo*2*inter:]), C.int64_t(hi-lo), C.int64_t(inter), fptr(out[lo*inter:]))
+	})
 }
 
 // Add computes x += y.

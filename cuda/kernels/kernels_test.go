@@ -200,3 +200,34 @@ func BenchmarkMatMul(b *testing.B) {
 		}
 	}
 }
+
+// TestRowOpsThreadInvariant: row-wise ops split over threads (large
+// inputs) give the same bits as on one thread.
+func TestRowOpsThreadInvariant(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	one, two := NewCPU(1), NewCPU(2)
+	const rows, d = 300, 128
+	x, w := randSlice(r, rows*d), randSlice(r, d)
+	y1, y2 := make([]float32, rows*d), make([]float32, rows*d)
+	one.RMSNorm(y1, x, w, 1e-5)
+	two.RMSNorm(y2, x, w, 1e-5)
+	require.Equal(t, y1, y2)
+
+	pos := make([]int32, rows)
+	for i := range pos {
+		pos[i] = int32(r.IntN(4000))
+	}
+	inv := randSlice(r, 16)
+	a, b := append([]float32(nil), x...), append([]float32(nil), x...)
+	one.RoPE(a, d, 4, 32, pos, inv)
+	two.RoPE(b, d, 4, 32, pos, inv)
+	require.Equal(t, a, b)
+	require.NotEqual(t, x, a)
+
+	gu := randSlice(r, rows*2*d)
+	s1, s2 := make([]float32, rows*d), make([]float32, rows*d)
+	one.SwiGLU(s1, gu, rows, d)
+	two.SwiGLU(s2, gu, rows, d)
+	require.Equal(t, s1, s2)
+	require.InDelta(t, float64(gu[5])/(1+math.Exp(-float64(gu[5])))*float64(gu[d+5]), float64(s1[5]), 1e-6)
+}
