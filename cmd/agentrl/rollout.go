@@ -86,8 +86,8 @@ type rolloutConfig struct {
 	AgentRL struct {
 		Servers     []string      `yaml:"servers"`
 		LocalModel  string        `yaml:"local_model"` // HF model directory for the in-process engine
-		Backend     string        `yaml:"backend"` // sglang (default) or vllm
-		Model       string        `yaml:"model"`   // vLLM model name
+		Backend     string        `yaml:"backend"`     // sglang (default) or vllm
+		Model       string        `yaml:"model"`       // vLLM model name
 		Concurrency int           `yaml:"concurrency"`
 		Timeout     time.Duration `yaml:"timeout"`
 		Reward      string        `yaml:"reward"` // "", gsm8k or gsm8k_flexible
