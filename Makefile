@@ -4,10 +4,11 @@ GO          ?= go
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 GOFILES      = $(shell find . -name '*.go' -not -path './.git/*' -not -path '*/node_modules/*')
 BENCHCOUNT  ?= 5
+NVCC        ?= nvcc
 
-.PHONY: test fmt-check vet staticcheck gotest bench
+.PHONY: test fmt-check vet staticcheck gotest cuda-check bench
 
-test: fmt-check vet staticcheck gotest
+test: fmt-check vet staticcheck gotest cuda-check
 
 fmt-check:
 	@out="$$(gofmt -l $(GOFILES))"; \
@@ -21,6 +22,20 @@ staticcheck:
 
 gotest:
 	$(GO) test -race -timeout 25m ./...
+
+# The CUDA path (build tag `cuda`) is compiled and linked for sm_80 and sm_90;
+# its tests run only where a GPU is present (they skip elsewhere). Without
+# nvcc the check is skipped, except in CI, which must have it.
+cuda-check:
+	@if command -v $(NVCC) >/dev/null 2>&1; then \
+		$(MAKE) -C cuda/gpu NVCC=$(NVCC) && \
+		$(GO) vet -tags cuda ./cuda/... && \
+		$(GO) test -tags cuda -count=1 ./cuda/gpu/; \
+	elif [ -n "$$CI" ]; then \
+		echo "cuda-check: nvcc not found (CI must install nvidia-cuda-toolkit)"; exit 1; \
+	else \
+		echo "cuda-check: nvcc not found, skipping the CUDA compile check"; \
+	fi
 
 # Benchmarks: medians over BENCHCOUNT runs; compare runs with benchstat.
 # See BENCHMARKS.md for the method and the recorded numbers.
