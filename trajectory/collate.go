@@ -3,6 +3,8 @@ package trajectory
 import (
 	"errors"
 	"fmt"
+	"runtime"
+	"sync"
 )
 
 // ErrPromptTooLong is returned by Collate when a prompt exceeds PromptLen and
@@ -136,16 +138,47 @@ func Collate(trajs []*Trajectory, opts CollateOptions) (*Batch, error) {
 	if hasLP {
 		b.RolloutLogprobs = make([]float32, B*R)
 	}
-	for i, t := range trajs {
+	// Rows are independent: large batches are filled by one goroutine per
+	// core (each owns a contiguous range of rows and is joined here).
+	workers := 1
+	if B*L >= 1<<20 {
+		workers = min(runtime.GOMAXPROCS(0), B)
+	}
+	pTrunc := make([]int, workers)
+	rTrunc := make([]int, workers)
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		lo, hi := B*w/workers, B*(w+1)/workers
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			pTrunc[w], rTrunc[w] = b.fillRows(trajs[lo:hi], lo, opts)
+		}()
+	}
+	wg.Wait()
+	for w := range pTrunc {
+		b.PromptsTruncated += pTrunc[w]
+		b.ResponsesTruncated += rTrunc[w]
+	}
+	return b, nil
+}
+
+// fillRows writes rows first..first+len(trajs) of b and returns how many
+// prompts and responses it truncated.
+func (b *Batch) fillRows(trajs []*Trajectory, first int, opts CollateOptions) (pTrunc, rTrunc int) {
+	P, R := b.PromptLen, b.ResponseLen
+	L := P + R
+	for k, t := range trajs {
+		i := first + k
 		prompt := t.PromptIDs
 		if len(prompt) > P {
 			prompt = prompt[len(prompt)-P:]
-			b.PromptsTruncated++
+			pTrunc++
 		}
 		n := len(t.ResponseIDs)
 		if n > R {
 			n = R
-			b.ResponsesTruncated++
+			rTrunc++
 		}
 		np := len(prompt)
 		pad := P - np
@@ -192,7 +225,7 @@ func Collate(trajs []*Trajectory, opts CollateOptions) (*Batch, error) {
 		b.GroupIDs[i] = t.GroupID
 		b.StopReasons[i] = string(t.StopReason)
 	}
-	return b, nil
+	return pTrunc, rTrunc
 }
 
 func fill(s []int32, v int32) {

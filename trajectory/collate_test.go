@@ -3,6 +3,7 @@ package trajectory
 import (
 	"math/rand/v2"
 	"slices"
+	"time"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -439,4 +440,64 @@ func BenchmarkCollate(b *testing.B) {
 		}
 		b.ReportMetric(tokens*float64(b.N)/b.Elapsed().Seconds(), "tokens/s")
 	})
+}
+
+// TestCollateParallelEqualsRowByRow checks the multi-goroutine path (large
+// batches) against collating each row on its own.
+func TestCollateParallelEqualsRowByRow(t *testing.T) {
+	const P, R = 512, 1536
+	trajs := benchTrajectories(300, P, R) // 300·2048 values: above the parallel threshold
+	trajs[7].PromptIDs = append(trajs[7].PromptIDs, make([]int32, P)...)
+	opts := CollateOptions{PromptLen: P, ResponseLen: R, PadTokenID: 151643, TruncatePrompts: true}
+	all, err := Collate(trajs, opts)
+	require.NoError(t, err)
+	require.Equal(t, 1, all.PromptsTruncated)
+	L := P + R
+	for i, tr := range trajs {
+		one, err := Collate([]*Trajectory{tr}, opts)
+		require.NoError(t, err)
+		require.Equal(t, one.InputIDs, row(all.InputIDs, i, L), "row %d", i)
+		require.Equal(t, one.AttentionMask, row(all.AttentionMask, i, L), "row %d", i)
+		require.Equal(t, one.PositionIDs, row(all.PositionIDs, i, L), "row %d", i)
+		require.Equal(t, one.ResponseMask, row(all.ResponseMask, i, R), "row %d", i)
+		require.Equal(t, one.RolloutLogprobs, row(all.RolloutLogprobs, i, R), "row %d", i)
+		require.Equal(t, one.TokenLevelScores, row(all.TokenLevelScores, i, R), "row %d", i)
+	}
+}
+
+// BenchmarkCollateVsCopy alternates Collate and the plain copy of the same
+// output bytes inside one loop, so both see the same machine load; it
+// reports each one's time per op and their ratio.
+func BenchmarkCollateVsCopy(b *testing.B) {
+	const n, P, R = 1024, 1024, 3072
+	trajs := benchTrajectories(n, P, R)
+	opts := CollateOptions{PromptLen: P, ResponseLen: R, PadTokenID: 151643}
+	batch, err := Collate(trajs, opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	outBytes := 0
+	for _, t := range batch.tensors() {
+		outBytes += t.nbytes()
+	}
+	src := make([]byte, outBytes)
+	for i := range src {
+		src[i] = byte(i)
+	}
+	var collate, cp time.Duration
+	for b.Loop() {
+		t0 := time.Now()
+		if _, err := Collate(trajs, opts); err != nil {
+			b.Fatal(err)
+		}
+		t1 := time.Now()
+		dst := make([]byte, outBytes)
+		copy(dst, src)
+		collate += t1.Sub(t0)
+		cp += time.Since(t1)
+	}
+	b.ReportMetric(float64(collate.Nanoseconds())/float64(b.N), "collate-ns/op")
+	b.ReportMetric(float64(cp.Nanoseconds())/float64(b.N), "copy-ns/op")
+	b.ReportMetric(float64(collate)/float64(cp), "collate/copy")
+	b.ReportMetric(float64(n*(P+R))*float64(b.N)/collate.Seconds(), "tokens/s")
 }
