@@ -3,8 +3,8 @@ package trajectory
 import (
 	"math/rand/v2"
 	"slices"
-	"time"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
