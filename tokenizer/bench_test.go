@@ -90,6 +90,14 @@ func reportCPU(b *testing.B, cpu0 time.Duration, bytesPerOp float64) {
 	}
 }
 
+// reportCPUPerOp reports the process CPU time per operation (GC
+// included): on a shared machine it varies far less than wall time.
+func reportCPUPerOp(b *testing.B, cpu0 time.Duration) {
+	if cpu := processCPU() - cpu0; cpu > 0 {
+		b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/op")
+	}
+}
+
 // BenchmarkEncodeQwen3Cold measures encoding without the word cache's help:
 // a fresh tokenizer copy per iteration.
 func BenchmarkEncodeQwen3Cold(b *testing.B) {
@@ -170,11 +178,13 @@ func BenchmarkApplyChatTemplate(b *testing.B) {
 	tok := qwen(b)
 	c := chatContextFromJSON(b, chatBenchContext(b))
 	b.ReportAllocs()
+	cpu0 := processCPU()
 	for i := 0; i < b.N; i++ {
 		if _, err := tok.ApplyChatTemplate(c); err != nil {
 			b.Fatal(err)
 		}
 	}
+	reportCPUPerOp(b, cpu0)
 }
 
 // BenchmarkApplyChatTemplateJSON is the same render from the raw context JSON.
@@ -182,25 +192,40 @@ func BenchmarkApplyChatTemplateJSON(b *testing.B) {
 	tok := qwen(b)
 	raw := chatBenchContext(b)
 	b.ReportAllocs()
+	cpu0 := processCPU()
 	for i := 0; i < b.N; i++ {
 		if _, err := tok.ApplyChatTemplateJSON(raw); err != nil {
 			b.Fatal(err)
 		}
 	}
+	reportCPUPerOp(b, cpu0)
 }
 
 // BenchmarkEncodeDelta measures one tool-result delta (two renders of the
-// synthetic context and the encoding of the suffix).
+// synthetic context and the encoding of the suffix), with the tool-value
+// cache (as every Tokenizer runs) and without it (the tool schemas
+// converted on every call, as before the cache existed), side by side.
 func BenchmarkEncodeDelta(b *testing.B) {
 	tok := qwen(b)
+	uncached := *tok
+	uncached.toolCache = nil
 	c := chatContextFromJSON(b, chatBenchContext(b))
 	ctx := ChatContext{Messages: c.Messages[:3], Tools: c.Tools, AddGenerationPrompt: true}
 	added := c.Messages[3:4]
-	b.ReportAllocs()
-	for i := 0; i < b.N; i++ {
-		if _, err := tok.EncodeDelta(ctx, added); err != nil {
-			b.Fatal(err)
-		}
+	for _, v := range []struct {
+		name string
+		tok  *Tokenizer
+	}{{"cached", tok}, {"uncached", &uncached}} {
+		b.Run(v.name, func(b *testing.B) {
+			b.ReportAllocs()
+			cpu0 := processCPU()
+			for i := 0; i < b.N; i++ {
+				if _, err := v.tok.EncodeDelta(ctx, added); err != nil {
+					b.Fatal(err)
+				}
+			}
+			reportCPUPerOp(b, cpu0)
+		})
 	}
 }
 

@@ -118,28 +118,32 @@ func (t *Tokenizer) baseVars() map[string]any {
 }
 
 func (t *Tokenizer) chatVars(c ChatContext) (map[string]any, error) {
-	vars := t.baseVars()
-	for k, v := range c.Extra {
-		vars[k] = v
-	}
 	msgs, err := messagesValue(c.Messages)
 	if err != nil {
 		return nil, err
 	}
+	tools, err := t.toolsValue(c.Tools)
+	if err != nil {
+		return nil, err
+	}
+	return t.templateVars(c, msgs, tools), nil
+}
+
+// templateVars assembles the variables of one render from converted
+// messages and tools; c supplies Extra, AddGenerationPrompt and whether
+// tools were given. Extra cannot override messages or
+// add_generation_prompt, but fills tools when c has none.
+func (t *Tokenizer) templateVars(c ChatContext, msgs, tools []any) map[string]any {
+	vars := t.baseVars()
+	for k, v := range c.Extra {
+		vars[k] = v
+	}
 	vars["messages"] = msgs
 	if c.Tools != nil {
-		tools := make([]any, len(c.Tools))
-		for i, s := range c.Tools {
-			v, err := toolValue(s)
-			if err != nil {
-				return nil, fmt.Errorf("tokenizer: tools[%d] %q: %w", i, s.Function.Name, err)
-			}
-			tools[i] = v
-		}
 		vars["tools"] = tools
 	}
 	vars["add_generation_prompt"] = c.AddGenerationPrompt
-	return vars, nil
+	return vars
 }
 
 // messagesValue converts messages to template values: dicts with only the
@@ -181,12 +185,9 @@ func messageValue(m chat.Message) (*jinja.Dict, error) {
 	case m.ContentIsNull() && m.Content == "":
 		d.Set("content", nil)
 	case m.Content == "":
-		// "" or no content key at all: chat.Message remembers which.
-		b, err := m.MarshalJSON()
-		if err != nil {
-			return nil, err
-		}
-		if strings.Contains(string(b), `"content":`) {
+		// "" or no content key at all: chat.Message remembers which but
+		// only tells through its JSON. Marshal just the content flags.
+		if hasContentKey(m) {
 			d.Set("content", "")
 		}
 	default:
@@ -232,6 +233,15 @@ func messageValue(m chat.Message) (*jinja.Dict, error) {
 	return d, nil
 }
 
+// hasContentKey reports whether m, whose Content is "", writes a "content"
+// key in JSON (it does unless it was read from JSON without one).
+func hasContentKey(m chat.Message) bool {
+	probe := m // keeps the unexported content flags
+	probe.Role, probe.Parts, probe.ReasoningContent, probe.ToolCalls, probe.ToolCallID, probe.Name = "", nil, "", nil, "", ""
+	b, err := probe.MarshalJSON()
+	return err != nil || string(b) != `{"role":""}`
+}
+
 // toolValue converts a tool schema the way chat.ToolSchema writes it.
 func toolValue(s chat.ToolSchema) (*jinja.Dict, error) {
 	typ := s.Type
@@ -257,6 +267,21 @@ func toolValue(s chat.ToolSchema) (*jinja.Dict, error) {
 	d.Set("type", typ)
 	d.Set("function", fd)
 	return d, nil
+}
+
+// markerValues are the template values of the marker-only synthetic
+// messages.
+var markerValues = struct{ system, user, assistant *jinja.Dict }{
+	system:    markerValue(chat.RoleSystem, markSystem),
+	user:      markerValue(chat.RoleUser, markUser),
+	assistant: markerValue(chat.RoleAssistant, markAssistant),
+}
+
+func markerValue(role, content string) *jinja.Dict {
+	d := jinja.NewDict()
+	d.Set("role", role)
+	d.Set("content", content)
+	return d
 }
 
 // Markers stand in for history in the synthetic context of EncodeDelta.
@@ -304,26 +329,54 @@ func (t *Tokenizer) DeltaText(c ChatContext, added []chat.Message) (string, erro
 	if len(c.Messages) == 0 {
 		return "", fmt.Errorf("%w: the conversation is empty", ErrTemplateDelta)
 	}
-	var base []chat.Message
+	// The synthetic messages are converted once for both renders; the
+	// marker-only ones are the same every call and shared (templates
+	// cannot modify values).
+	baseVals := make([]any, 0, 4+len(added))
 	if c.Messages[0].Role == chat.RoleSystem {
-		base = append(base, chat.Message{Role: chat.RoleSystem, Content: markSystem})
+		baseVals = append(baseVals, markerValues.system)
 	}
-	base = append(base, chat.Message{Role: chat.RoleUser, Content: markUser})
+	baseVals = append(baseVals, markerValues.user)
 	last := c.Messages[len(c.Messages)-1]
 	afterModel := last.Role == chat.RoleAssistant
-	if afterModel {
-		base = append(base, chat.Message{Role: chat.RoleAssistant, Content: markAssistant, ToolCalls: last.ToolCalls})
-	} else {
-		base = append(base,
-			chat.Message{Role: chat.RoleAssistant, Content: markAssistant},
-			chat.Message{Role: last.Role, Content: markLast, ToolCallID: last.ToolCallID, Name: last.Name})
+	var lastVal *jinja.Dict
+	var err error
+	switch {
+	case !afterModel:
+		baseVals = append(baseVals, markerValues.assistant)
+		lastVal, err = messageValue(chat.Message{Role: last.Role, Content: markLast, ToolCallID: last.ToolCallID, Name: last.Name})
+	case len(last.ToolCalls) == 0:
+		lastVal = markerValues.assistant
+	default:
+		lastVal, err = messageValue(chat.Message{Role: chat.RoleAssistant, Content: markAssistant, ToolCalls: last.ToolCalls})
 	}
-	before, err := t.ApplyChatTemplate(ChatContext{Messages: base, Tools: c.Tools, Extra: c.Extra})
+	if err != nil {
+		return "", fmt.Errorf("%w: rendering the context: tokenizer: messages[%d]: %w", ErrTemplateDelta, len(baseVals), err)
+	}
+	baseVals = append(baseVals, lastVal)
+	tools, err := t.toolsValue(c.Tools)
 	if err != nil {
 		return "", fmt.Errorf("%w: rendering the context: %w", ErrTemplateDelta, err)
 	}
-	withAdded := append(append([]chat.Message(nil), base...), added...)
-	after, err := t.ApplyChatTemplate(ChatContext{Messages: withAdded, Tools: c.Tools, Extra: c.Extra, AddGenerationPrompt: c.AddGenerationPrompt})
+	vars := t.templateVars(ChatContext{Tools: c.Tools, Extra: c.Extra}, baseVals, tools)
+	before, err := t.render(vars)
+	if err != nil {
+		return "", fmt.Errorf("%w: rendering the context: %w", ErrTemplateDelta, err)
+	}
+	all := baseVals // before is rendered; the capacity left is for added
+	for i, m := range added {
+		v, err := messageValue(m)
+		if err != nil {
+			return "", fmt.Errorf("%w: rendering the added messages: tokenizer: added[%d]: %w", ErrTemplateDelta, i, err)
+		}
+		all = append(all, v)
+	}
+	// Render never keeps or changes vars, so the second render reuses the
+	// map; messages and add_generation_prompt take precedence over Extra
+	// exactly as in templateVars.
+	vars["messages"] = all
+	vars["add_generation_prompt"] = c.AddGenerationPrompt
+	after, err := t.render(vars)
 	if err != nil {
 		return "", fmt.Errorf("%w: rendering the added messages: %w", ErrTemplateDelta, err)
 	}

@@ -151,6 +151,12 @@ func TestDeltaCases(t *testing.T) {
 		{name: "tool after tool is not append-only", ctx: ChatContext{Messages: []chat.Message{user, asst, tool}}, added: []chat.Message{tool},
 			wantErr: "renders the tool message differently"},
 		{name: "empty conversation", ctx: ChatContext{}, wantErr: "empty"},
+		{name: "bad arguments in an added message", ctx: ChatContext{Messages: []chat.Message{user, asst}},
+			added:   []chat.Message{{Role: "assistant", ToolCalls: []chat.ToolCall{{Function: chat.FunctionCall{Name: "f", Arguments: `{"x":`, ArgumentsAsObject: true}}}}},
+			wantErr: `added[0]: tool_calls[0] "f": arguments are not valid JSON`},
+		{name: "bad tool schema", ctx: ChatContext{Messages: []chat.Message{user, asst},
+			Tools: []chat.ToolSchema{{Function: chat.FunctionSchema{Name: "g", Parameters: []byte(`{"type"`)}}}},
+			wantErr: `tools[0] "g": parameters`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

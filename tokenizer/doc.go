@@ -18,7 +18,9 @@
 // Agent loops never re-tokenize history (the "continuous token" rule):
 // after the model's turn, EncodeDelta gives the ids of the template glue,
 // the new tool or user messages and the next generation prompt, to append
-// to the sampled tokens as they are. A Decoder turns a stream of sampled ids
+// to the sampled tokens as they are. Tool schemas are converted to template
+// values once per distinct content and kept in the Tokenizer, so a loop that
+// passes the same tools every turn pays for that conversion once. A Decoder turns a stream of sampled ids
 // into text without splitting UTF-8 characters.
 //
 // Tiktoken adapts OpenAI encodings (github.com/pkoukk/tiktoken-go, ranks

@@ -108,7 +108,7 @@ func parse(data []byte) (*Tokenizer, error) {
 			}
 		}
 	}
-	t := &Tokenizer{}
+	t := &Tokenizer{toolCache: newToolCache()}
 	if t.normalizer, err = parseNormalizer(f.Normalizer); err != nil {
 		return nil, fmt.Errorf("normalizer: %w", err)
 	}

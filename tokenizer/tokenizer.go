@@ -35,6 +35,10 @@ type Tokenizer struct {
 	config config
 	eos    []int32
 	chat   chatTemplates
+
+	// toolCache keeps converted tool schemas between calls (see
+	// toolCache); nil disables it.
+	toolCache *toolCache
 }
 
 // Load reads dir/tokenizer.json and, when present, dir/tokenizer_config.json
