@@ -32,5 +32,8 @@
 //   - cuda: the in-process engine (cgo kernels, paged KV, prefix cache).
 //   - agentloop: agent loops, the ToolAgent state machine and the Manager
 //     that turns batches of samples into trajectories.
-//   - cmd/agentrl: the command-line tool.
+//   - trainer: advantage estimators, KL, the PPO loss and importance
+//     sampling on collated batches; trainer/reference trains a model on the
+//     in-process engine with the backward kernels of cuda/train.
+//   - cmd/agentrl: the command-line tool; examples/: runnable examples.
 package agentrl
