@@ -64,4 +64,3 @@ func runDemo(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 	}
 	return nil
 }
-

@@ -62,8 +62,10 @@ func runTrain(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 	}
 	fmt.Fprintf(stdout, "accuracy on %d held-out tasks: before SFT %.3f, after SFT %.3f, after GRPO %.3f\n",
 		*evalTasks, rep.BeforeSFT.Accuracy, rep.AfterSFT.Accuracy, rep.AfterGRPO.Accuracy)
-	fmt.Fprintf(stdout, "time: SFT %.1fs (%d tokens, %.0f tokens/s), GRPO %.1fs, total %.1fs; checkpoint in %s\n",
-		rep.SFTTime.Seconds(), rep.SFTTokens, float64(rep.SFTTokens)/max(rep.SFTTime.Seconds(), 1e-9), rep.GRPOTime.Seconds(), rep.Total.Seconds(), *out)
+	sec := max(rep.SFTTime.Seconds(), 1e-9)
+	fmt.Fprintf(stdout, "time: SFT %.1fs (%d tokens forward+backward, %.0f tokens/s, ≈%.2f GFLOP/s at 6·%d params per token; %d mask-1 tokens), GRPO %.1fs, total %.1fs; checkpoint in %s\n",
+		rep.SFTTime.Seconds(), rep.SFTSeqTokens, float64(rep.SFTSeqTokens)/sec, 6*float64(rep.NumParams)*float64(rep.SFTSeqTokens)/sec/1e9, rep.NumParams,
+		rep.SFTTokens, rep.GRPOTime.Seconds(), rep.Total.Seconds(), *out)
 	if *plot != "" {
 		if err := os.WriteFile(*plot, arith.PlotSVG(rep), 0o644); err != nil {
 			return fmt.Errorf("train: plot: %w", err)

@@ -66,9 +66,9 @@ type TrainConfig struct {
 func DefaultTrainConfig() TrainConfig {
 	return TrainConfig{
 		Seed: 1, Threads: 2,
-		SFTSteps: 300, SFTBatch: 16, SFTLR: 1e-2,
-		GRPOSteps: 30, GRPOPrompts: 8, GRPOGroup: 8, GRPOLR: 3e-4,
-		EvalTasks: 100,
+		SFTSteps: 800, SFTBatch: 16, SFTLR: 1e-2,
+		GRPOSteps: 60, GRPOPrompts: 16, GRPOGroup: 8, GRPOLR: 3e-4,
+		EvalTasks: 500,
 	}
 }
 
@@ -114,7 +114,9 @@ type Report struct {
 	BeforeSFT, AfterSFT, AfterGRPO Eval
 	Steps                          []StepLog
 	SFTTime, GRPOTime, Total       time.Duration
-	SFTTokens                      int // mask-1 tokens trained on in SFT
+	SFTTokens                      int   // mask-1 tokens trained on in SFT
+	SFTSeqTokens                   int   // all tokens SFT ran forward and backward over
+	NumParams                      int64 // trainable weights
 }
 
 // Seeded wraps an engine so that every request carries a seed derived from
@@ -165,7 +167,8 @@ func evalOf(out *agentloop.Output, n int) Eval {
 }
 
 // Rollout runs tasks through ToolAgent (n rollouts each) with the
-// correctness reward. collate > 0 collates the batch.
+// correctness reward; a non-nil collate collates the batch, concurrency 0
+// is the Manager default.
 func Rollout(ctx context.Context, srv server.LLMServer, tok *tokenizer.Tokenizer, tasks []Task, n int, temperature float64, collate *trajectory.CollateOptions, concurrency int) (*agentloop.Output, error) {
 	m, err := NewManager(srv, tok, n, temperature, collate, concurrency)
 	if err != nil {
@@ -220,6 +223,7 @@ func Train(ctx context.Context, dir string, cfg TrainConfig, logw io.Writer) (*R
 	if err != nil {
 		return nil, fmt.Errorf("arith: model: %w", err)
 	}
+	rep.NumParams = m.NumParams()
 	tr, err := reference.New(m, reference.Config{
 		AdamW:       reference.AdamWConfig{LR: cfg.SFTLR, Beta1: 0.9, Beta2: 0.99, Eps: 1e-8, WeightDecay: 0.01},
 		MaxGradNorm: 1,
@@ -274,8 +278,8 @@ func Train(ctx context.Context, dir string, cfg TrainConfig, logw io.Writer) (*R
 		if err != nil {
 			return nil, fmt.Errorf("arith: sft step %d: %w", step, err)
 		}
-		// Linear warmup over the first 10% of steps, then cosine-free constant
-		// decay to 10% at the end: simple and stable for a tiny model.
+		// Linear warmup over the first 10% of steps, then linear decay to 10%
+		// of the peak at the end.
 		frac := float64(step) / float64(cfg.SFTSteps)
 		lr := cfg.SFTLR * (1 - 0.9*frac)
 		if w := float64(step+1) / float64(cfg.SFTSteps/10+1); w < 1 {
@@ -287,6 +291,9 @@ func Train(ctx context.Context, dir string, cfg TrainConfig, logw io.Writer) (*R
 			return nil, fmt.Errorf("arith: sft step %d: %w", step, err)
 		}
 		rep.SFTTokens += st.Tokens
+		for _, tr := range batch {
+			rep.SFTSeqTokens += len(tr.PromptIDs) + len(tr.ResponseIDs)
+		}
 		rep.Steps = append(rep.Steps, StepLog{Phase: "sft", Step: step, Loss: st.Loss, GradNorm: st.GradNorm})
 		if step%25 == 0 || step == cfg.SFTSteps-1 {
 			logf("sft  step %4d  loss %.4f  grad norm %.3f  lr %.2e", step, st.Loss, st.GradNorm, lr)
@@ -329,8 +336,17 @@ func runGRPO(ctx context.Context, tr *reference.Trainer, mcfg *model.Config, tok
 	if err != nil {
 		return err
 	}
-	tr.Opt.SetLR(cfg.GRPOLR)
-	g := &reference.GRPO{Trainer: tr, Manager: mgr, Engine: e, Config: reference.GRPOConfig{
+	// A fresh optimizer: AdamW's second moments from SFT are orders of
+	// magnitude above policy-gradient magnitudes and would shrink the first
+	// hundred GRPO updates to nothing.
+	rl, err := reference.New(tr.Model, reference.Config{
+		AdamW:       reference.AdamWConfig{LR: cfg.GRPOLR, Beta1: 0.9, Beta2: 0.99, Eps: 1e-8},
+		MaxGradNorm: 1,
+	})
+	if err != nil {
+		return err
+	}
+	g := &reference.GRPO{Trainer: rl, Manager: mgr, Engine: e, Config: reference.GRPOConfig{
 		PPO: trainer.PPOConfig{ClipLow: 0.2, ClipHigh: 0.28, ClipC: 3, Agg: trainer.TokenMean},
 	}}
 	for step := 0; step < cfg.GRPOSteps; step++ {
@@ -347,7 +363,7 @@ func runGRPO(ctx context.Context, tr *reference.Trainer, mcfg *model.Config, tok
 			ts = st.Rollout.ToolSuccessRate()
 		}
 		rep.Steps = append(rep.Steps, StepLog{Phase: "grpo", Step: step, Loss: st.Loss, Reward: st.MeanReward, ToolSuccess: ts, GradNorm: st.GradNorm})
-		logf("grpo step %4d  reward %.3f  tool success %.3f  loss %.4f  clip %.3f  logprob mismatch k1 %.2e max %.2e", step, st.MeanReward, ts, st.Loss, st.ClipFrac, st.Mismatch.K1, st.Mismatch.MaxAbsDiff)
+		logf("grpo step %4d  reward %.3f  tool success %.3f  loss %+.4f  grad norm %.3f  logprob mismatch k1 %.1e max %.1e", step, st.MeanReward, ts, st.Loss, st.GradNorm, st.Mismatch.K1, st.Mismatch.MaxAbsDiff)
 	}
 	return nil
 }
