@@ -1,8 +1,10 @@
 package parser
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -54,6 +56,24 @@ func runCases(t *testing.T, format string, cases []parseCase) {
 			}
 		})
 	}
+}
+
+// readJSONL reads a golden file of JSON lines, one T each.
+func readJSONL[T any](t *testing.T, path string) []T {
+	t.Helper()
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<20)
+	var recs []T
+	for sc.Scan() {
+		var rec T
+		require.NoError(t, json.Unmarshal(sc.Bytes(), &rec), "%s line %d", path, len(recs)+1)
+		recs = append(recs, rec)
+	}
+	require.NoError(t, sc.Err())
+	return recs
 }
 
 func tools(t testing.TB, schemas ...string) []chat.ToolSchema {

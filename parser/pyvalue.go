@@ -305,6 +305,29 @@ func (p *valueParser) lit(w string) bool {
 	return false
 }
 
+// jsonItems reads the comma-separated items of an object or array whose
+// opening bracket has been read, up to and including closing; item reads
+// one item, which starts after white space.
+func (p *valueParser) jsonItems(closing string, item func() bool) bool {
+	p.skipJSONSpace()
+	if p.lit(closing) {
+		return true
+	}
+	for {
+		p.skipJSONSpace()
+		if !item() {
+			return false
+		}
+		p.skipJSONSpace()
+		if p.lit(closing) {
+			return true
+		}
+		if !p.lit(",") {
+			return false
+		}
+	}
+}
+
 func (p *valueParser) jsonValue(depth int) (pyValue, bool) {
 	if p.i >= len(p.s) || depth > maxDepth {
 		return nil, false
@@ -313,59 +336,39 @@ func (p *valueParser) jsonValue(depth int) (pyValue, bool) {
 	case c == '{':
 		p.i++
 		d := newPyDict()
-		p.skipJSONSpace()
-		if p.lit("}") {
-			return d, true
-		}
-		for {
-			p.skipJSONSpace()
+		ok := p.jsonItems("}", func() bool {
 			if p.i >= len(p.s) || p.s[p.i] != '"' {
-				return nil, false
+				return false
 			}
 			k, ok := p.jsonString()
 			if !ok {
-				return nil, false
+				return false
 			}
 			p.skipJSONSpace()
 			if !p.lit(":") {
-				return nil, false
+				return false
 			}
 			p.skipJSONSpace()
 			v, ok := p.jsonValue(depth + 1)
-			if !ok {
-				return nil, false
-			}
 			d.set(k, v)
-			p.skipJSONSpace()
-			if p.lit("}") {
-				return d, true
-			}
-			if !p.lit(",") {
-				return nil, false
-			}
+			return ok
+		})
+		if !ok {
+			return nil, false
 		}
+		return d, true
 	case c == '[':
 		p.i++
 		l := []pyValue{}
-		p.skipJSONSpace()
-		if p.lit("]") {
-			return l, true
-		}
-		for {
-			p.skipJSONSpace()
+		ok := p.jsonItems("]", func() bool {
 			v, ok := p.jsonValue(depth + 1)
-			if !ok {
-				return nil, false
-			}
 			l = append(l, v)
-			p.skipJSONSpace()
-			if p.lit("]") {
-				return l, true
-			}
-			if !p.lit(",") {
-				return nil, false
-			}
+			return ok
+		})
+		if !ok {
+			return nil, false
 		}
+		return l, true
 	case c == '"':
 		return p.jsonString()
 	case p.lit("null"):
@@ -455,16 +458,8 @@ func (p *valueParser) jsonString() (string, bool) {
 			switch e {
 			case '"', '\\', '/':
 				b.WriteByte(e)
-			case 'b':
-				b.WriteByte('\b')
-			case 'f':
-				b.WriteByte('\f')
-			case 'n':
-				b.WriteByte('\n')
-			case 'r':
-				b.WriteByte('\r')
-			case 't':
-				b.WriteByte('\t')
+			case 'b', 'f', 'n', 'r', 't':
+				b.WriteByte(controlEscapes[e])
 			case 'u':
 				r, ok := p.hexRune(4)
 				if !ok {
@@ -490,6 +485,10 @@ func (p *valueParser) jsonString() (string, bool) {
 	}
 	return "", false
 }
+
+// controlEscapes are the bytes of the one-letter escapes of control
+// characters: JSON has \b \f \n \r \t, Python also \a and \v.
+var controlEscapes = [256]byte{'a': '\a', 'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t', 'v': '\v'}
 
 func (p *valueParser) hexRune(n int) (rune, bool) {
 	if p.i+n > len(p.s) {
@@ -743,20 +742,8 @@ func (p *valueParser) pyString() (string, bool) {
 			case '\n':
 			case '\\', '\'', '"':
 				b.WriteByte(e)
-			case 'a':
-				b.WriteByte('\a')
-			case 'b':
-				b.WriteByte('\b')
-			case 'f':
-				b.WriteByte('\f')
-			case 'n':
-				b.WriteByte('\n')
-			case 'r':
-				b.WriteByte('\r')
-			case 't':
-				b.WriteByte('\t')
-			case 'v':
-				b.WriteByte('\v')
+			case 'a', 'b', 'f', 'n', 'r', 't', 'v':
+				b.WriteByte(controlEscapes[e])
 			case 'x', 'u', 'U':
 				n := map[byte]int{'x': 2, 'u': 4, 'U': 8}[e]
 				r, ok := p.hexRune(n)

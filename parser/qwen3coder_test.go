@@ -1,9 +1,7 @@
 package parser
 
 import (
-	"bufio"
 	"encoding/json"
-	"os"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -15,18 +13,13 @@ import (
 // writing against Python's own int/float/json/ast (see
 // testdata/qwen3_coder_values.py).
 func TestQwen3CoderValuesMatchPython(t *testing.T) {
-	f, err := os.Open("testdata/qwen3_coder_values.jsonl")
-	require.NoError(t, err)
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	n := 0
-	for sc.Scan() {
-		var rec struct {
-			Type json.RawMessage `json:"type"`
-			Raw  string          `json:"raw"`
-			Want string          `json:"want"`
-		}
-		require.NoError(t, json.Unmarshal(sc.Bytes(), &rec))
+	type valueCase struct {
+		Type json.RawMessage `json:"type"`
+		Raw  string          `json:"raw"`
+		Want string          `json:"want"`
+	}
+	recs := readJSONL[valueCase](t, "testdata/qwen3_coder_values.jsonl")
+	for _, rec := range recs {
 		prop := `{}`
 		if rec.Type != nil {
 			prop = `{"type":` + string(rec.Type) + `}`
@@ -41,10 +34,8 @@ func TestQwen3CoderValuesMatchPython(t *testing.T) {
 		require.Empty(t, got.Errors, "type %s raw %q", rec.Type, rec.Raw)
 		require.Len(t, got.Calls, 1)
 		require.Equal(t, rec.Want, got.Calls[0].Function.Arguments, "type %s raw %q", rec.Type, rec.Raw)
-		n++
 	}
-	require.NoError(t, sc.Err())
-	require.Greater(t, n, 90)
+	require.Greater(t, len(recs), 90)
 }
 
 const coderTools = `{"type":"function","function":{"name":"run","parameters":{"type":"object","properties":{

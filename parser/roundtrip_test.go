@@ -1,9 +1,6 @@
 package parser
 
 import (
-	"bufio"
-	"encoding/json"
-	"os"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -16,27 +13,21 @@ import (
 // jinja2) and checks that the same calls, content and reasoning come back,
 // with the arguments byte for byte as the template wrote them.
 func TestRoundTripGoldens(t *testing.T) {
-	f, err := os.Open("testdata/roundtrip.jsonl")
-	require.NoError(t, err)
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 1<<20)
+	type golden struct {
+		Format     string            `json:"format"`
+		Case       string            `json:"case"`
+		ThinkAware bool              `json:"think_aware"`
+		Text       string            `json:"text"`
+		Content    string            `json:"content"`
+		Reasoning  string            `json:"reasoning"`
+		Tools      []chat.ToolSchema `json:"tools"`
+		Calls      []struct {
+			Name      string `json:"name"`
+			Arguments string `json:"arguments"`
+		} `json:"calls"`
+	}
 	seen := map[string]int{}
-	for sc.Scan() {
-		var rec struct {
-			Format     string            `json:"format"`
-			Case       string            `json:"case"`
-			ThinkAware bool              `json:"think_aware"`
-			Text       string            `json:"text"`
-			Content    string            `json:"content"`
-			Reasoning  string            `json:"reasoning"`
-			Tools      []chat.ToolSchema `json:"tools"`
-			Calls      []struct {
-				Name      string `json:"name"`
-				Arguments string `json:"arguments"`
-			} `json:"calls"`
-		}
-		require.NoError(t, json.Unmarshal(sc.Bytes(), &rec))
+	for _, rec := range readJSONL[golden](t, "testdata/roundtrip.jsonl") {
 		seen[rec.Format]++
 		t.Run(rec.Format+"/"+rec.Case, func(t *testing.T) {
 			p, err := New(rec.Format, Options{ThinkAware: rec.ThinkAware, Tools: rec.Tools})
@@ -52,7 +43,6 @@ func TestRoundTripGoldens(t *testing.T) {
 			}
 		})
 	}
-	require.NoError(t, sc.Err())
 	for _, f := range Formats() {
 		require.Positive(t, seen[f], "no round-trip golden for %s", f)
 	}

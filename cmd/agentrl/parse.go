@@ -62,32 +62,15 @@ func runParse(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return err
 	}
 
-	in := bufio.NewReaderSize(stdin, 1<<16)
-	out := bufio.NewWriterSize(stdout, 1<<16)
-	bad := 0
-	for lineNo := 1; ; lineNo++ {
-		if err := ctx.Err(); err != nil {
-			return errors.Join(err, out.Flush())
+	bad, err := mapJSONL(ctx, stdin, stdout, false, func(lineNo int, line []byte) ([]byte, error) {
+		rec, err := parseRecord(p, line)
+		if err != nil {
+			return nil, fmt.Errorf("line %d: %w", lineNo, err)
 		}
-		line, readErr := in.ReadBytes('\n')
-		if readErr != nil && !errors.Is(readErr, io.EOF) {
-			return errors.Join(fmt.Errorf("reading line %d: %w", lineNo, readErr), out.Flush())
-		}
-		if trimmed := bytes.TrimSpace(line); len(trimmed) > 0 {
-			rec, err := parseRecord(p, trimmed)
-			if err != nil {
-				bad++
-				rec = errorRecord(lineNo, err)
-			}
-			out.Write(rec)
-			out.WriteByte('\n')
-		}
-		if readErr != nil {
-			break
-		}
-	}
-	if err := out.Flush(); err != nil {
-		return fmt.Errorf("writing output: %w", err)
+		return rec, nil
+	})
+	if err != nil {
+		return err
 	}
 	if bad > 0 {
 		return fmt.Errorf("%d input line(s) could not be parsed (see the error records)", bad)
@@ -128,7 +111,7 @@ func parseRecord(p parser.Parser, line []byte) ([]byte, error) {
 			b.WriteByte(',')
 		}
 		n++
-		writeJSONString(&b, k)
+		writeJSON(&b, k)
 		b.WriteByte(':')
 	}
 	for i, k := range keys {
@@ -139,9 +122,9 @@ func parseRecord(p parser.Parser, line []byte) ([]byte, error) {
 		b.Write(vals[i])
 	}
 	field("content")
-	writeJSONString(&b, res.Content)
+	writeJSON(&b, res.Content)
 	field("reasoning")
-	writeJSONString(&b, res.Reasoning)
+	writeJSON(&b, res.Reasoning)
 	field("calls")
 	b.WriteByte('[')
 	for i, c := range res.Calls {
@@ -149,9 +132,9 @@ func parseRecord(p parser.Parser, line []byte) ([]byte, error) {
 			b.WriteByte(',')
 		}
 		b.WriteString(`{"name":`)
-		writeJSONString(&b, c.Function.Name)
+		writeJSON(&b, c.Function.Name)
 		b.WriteString(`,"arguments":`)
-		writeJSONString(&b, c.Function.Arguments)
+		writeJSON(&b, c.Function.Arguments)
 		b.WriteByte('}')
 	}
 	b.WriteByte(']')
@@ -162,7 +145,7 @@ func parseRecord(p parser.Parser, line []byte) ([]byte, error) {
 			b.WriteByte(',')
 		}
 		b.WriteString(`{"message":`)
-		writeJSONString(&b, e.Message)
+		writeJSON(&b, e.Message)
 		b.WriteByte('}')
 	}
 	b.WriteString("]}")
@@ -215,17 +198,60 @@ func objectFields(line []byte) ([]string, []json.RawMessage, error) {
 	return keys, vals, nil
 }
 
+// mapJSONL is the loop of the JSONL commands: it writes, for every
+// non-blank line of in, what record makes of it (the line is trimmed of
+// surrounding white space), or {"line": N, "error": ...} when record fails,
+// and returns how many failed so that the command can fail at the end.
+// keepBlank writes an empty line for a blank one, so that output line N
+// answers input line N.
+func mapJSONL(ctx context.Context, in io.Reader, out io.Writer, keepBlank bool, record func(lineNo int, line []byte) ([]byte, error)) (failed int, err error) {
+	r := bufio.NewReaderSize(in, 1<<20)
+	w := bufio.NewWriterSize(out, 1<<20)
+	for lineNo := 1; ; lineNo++ {
+		if err := ctx.Err(); err != nil {
+			return failed, errors.Join(err, w.Flush())
+		}
+		line, readErr := r.ReadBytes('\n')
+		if readErr != nil && !errors.Is(readErr, io.EOF) {
+			return failed, errors.Join(fmt.Errorf("reading line %d: %w", lineNo, readErr), w.Flush())
+		}
+		if len(line) == 0 && readErr != nil {
+			break
+		}
+		if trimmed := bytes.TrimSpace(line); len(trimmed) > 0 {
+			rec, err := record(lineNo, trimmed)
+			if err != nil {
+				failed++
+				rec = errorRecord(lineNo, err)
+			}
+			w.Write(rec)
+			w.WriteByte('\n')
+		} else if keepBlank {
+			w.WriteByte('\n')
+		}
+		if readErr != nil {
+			break
+		}
+	}
+	if err := w.Flush(); err != nil {
+		return failed, fmt.Errorf("writing output: %w", err)
+	}
+	return failed, nil
+}
+
 func errorRecord(lineNo int, err error) []byte {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, `{"line":%d,"error":`, lineNo)
-	writeJSONString(&b, fmt.Sprintf("line %d: %v", lineNo, err))
+	writeJSON(&b, err.Error())
 	b.WriteByte('}')
 	return b.Bytes()
 }
 
-func writeJSONString(b *bytes.Buffer, s string) {
+// writeJSON writes v as compact JSON without HTML escaping; v is a string
+// or a list of ids, which always encode.
+func writeJSON(b *bytes.Buffer, v any) {
 	enc := json.NewEncoder(b)
 	enc.SetEscapeHTML(false)
-	_ = enc.Encode(s) // strings always encode
+	_ = enc.Encode(v)
 	b.Truncate(b.Len() - 1)
 }

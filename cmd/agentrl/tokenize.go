@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -46,37 +45,10 @@ func runTokenize(ctx context.Context, args []string, stdin io.Reader, stdout, st
 	if err != nil {
 		return err
 	}
-	in := bufio.NewReaderSize(stdin, 1<<20)
-	out := bufio.NewWriterSize(stdout, 1<<20)
-	failed := 0
-	for lineNo := 1; ; lineNo++ {
-		if err := ctx.Err(); err != nil {
-			out.Flush()
-			return err
-		}
-		line, readErr := in.ReadBytes('\n')
-		if len(line) == 0 && readErr != nil {
-			if readErr != io.EOF {
-				out.Flush()
-				return readErr
-			}
-			break
-		}
-		line = bytes.TrimRight(line, "\r\n")
-		if len(bytes.TrimSpace(line)) > 0 {
-			rec, err := tokenizeRecord(tok, line, *decode, *skipSpecial)
-			if err != nil {
-				failed++
-				rec = tokErrorRecord(lineNo, err)
-			}
-			out.Write(rec)
-		}
-		out.WriteByte('\n')
-		if readErr == io.EOF {
-			break
-		}
-	}
-	if err := out.Flush(); err != nil {
+	failed, err := mapJSONL(ctx, stdin, stdout, true, func(_ int, line []byte) ([]byte, error) {
+		return tokenizeRecord(tok, line, *decode, *skipSpecial)
+	})
+	if err != nil {
 		return err
 	}
 	if failed > 0 {
@@ -85,24 +57,29 @@ func runTokenize(ctx context.Context, args []string, stdin io.Reader, stdout, st
 	return nil
 }
 
-// tokField is one key of a JSON object, kept in input order.
-type tokField struct {
-	key string
-	val json.RawMessage
-}
-
 func tokenizeRecord(tok *tokenizer.Tokenizer, line []byte, decode, skipSpecial bool) ([]byte, error) {
-	fields, err := tokObjectFields(line)
+	keys, vals, err := objectFields(line)
 	if err != nil {
 		return nil, err
 	}
 	get := func(k string) (json.RawMessage, bool) {
-		for _, f := range fields {
-			if f.key == k {
-				return f.val, true
+		for i, key := range keys {
+			if key == k {
+				return vals[i], true
 			}
 		}
 		return nil, false
+	}
+	set := func(k string, v any) {
+		var b bytes.Buffer
+		writeJSON(&b, v)
+		for i, key := range keys {
+			if key == k {
+				vals[i] = b.Bytes()
+				return
+			}
+		}
+		keys, vals = append(keys, k), append(vals, b.Bytes())
 	}
 	switch {
 	case decode:
@@ -118,16 +95,16 @@ func tokenizeRecord(tok *tokenizer.Tokenizer, line []byte, decode, skipSpecial b
 		if err != nil {
 			return nil, err
 		}
-		fields = tokSetField(fields, "text", text)
+		set("text", text)
 	default:
 		if raw, ok := get("context"); ok {
 			text, err := tok.ApplyChatTemplateJSON(raw)
 			if err != nil {
-				fields = tokSetField(fields, "error", err.Error())
+				set("error", err.Error())
 				break
 			}
-			fields = tokSetField(fields, "text", text)
-			fields = tokSetField(fields, "ids", tokNonNil(tok.Encode(text)))
+			set("text", text)
+			set("ids", tokNonNil(tok.Encode(text)))
 			break
 		}
 		raw, ok := get("text")
@@ -138,17 +115,17 @@ func tokenizeRecord(tok *tokenizer.Tokenizer, line []byte, decode, skipSpecial b
 		if err := json.Unmarshal(raw, &text); err != nil {
 			return nil, fmt.Errorf(`"text" must be a string: %w`, err)
 		}
-		fields = tokSetField(fields, "ids", tokNonNil(tok.Encode(text)))
+		set("ids", tokNonNil(tok.Encode(text)))
 	}
 	var b bytes.Buffer
 	b.WriteByte('{')
-	for i, f := range fields {
+	for i, k := range keys {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		b.Write(tokMarshal(f.key))
+		writeJSON(&b, k)
 		b.WriteByte(':')
-		b.Write(f.val)
+		b.Write(vals[i])
 	}
 	b.WriteByte('}')
 	return b.Bytes(), nil
@@ -159,63 +136,4 @@ func tokNonNil(ids []int32) []int32 {
 		return []int32{}
 	}
 	return ids
-}
-
-// tokObjectFields splits a JSON object into its fields, in order.
-func tokObjectFields(line []byte) ([]tokField, error) {
-	dec := json.NewDecoder(bytes.NewReader(line))
-	dec.UseNumber()
-	tk, err := dec.Token()
-	if err != nil {
-		return nil, fmt.Errorf("invalid JSON: %w", err)
-	}
-	if d, ok := tk.(json.Delim); !ok || d != '{' {
-		return nil, errors.New("each line must be a JSON object")
-	}
-	var fields []tokField
-	for dec.More() {
-		kt, err := dec.Token()
-		if err != nil {
-			return nil, fmt.Errorf("invalid JSON: %w", err)
-		}
-		var val json.RawMessage
-		if err := dec.Decode(&val); err != nil {
-			return nil, fmt.Errorf("invalid JSON in %q: %w", kt, err)
-		}
-		var c bytes.Buffer
-		if err := json.Compact(&c, val); err != nil {
-			return nil, fmt.Errorf("invalid JSON in %q: %w", kt, err)
-		}
-		fields = append(fields, tokField{kt.(string), c.Bytes()})
-	}
-	if _, err := dec.Token(); err != nil {
-		return nil, fmt.Errorf("invalid JSON: %w", err)
-	}
-	if dec.More() {
-		return nil, errors.New("trailing data after the JSON object")
-	}
-	return fields, nil
-}
-
-func tokSetField(fields []tokField, key string, v any) []tokField {
-	val := tokMarshal(v)
-	for i := range fields {
-		if fields[i].key == key {
-			fields[i].val = val
-			return fields
-		}
-	}
-	return append(fields, tokField{key, val})
-}
-
-func tokMarshal(v any) []byte {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(v) // strings and id lists always encode
-	return bytes.TrimSuffix(b.Bytes(), []byte{'\n'})
-}
-
-func tokErrorRecord(lineNo int, err error) []byte {
-	return []byte(fmt.Sprintf(`{"line":%d,"error":%s}`, lineNo, tokMarshal(err.Error())))
 }

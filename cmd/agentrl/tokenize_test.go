@@ -44,43 +44,42 @@ func runTokenizeCmd(t *testing.T, args []string, stdin string) (code int, stdout
 // compares every output line with the golden line.
 func TestTokenizeGoldens(t *testing.T) {
 	dir := qwenTokenizerDir(t)
+	// Both golden files in one run: loading the tokenizer dominates.
+	var in strings.Builder
+	var want []map[string]any
 	for _, name := range []string{"encode_qwen3.jsonl", "chat_qwen3.jsonl"} {
-		t.Run(name, func(t *testing.T) {
-			data, err := os.ReadFile(filepath.Join("..", "..", "..", "shared", "golden", name))
-			if os.IsNotExist(err) {
-				t.Skip("shared goldens not present")
+		data, err := os.ReadFile(filepath.Join("..", "..", "..", "shared", "golden", name))
+		if os.IsNotExist(err) {
+			t.Skip("shared goldens not present")
+		}
+		require.NoError(t, err)
+		sc := bufio.NewScanner(bytes.NewReader(data))
+		sc.Buffer(nil, 16<<20)
+		for sc.Scan() {
+			var rec map[string]json.RawMessage
+			require.NoError(t, json.Unmarshal(sc.Bytes(), &rec))
+			var w map[string]any
+			require.NoError(t, json.Unmarshal(sc.Bytes(), &w))
+			want = append(want, w)
+			// Drop the outputs; keep the inputs (name, text or context).
+			if _, ok := rec["context"]; ok {
+				delete(rec, "text")
 			}
+			delete(rec, "ids")
+			b, err := json.Marshal(rec)
 			require.NoError(t, err)
-			var in strings.Builder
-			var want []map[string]any
-			sc := bufio.NewScanner(bytes.NewReader(data))
-			sc.Buffer(nil, 16<<20)
-			for sc.Scan() {
-				var rec map[string]json.RawMessage
-				require.NoError(t, json.Unmarshal(sc.Bytes(), &rec))
-				var w map[string]any
-				require.NoError(t, json.Unmarshal(sc.Bytes(), &w))
-				want = append(want, w)
-				// Drop the outputs; keep the inputs (name, text or context).
-				if _, ok := rec["context"]; ok {
-					delete(rec, "text")
-				}
-				delete(rec, "ids")
-				b, err := json.Marshal(rec)
-				require.NoError(t, err)
-				in.Write(b)
-				in.WriteByte('\n')
-			}
-			code, out, errOut := runTokenizeCmd(t, []string{"--tokenizer", dir}, in.String())
-			require.Equal(t, 0, code, errOut)
-			lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
-			require.Len(t, lines, len(want))
-			for i, l := range lines {
-				var got map[string]any
-				require.NoError(t, json.Unmarshal([]byte(l), &got), l)
-				require.Equal(t, want[i], got, "line %d", i+1)
-			}
-		})
+			in.Write(b)
+			in.WriteByte('\n')
+		}
+	}
+	code, out, errOut := runTokenizeCmd(t, []string{"--tokenizer", dir}, in.String())
+	require.Equal(t, 0, code, errOut)
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	require.Len(t, lines, len(want))
+	for i, l := range lines {
+		var got map[string]any
+		require.NoError(t, json.Unmarshal([]byte(l), &got), l)
+		require.Equal(t, want[i], got, "line %d", i+1)
 	}
 }
 
@@ -97,22 +96,27 @@ func TestTokenizeCommand(t *testing.T) {
 		// One run covers the record kinds: text (other fields kept in
 		// order), blank lines kept, a context, and a last line without a
 		// newline.
+		// One run covers the record kinds: text (other fields kept in
+		// order), blank lines kept, a context, a template error as a field,
+		// lines that are not records, and a last line without a newline.
 		{name: "records", in: `{"id":7,"text":"Hello, world!"}` + "\n" + "\n" + `{"text":""}` + "\n" +
 			`{"context":{"messages":[{"role":"user","content":"hi"}],"add_generation_prompt":true}}` + "\n" +
-			`{"text":"hello"}`,
+			"not json\n" + `{"x":1}` + "\n" + `{"ids":[1]}` + "\n" +
+			`{"context":{"messages":[{"role":"user"}]}}` + "\n" + `{"text":"hello"}`,
+			wantCode: 1, wantErr: "3 input line(s)",
 			wantOut: `{"id":7,"text":"Hello, world!","ids":[9707,11,1879,0]}` + "\n" + "\n" + `{"text":"","ids":[]}` + "\n" +
 				`{"context":{"messages":[{"role":"user","content":"hi"}],"add_generation_prompt":true},"text":"<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n","ids":[151644,872,198,6023,151645,198,151644,77091,198]}` + "\n" +
+				`{"line":5,"error":"invalid JSON: invalid character 'o' in literal null (expecting 'u')"}` + "\n" +
+				`{"line":6,"error":"record needs \"text\" or \"context\""}` + "\n" +
+				`{"line":7,"error":"record needs \"text\" or \"context\""}` + "\n" +
+				`{"context":{"messages":[{"role":"user"}]},"error":"tokenizer: chat template: jinja: render error` + "*\n" +
 				`{"text":"hello","ids":[14990]}` + "\n"},
-		{name: "template error is a field", in: `{"context":{"messages":[{"role":"user"}]}}` + "\n",
-			wantOut: `{"context":{"messages":[{"role":"user"}]},"error":"tokenizer: chat template: jinja: render error`},
 		{name: "decode", args: []string{"--decode"}, in: `{"ids":[151644,872,198,6023,151645]}` + "\n" + `{"ids":[999999999]}` + "\n", wantCode: 1,
 			wantOut: `{"ids":[151644,872,198,6023,151645],"text":"<|im_start|>user\nhi<|im_end|>"}` + "\n" +
 				`{"line":2,"error":"tokenizer: decode: ids[0] = 999999999 is not in the vocabulary (size 151669)"}` + "\n",
 			wantErr: "1 input line(s)"},
 		{name: "decode skip special", args: []string{"--decode", "--skip-special"}, in: `{"ids":[151644,872,198,6023,151645]}` + "\n",
 			wantOut: `{"ids":[151644,872,198,6023,151645],"text":"user\nhi"}` + "\n"},
-		{name: "bad lines", in: "not json\n" + `{"x":1}` + "\n" + `{"ids":[1]}` + "\n" + `{"text":"ok"}` + "\n", wantCode: 1,
-			wantOut: `{"line":1,"error":"invalid JSON`, wantErr: "3 input line(s)"},
 		{name: "missing tokenizer", args: []string{}, wantCode: 1, wantErr: "--tokenizer DIR is required"},
 	}
 	for _, c := range cases {
@@ -123,10 +127,16 @@ func TestTokenizeCommand(t *testing.T) {
 			}
 			code, out, errOut := runTokenizeCmd(t, args, c.in)
 			require.Equal(t, c.wantCode, code, errOut)
-			if strings.HasSuffix(c.wantOut, "\n") {
-				require.Equal(t, c.wantOut, out)
-			} else {
-				require.Contains(t, out, c.wantOut)
+			// A want line ending in '*' matches any line with that prefix.
+			wantLines := strings.Split(c.wantOut, "\n")
+			gotLines := strings.Split(out, "\n")
+			require.Len(t, gotLines, len(wantLines), out)
+			for i, w := range wantLines {
+				if p, ok := strings.CutSuffix(w, "*"); ok {
+					require.True(t, strings.HasPrefix(gotLines[i], p), "line %d: %s", i+1, gotLines[i])
+				} else {
+					require.Equal(t, w, gotLines[i], "line %d", i+1)
+				}
 			}
 			require.Contains(t, errOut, c.wantErr)
 		})

@@ -10,7 +10,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/agentrl/agentrl/agentloop"
 	"github.com/agentrl/agentrl/chat"
+	"github.com/agentrl/agentrl/examples/internal/qwen"
 	"github.com/agentrl/agentrl/server"
 	"github.com/agentrl/agentrl/server/servertest"
 	"github.com/agentrl/agentrl/tokenizer"
@@ -91,14 +91,7 @@ func (a *selfCheck) Run(ctx context.Context, s agentloop.Sample, p server.Sampli
 
 func run(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("customloop", flag.ContinueOnError)
-	tokDir := fs.String("tokenizer", "", "tokenizer directory (tokenizer.json, tokenizer_config.json)")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if *tokDir == "" {
-		return errors.New("--tokenizer DIR is required")
-	}
-	tok, err := tokenizer.Load(*tokDir)
+	tok, err := qwen.ParseFlags(fs, args)
 	if err != nil {
 		return err
 	}
@@ -107,19 +100,17 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 
 // rollout runs two samples of self_check_agent and prints them.
 func rollout(ctx context.Context, tok *tokenizer.Tokenizer, stdout io.Writer) error {
-	imEnd, ok := tok.TokenID("<|im_end|>")
-	if !ok {
-		return errors.New("this example's scripted model speaks Qwen's chat format: the tokenizer has no <|im_end|>")
-	}
 	// The scripted model answers 5 at first and 4 once asked to check.
-	first := append(tok.Encode("2+2 is 5."), imEnd)
-	second := append(tok.Encode("4"), imEnd)
-	engine := servertest.New(servertest.Config{Rule: func(c servertest.Call) servertest.Reply {
+	rule, err := qwen.ScriptedModel(tok, func(c servertest.Call, _ string) string {
 		if c.Turn == 0 {
-			return servertest.Reply{Tokens: first}
+			return "2+2 is 5."
 		}
-		return servertest.Reply{Tokens: second}
-	}})
+		return "4"
+	})
+	if err != nil {
+		return err
+	}
+	engine := servertest.New(servertest.Config{Rule: rule})
 
 	env := &agentloop.Env{Server: engine, Tokenizer: tok}
 	m, err := agentloop.NewManager(nil, env, agentloop.Options{DefaultAgent: "self_check_agent", N: 2,

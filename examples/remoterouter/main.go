@@ -7,7 +7,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/agentrl/agentrl/agentloop"
 	"github.com/agentrl/agentrl/chat"
+	"github.com/agentrl/agentrl/examples/internal/qwen"
 	"github.com/agentrl/agentrl/router"
 	"github.com/agentrl/agentrl/server"
 	"github.com/agentrl/agentrl/server/httpapi"
@@ -28,16 +28,9 @@ import (
 
 func run(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("remoterouter", flag.ContinueOnError)
-	tokDir := fs.String("tokenizer", "", "tokenizer directory (tokenizer.json, tokenizer_config.json)")
 	servers := fs.String("servers", "", "comma-separated SGLang URLs; empty starts two scripted local servers")
 	samples := fs.Int("samples", 16, "number of prompts")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if *tokDir == "" {
-		return errors.New("--tokenizer DIR is required")
-	}
-	tok, err := tokenizer.Load(*tokDir)
+	tok, err := qwen.ParseFlags(fs, args)
 	if err != nil {
 		return err
 	}
@@ -121,29 +114,17 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 // answers with the result it read back: a deterministic stand-in for a
 // model, readable by any server of the fleet.
 func scriptedModel(tok *tokenizer.Tokenizer) (servertest.Rule, error) {
-	imEnd, ok := tok.TokenID("<|im_end|>")
-	if !ok {
-		return nil, errors.New("the scripted model speaks Qwen's chat format: the tokenizer has no <|im_end|>")
-	}
-	return func(c servertest.Call) servertest.Reply {
-		text, err := tok.Decode(c.Req.PromptIDs, false)
-		if err != nil {
-			f := servertest.ErrorFault(err)
-			return servertest.Reply{Fault: &f}
-		}
-		var reply string
+	return qwen.ScriptedModel(tok, func(_ servertest.Call, text string) string {
 		if i := strings.LastIndex(text, "<tool_response>\n"); i >= 0 {
 			result := text[i+len("<tool_response>\n"):]
 			result = result[:strings.Index(result, "\n")]
-			reply = "The answer is " + result + "."
-		} else {
-			var n int
-			q := text[strings.LastIndex(text, "What is "):]
-			fmt.Sscanf(q, "What is %d", &n)
-			reply = fmt.Sprintf("<tool_call>\n{\"name\": \"calculator\", \"arguments\": {\"expression\": \"%d * 7\"}}\n</tool_call>", n)
+			return "The answer is " + result + "."
 		}
-		return servertest.Reply{Tokens: append(tok.Encode(reply), imEnd)}
-	}, nil
+		var n int
+		q := text[strings.LastIndex(text, "What is "):]
+		fmt.Sscanf(q, "What is %d", &n)
+		return fmt.Sprintf("<tool_call>\n{\"name\": \"calculator\", \"arguments\": {\"expression\": \"%d * 7\"}}\n</tool_call>", n)
+	})
 }
 
 func main() {

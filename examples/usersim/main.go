@@ -7,7 +7,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/agentrl/agentrl/agentloop"
 	"github.com/agentrl/agentrl/chat"
+	"github.com/agentrl/agentrl/examples/internal/qwen"
 	"github.com/agentrl/agentrl/server"
 	"github.com/agentrl/agentrl/server/servertest"
 	"github.com/agentrl/agentrl/tokenizer"
@@ -88,16 +88,7 @@ var feedback = regexp.MustCompile(`<\|im_start\|>assistant\n(\d+)<\|im_end\|>\n<
 // bisectingModel is a scripted model that binary-searches 1..100 from the
 // feedback in its conversation.
 func bisectingModel(tok *tokenizer.Tokenizer) (servertest.Rule, error) {
-	imEnd, ok := tok.TokenID("<|im_end|>")
-	if !ok {
-		return nil, errors.New("the scripted model speaks Qwen's chat format: the tokenizer has no <|im_end|>")
-	}
-	return func(c servertest.Call) servertest.Reply {
-		text, err := tok.Decode(c.Req.PromptIDs, false)
-		if err != nil {
-			f := servertest.ErrorFault(err)
-			return servertest.Reply{Fault: &f}
-		}
+	return qwen.ScriptedModel(tok, func(_ servertest.Call, text string) string {
 		lo, hi := 1, 100
 		for _, m := range feedback.FindAllStringSubmatch(text, -1) {
 			g, _ := strconv.Atoi(m[1])
@@ -107,20 +98,13 @@ func bisectingModel(tok *tokenizer.Tokenizer) (servertest.Rule, error) {
 				hi = g - 1
 			}
 		}
-		return servertest.Reply{Tokens: append(tok.Encode(strconv.Itoa((lo+hi)/2)), imEnd)}
-	}, nil
+		return strconv.Itoa((lo + hi) / 2)
+	})
 }
 
 func run(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("usersim", flag.ContinueOnError)
-	tokDir := fs.String("tokenizer", "", "tokenizer directory (tokenizer.json, tokenizer_config.json)")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if *tokDir == "" {
-		return errors.New("--tokenizer DIR is required")
-	}
-	tok, err := tokenizer.Load(*tokDir)
+	tok, err := qwen.ParseFlags(fs, args)
 	if err != nil {
 		return err
 	}

@@ -84,9 +84,8 @@ type chatRequest struct {
 
 type preparedChat struct {
 	prepared
-	tools     []chat.ToolSchema
-	parse     bool
-	returnIDs bool
+	tools []chat.ToolSchema
+	parse bool
 }
 
 func (s *Server) parseChat(data []byte) (preparedChat, error) {
@@ -95,7 +94,7 @@ func (s *Server) parseChat(data []byte) (preparedChat, error) {
 		return preparedChat{}, err
 	}
 	ch := s.cfg.Chat
-	p := preparedChat{prepared: prepared{stream: in.Stream, skipSpecial: true}, returnIDs: in.ReturnTokenIDs}
+	p := preparedChat{prepared: prepared{stream: in.Stream, skipSpecial: true, returnIDs: in.ReturnTokenIDs}}
 	if in.StreamOptions != nil {
 		p.includeUsage = in.StreamOptions.IncludeUsage
 	}
@@ -161,13 +160,7 @@ func (s *Server) parseChat(data []byte) (preparedChat, error) {
 	stops := make([]int32, 0, len(eos)+len(p.req.Params.StopTokenIDs))
 	stops = append(append(stops, p.req.Params.StopTokenIDs...), eos...)
 	p.req.Params.StopTokenIDs = stops
-	p.req.RequestID = in.RequestID
-	if p.req.RequestID == "" {
-		p.req.RequestID = newRequestID()
-	}
-	if in.Priority != nil {
-		p.req.Priority = *in.Priority
-	}
+	p.identify(in.RequestID, in.Priority)
 	return p, nil
 }
 
@@ -316,22 +309,8 @@ func (s *Server) handleChatCompletions(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "this server has no chat template: /v1/chat/completions is disabled")
 		return
 	}
-	data, err := readBody(r)
-	if err != nil {
-		writeRequestError(w, err)
-		return
-	}
-	p, err := s.parseChat(data)
-	if err != nil {
-		writeRequestError(w, err)
-		return
-	}
-	out, err := s.engine.Generate(r.Context(), p.req)
-	if err == nil {
-		err = checkOutput(out, p.req)
-	}
-	if err != nil {
-		writeEngineError(w, err)
+	p, out, ok := generate(s, w, r, (*Server).parseChat)
+	if !ok {
 		return
 	}
 	turn, err := s.chatTurn(p, out)

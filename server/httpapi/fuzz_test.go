@@ -59,7 +59,7 @@ func FuzzDecodeRequests(f *testing.F) {
 		} else {
 			require.IsType(t, &errRequest{}, err)
 		}
-		if p, _, err := s.parseCompletions(data); err == nil {
+		if p, err := s.parseCompletions(data); err == nil {
 			checkPrepared(t, p)
 		} else {
 			require.IsType(t, &errRequest{}, err)

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"reflect"
 	"strings"
 	"sync"
 	"time"
@@ -363,11 +364,68 @@ func unmarshalBody(data []byte, v any) error {
 		var se *json.SyntaxError
 		switch {
 		case errors.As(err, &te):
-			return badRequest("field %q: expected %s, got JSON %s (byte offset %d)", te.Field, te.Type, te.Value, te.Offset)
+			return badRequest("field %q: expected %s, got JSON %s (byte offset %d)", clientPath(reflect.TypeOf(v), te.Field), te.Type, te.Value, te.Offset)
 		case errors.As(err, &se):
 			return badRequest("invalid JSON at byte offset %d: %v", se.Offset, err)
 		}
 		return badRequest("invalid JSON request: %v", err)
+	}
+	return nil
+}
+
+// clientPath is the field path of a decoding error as the client wrote it:
+// encoding/json (since Go 1.24) also names the embedded Go structs on the
+// way, which the client never saw.
+func clientPath(t reflect.Type, path string) string {
+	segs := strings.Split(path, ".")
+	out := segs[:0]
+	for _, seg := range segs {
+		t = elemType(t)
+		if t == nil || t.Kind() != reflect.Struct {
+			out = append(out, seg)
+			t = nil
+			continue
+		}
+		if f, ok := t.FieldByName(seg); ok && f.Anonymous {
+			t = f.Type
+			continue
+		}
+		out = append(out, seg)
+		t = jsonFieldType(t, seg)
+	}
+	return strings.Join(out, ".")
+}
+
+func elemType(t reflect.Type) reflect.Type {
+	for t != nil {
+		switch t.Kind() {
+		case reflect.Pointer, reflect.Slice, reflect.Array, reflect.Map:
+			t = t.Elem()
+		default:
+			return t
+		}
+	}
+	return nil
+}
+
+// jsonFieldType is the type of struct t's field named name in JSON, own
+// fields first, then those of embedded structs (which they shadow); nil if
+// there is none.
+func jsonFieldType(t reflect.Type, name string) reflect.Type {
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if tag, _, _ := strings.Cut(f.Tag.Get("json"), ","); tag == name || (tag == "" && !f.Anonymous && f.Name == name) {
+			return f.Type
+		}
+	}
+	for i := range t.NumField() {
+		if f := t.Field(i); f.Anonymous {
+			if e := elemType(f.Type); e != nil && e.Kind() == reflect.Struct {
+				if ft := jsonFieldType(e, name); ft != nil {
+					return ft
+				}
+			}
+		}
 	}
 	return nil
 }
@@ -398,6 +456,16 @@ func decodeOptional(r *http.Request, v any) error {
 		return nil
 	}
 	return unmarshalBody(data, v)
+}
+
+// capability is the engine as a T; when the engine is not one, it answers
+// 501 naming what is not supported and returns false.
+func capability[T any](s *Server, w http.ResponseWriter, what string) (T, bool) {
+	c, ok := s.engine.(T)
+	if !ok {
+		notSupported(w, what)
+	}
+	return c, ok
 }
 
 func notSupported(w http.ResponseWriter, what string) {

@@ -9,33 +9,22 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 
 	"github.com/agentrl/agentrl/server"
 	"github.com/agentrl/agentrl/server/httpapi"
+	"github.com/agentrl/agentrl/server/internal/wiretest"
 	"github.com/agentrl/agentrl/server/servertest"
 )
 
 var testClient = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}}
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	testClient.CloseIdleConnections()
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintln(os.Stderr, "goleak:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { wiretest.Main(m, testClient) }
 
 // capture is a servertest rule that remembers the requests it saw.
 type capture struct {
@@ -229,6 +218,9 @@ func TestRequestErrors(t *testing.T) {
 		{"/v1/completions", `{"prompt":"hello"}`, 400, "no tokenizer"},
 		{"/v1/completions", `{"prompt":[1],"max_tokens":-3}`, 400, `"max_tokens": must be ≥ 1`},
 		{"/v1/completions", `{"prompt":[1],"presence_penalty":0.5}`, 400, "presence"},
+		// Fields of embedded Go structs are named as the client sent them.
+		{"/v1/completions", `{"prompt":[1],"temperature":"hot"}`, 400, `field "temperature": expected float64`},
+		{"/inference/v1/generate", `{"token_ids":[1],"sampling_params":{"top_k":1.5}}`, 400, `field "sampling_params.top_k": expected int`},
 		{"/v1/chat/completions", `{"messages":[]}`, 404, "no chat template"},
 		{"/abort_request", `{}`, 400, `"rid"`},
 		{"/update_weights_from_disk", `{"model_path":"/x","weight_version":"v2"}`, 400, `"v2" is not an integer`},

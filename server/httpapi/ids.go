@@ -3,6 +3,8 @@ package httpapi
 import (
 	"errors"
 	"fmt"
+
+	"github.com/agentrl/agentrl/server/internal/wire"
 )
 
 // errBatch marks a list of lists where one list of ids was expected.
@@ -13,17 +15,17 @@ var errBatch = errors.New("batched prompts are not supported: send one request p
 // directly instead of going through reflection; data has already been
 // checked to be valid JSON by the enclosing decode.
 func parseIntList(data []byte) ([]int32, error) {
-	i := skipSpace(data, 0)
+	i := wire.SkipSpace(data, 0)
 	if i >= len(data) || data[i] != '[' {
 		return nil, errors.New("expected a list of token ids")
 	}
-	i = skipSpace(data, i+1)
+	i = wire.SkipSpace(data, i+1)
 	ids := make([]int32, 0, len(data)/6+1)
 	if i < len(data) && data[i] == ']' {
 		return ids, nil
 	}
 	for n := 0; ; n++ {
-		i = skipSpace(data, i)
+		i = wire.SkipSpace(data, i)
 		if i < len(data) && data[i] == '[' {
 			return nil, errBatch
 		}
@@ -52,7 +54,7 @@ func parseIntList(data []byte) ([]int32, error) {
 			return nil, fmt.Errorf("element %d (%d) does not fit a 32-bit token id", n, v)
 		}
 		ids = append(ids, int32(v))
-		i = skipSpace(data, i)
+		i = wire.SkipSpace(data, i)
 		if i >= len(data) {
 			return nil, errors.New("unterminated list")
 		}
@@ -60,7 +62,7 @@ func parseIntList(data []byte) ([]int32, error) {
 		case ',':
 			i++
 		case ']':
-			if j := skipSpace(data, i+1); j != len(data) {
+			if j := wire.SkipSpace(data, i+1); j != len(data) {
 				return nil, errors.New("unexpected data after the list")
 			}
 			return ids, nil
@@ -68,11 +70,4 @@ func parseIntList(data []byte) ([]int32, error) {
 			return nil, fmt.Errorf("element %d: unexpected %q", n, data[i])
 		}
 	}
-}
-
-func skipSpace(data []byte, i int) int {
-	for i < len(data) && (data[i] == ' ' || data[i] == '\n' || data[i] == '\t' || data[i] == '\r') {
-		i++
-	}
-	return i
 }

@@ -27,7 +27,9 @@ type sglGenerateRequest struct {
 	Priority       *int            `json:"priority"`
 }
 
-type sglSampling struct {
+// samplingKnobs are the sampling fields SGLang and vLLM share, under the
+// same names.
+type samplingKnobs struct {
 	Temperature       *float64        `json:"temperature"`
 	TopP              *float64        `json:"top_p"`
 	TopK              *int            `json:"top_k"`
@@ -35,17 +37,21 @@ type sglSampling struct {
 	RepetitionPenalty *float64        `json:"repetition_penalty"`
 	FrequencyPenalty  float64         `json:"frequency_penalty"`
 	PresencePenalty   float64         `json:"presence_penalty"`
-	MaxNewTokens      *int            `json:"max_new_tokens"`
 	StopTokenIDs      []int32         `json:"stop_token_ids"`
 	Stop              json.RawMessage `json:"stop"`
 	SkipSpecialTokens *bool           `json:"skip_special_tokens"`
-	NoStopTrim        bool            `json:"no_stop_trim"`
 	IgnoreEOS         bool            `json:"ignore_eos"`
 	N                 *int            `json:"n"`
-	SamplingSeed      *uint64         `json:"sampling_seed"`
-	Regex             *string         `json:"regex"`
-	JSONSchema        *string         `json:"json_schema"`
-	EBNF              *string         `json:"ebnf"`
+}
+
+type sglSampling struct {
+	samplingKnobs
+	MaxNewTokens *int    `json:"max_new_tokens"`
+	NoStopTrim   bool    `json:"no_stop_trim"`
+	SamplingSeed *uint64 `json:"sampling_seed"`
+	Regex        *string `json:"regex"`
+	JSONSchema   *string `json:"json_schema"`
+	EBNF         *string `json:"ebnf"`
 }
 
 // sglangDefaultMaxNewTokens is SGLang's default when max_new_tokens is absent.
@@ -59,6 +65,7 @@ type prepared struct {
 	trimStop     bool
 	logprobs     bool
 	tokensAsIDs  bool // vLLM return_tokens_as_token_ids
+	returnIDs    bool // vLLM return_token_ids
 	includeUsage bool
 }
 
@@ -73,9 +80,7 @@ func (s *Server) parseSGLangGenerate(data []byte) (prepared, error) {
 			return p, badRequest(`field "rid": expected a string (batched requests are not supported: send one request per prompt)`)
 		}
 	}
-	if p.req.RequestID == "" {
-		p.req.RequestID = newRequestID()
-	}
+	p.identify(p.req.RequestID, in.Priority)
 	if isSet(in.InputEmbeds) {
 		return p, badRequest(`field "input_embeds" is not supported: send "input_ids"`)
 	}
@@ -96,39 +101,21 @@ func (s *Server) parseSGLangGenerate(data []byte) (prepared, error) {
 	if in.TopLogprobsNum > 0 {
 		return p, badRequest(`field "top_logprobs_num": top logprobs are not supported, only the sampled token's logprob (return_logprob)`)
 	}
-	if in.Priority != nil {
-		p.req.Priority = *in.Priority
-	}
 	sp := in.SamplingParams
 	if sp == nil {
 		sp = &sglSampling{}
 	}
 	params := server.SamplingParams{Temperature: 1, TopP: 1, MaxNewTokens: sglangDefaultMaxNewTokens, Logprobs: in.ReturnLogprob}
-	if sp.Temperature != nil {
-		params.Temperature = *sp.Temperature
-	}
-	if sp.TopP != nil {
-		params.TopP = *sp.TopP
-	}
-	if sp.TopK != nil {
-		params.TopK = *sp.TopK
-	}
-	if sp.MinP != nil {
-		params.MinP = *sp.MinP
-	}
-	if sp.RepetitionPenalty != nil {
-		params.RepetitionPenalty = *sp.RepetitionPenalty
-	}
+	sp.apply(&params)
 	if sp.MaxNewTokens != nil {
 		params.MaxNewTokens = *sp.MaxNewTokens
 	}
-	params.StopTokenIDs = sp.StopTokenIDs
 	params.Seed = sp.SamplingSeed
 	if sp.SkipSpecialTokens != nil {
 		p.skipSpecial = *sp.SkipSpecialTokens
 	}
 	p.trimStop = !sp.NoStopTrim
-	if err := checkUnsupported("sampling_params.", sp.N, sp.IgnoreEOS, sp.FrequencyPenalty, sp.PresencePenalty, sp.Stop); err != nil {
+	if err := sp.unsupported("sampling_params."); err != nil {
 		return p, err
 	}
 	for name, v := range map[string]*string{"regex": sp.Regex, "json_schema": sp.JSONSchema, "ebnf": sp.EBNF} {
@@ -143,30 +130,90 @@ func (s *Server) parseSGLangGenerate(data []byte) (prepared, error) {
 	return p, nil
 }
 
+// apply sets the knobs the request gives, so that unset ones keep the
+// defaults already in p.
+func (k *samplingKnobs) apply(p *server.SamplingParams) {
+	if k.Temperature != nil {
+		p.Temperature = *k.Temperature
+	}
+	if k.TopP != nil {
+		p.TopP = *k.TopP
+	}
+	if k.TopK != nil {
+		p.TopK = *k.TopK
+	}
+	if k.MinP != nil {
+		p.MinP = *k.MinP
+	}
+	if k.RepetitionPenalty != nil {
+		p.RepetitionPenalty = *k.RepetitionPenalty
+	}
+	p.StopTokenIDs = k.StopTokenIDs
+}
+
+// identify sets the request id, a fresh one when the client gave none (the
+// id is what aborts name), and the scheduling priority when given.
+func (p *prepared) identify(id string, priority *int) {
+	p.req.RequestID = id
+	if p.req.RequestID == "" {
+		p.req.RequestID = newRequestID()
+	}
+	if priority != nil {
+		p.req.Priority = *priority
+	}
+}
+
+func (p prepared) generateRequest() server.GenerateRequest { return p.req }
+
+// generate reads and parses a generation request, runs it on the engine and
+// checks the output. When it returns false it has written the error response.
+func generate[P interface{ generateRequest() server.GenerateRequest }](s *Server, w http.ResponseWriter, r *http.Request,
+	parse func(*Server, []byte) (P, error)) (p P, out server.TokenOutput, ok bool) {
+	data, err := readBody(r)
+	if err != nil {
+		writeRequestError(w, err)
+		return p, out, false
+	}
+	if p, err = parse(s, data); err != nil {
+		writeRequestError(w, err)
+		return p, out, false
+	}
+	req := p.generateRequest()
+	out, err = s.engine.Generate(r.Context(), req)
+	if err == nil {
+		err = checkOutput(out, req)
+	}
+	if err != nil {
+		writeEngineError(w, err)
+		return p, out, false
+	}
+	return p, out, true
+}
+
 func isSet(raw json.RawMessage) bool {
 	return len(raw) > 0 && string(bytes.TrimSpace(raw)) != "null"
 }
 
-// checkUnsupported rejects settings this server cannot honour, rather than
+// unsupported rejects settings this server cannot honour, rather than
 // silently sampling something else than asked.
-func checkUnsupported(prefix string, n *int, ignoreEOS bool, freq, pres float64, stop json.RawMessage) error {
+func (k *samplingKnobs) unsupported(prefix string) error {
 	switch {
-	case n != nil && *n != 1:
+	case k.N != nil && *k.N != 1:
 		return badRequest("field %q: only n=1 is supported (send one request per sample)", prefix+"n")
-	case ignoreEOS:
+	case k.IgnoreEOS:
 		return badRequest("field %q: ignore_eos is not supported", prefix+"ignore_eos")
-	case freq != 0:
+	case k.FrequencyPenalty != 0:
 		return badRequest("field %q: frequency penalties are not supported", prefix+"frequency_penalty")
-	case pres != 0:
+	case k.PresencePenalty != 0:
 		return badRequest("field %q: presence penalties are not supported", prefix+"presence_penalty")
 	}
-	if isSet(stop) {
+	if isSet(k.Stop) {
 		var one string
 		var many []string
-		if json.Unmarshal(stop, &one) == nil && one == "" {
+		if json.Unmarshal(k.Stop, &one) == nil && one == "" {
 			return nil
 		}
-		if json.Unmarshal(stop, &many) == nil && len(many) == 0 {
+		if json.Unmarshal(k.Stop, &many) == nil && len(many) == 0 {
 			return nil
 		}
 		return badRequest("field %q: stop strings are not supported, use stop_token_ids", prefix+"stop")
@@ -321,24 +368,10 @@ func sglFinishOf(out server.TokenOutput) sglFinish {
 }
 
 func (s *Server) handleSGLangGenerate(w http.ResponseWriter, r *http.Request) {
-	data, err := readBody(r)
-	if err != nil {
-		writeRequestError(w, err)
-		return
-	}
-	p, err := s.parseSGLangGenerate(data)
-	if err != nil {
-		writeRequestError(w, err)
-		return
-	}
+	// Like SGLang's, the latency counts from the request's arrival.
 	start := time.Now()
-	out, err := s.engine.Generate(r.Context(), p.req)
-	if err != nil {
-		writeEngineError(w, err)
-		return
-	}
-	if err := checkOutput(out, p.req); err != nil {
-		writeEngineError(w, err)
+	p, out, ok := generate(s, w, r, (*Server).parseSGLangGenerate)
+	if !ok {
 		return
 	}
 	textIDs := out.TokenIDs
@@ -444,9 +477,8 @@ func (s *Server) handleAbortRequest(w http.ResponseWriter, r *http.Request) {
 		writeRequestError(w, err)
 		return
 	}
-	a, ok := s.engine.(server.Aborter)
+	a, ok := capability[server.Aborter](s, w, "abort")
 	if !ok {
-		notSupported(w, "abort")
 		return
 	}
 	var err error
@@ -477,9 +509,8 @@ func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleFlushCache(w http.ResponseWriter, r *http.Request) {
-	f, ok := s.engine.(CacheFlusher)
+	f, ok := capability[CacheFlusher](s, w, "cache flushes")
 	if !ok {
-		notSupported(w, "cache flushes")
 		return
 	}
 	if err := f.FlushCache(r.Context()); err != nil {
@@ -541,9 +572,8 @@ func (s *Server) handleUpdateWeightsFromDisk(w http.ResponseWriter, r *http.Requ
 		writeRequestError(w, err)
 		return
 	}
-	u, ok := s.engine.(server.WeightUpdater)
+	u, ok := capability[server.WeightUpdater](s, w, "weight updates")
 	if !ok {
-		notSupported(w, "weight updates")
 		return
 	}
 	if in.AbortAllRequests {
@@ -601,17 +631,7 @@ func (s *Server) handleReleaseMemory(w http.ResponseWriter, r *http.Request) {
 		writeRequestError(w, err)
 		return
 	}
-	sl, ok := s.engine.(server.Sleeper)
-	if !ok {
-		notSupported(w, "releasing memory")
-		return
-	}
-	if err := sl.Sleep(r.Context(), level); err != nil {
-		writeEngineError(w, err)
-		return
-	}
-	s.setSleeping(true)
-	w.WriteHeader(http.StatusOK)
+	s.sleep(w, r, level, "releasing memory")
 }
 
 func (s *Server) handleResumeMemory(w http.ResponseWriter, r *http.Request) {
@@ -629,10 +649,24 @@ func (s *Server) handleResumeMemory(w http.ResponseWriter, r *http.Request) {
 	s.wakeUp(w, r)
 }
 
-func (s *Server) wakeUp(w http.ResponseWriter, r *http.Request) {
-	sl, ok := s.engine.(server.Sleeper)
+// sleep puts the engine to sleep at level; what names the feature in the
+// error when the engine cannot sleep.
+func (s *Server) sleep(w http.ResponseWriter, r *http.Request, level server.SleepLevel, what string) {
+	sl, ok := capability[server.Sleeper](s, w, what)
 	if !ok {
-		notSupported(w, "sleep and wake-up")
+		return
+	}
+	if err := sl.Sleep(r.Context(), level); err != nil {
+		writeEngineError(w, err)
+		return
+	}
+	s.setSleeping(true)
+	w.WriteHeader(http.StatusOK)
+}
+
+func (s *Server) wakeUp(w http.ResponseWriter, r *http.Request) {
+	sl, ok := capability[server.Sleeper](s, w, "sleep and wake-up")
+	if !ok {
 		return
 	}
 	if err := sl.WakeUp(r.Context()); err != nil {
@@ -662,9 +696,8 @@ func (s *Server) handlePauseGeneration(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) pause(w http.ResponseWriter, r *http.Request, abortRunning bool) {
-	p, ok := s.engine.(Pauser)
+	p, ok := capability[Pauser](s, w, "pausing")
 	if !ok {
-		notSupported(w, "pausing")
 		return
 	}
 	if err := p.Pause(r.Context(), abortRunning); err != nil {
@@ -675,9 +708,8 @@ func (s *Server) pause(w http.ResponseWriter, r *http.Request, abortRunning bool
 }
 
 func (s *Server) handleResume(w http.ResponseWriter, r *http.Request) {
-	p, ok := s.engine.(Pauser)
+	p, ok := capability[Pauser](s, w, "pausing")
 	if !ok {
-		notSupported(w, "pausing")
 		return
 	}
 	if err := p.Resume(r.Context()); err != nil {

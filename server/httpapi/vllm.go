@@ -16,21 +16,10 @@ const vllmDefaultMaxTokens = 16
 // vllmSampling holds the sampling fields vLLM accepts, both nested
 // (/inference/v1/generate "sampling_params") and top-level (/v1/completions).
 type vllmSampling struct {
-	MaxTokens         *int            `json:"max_tokens"`
-	Temperature       *float64        `json:"temperature"`
-	TopP              *float64        `json:"top_p"`
-	TopK              *int            `json:"top_k"`
-	MinP              *float64        `json:"min_p"`
-	RepetitionPenalty *float64        `json:"repetition_penalty"`
-	FrequencyPenalty  float64         `json:"frequency_penalty"`
-	PresencePenalty   float64         `json:"presence_penalty"`
-	Seed              *int64          `json:"seed"`
-	Logprobs          *int            `json:"logprobs"`
-	StopTokenIDs      []int32         `json:"stop_token_ids"`
-	Stop              json.RawMessage `json:"stop"`
-	SkipSpecialTokens *bool           `json:"skip_special_tokens"`
-	IgnoreEOS         bool            `json:"ignore_eos"`
-	N                 *int            `json:"n"`
+	samplingKnobs
+	MaxTokens *int   `json:"max_tokens"`
+	Seed      *int64 `json:"seed"`
+	Logprobs  *int   `json:"logprobs"`
 }
 
 func (v *vllmSampling) params(prefix string) (server.SamplingParams, error) {
@@ -38,21 +27,7 @@ func (v *vllmSampling) params(prefix string) (server.SamplingParams, error) {
 	if v.MaxTokens != nil {
 		p.MaxNewTokens = *v.MaxTokens
 	}
-	if v.Temperature != nil {
-		p.Temperature = *v.Temperature
-	}
-	if v.TopP != nil {
-		p.TopP = *v.TopP
-	}
-	if v.TopK != nil {
-		p.TopK = *v.TopK
-	}
-	if v.MinP != nil {
-		p.MinP = *v.MinP
-	}
-	if v.RepetitionPenalty != nil {
-		p.RepetitionPenalty = *v.RepetitionPenalty
-	}
+	v.apply(&p)
 	if v.Seed != nil {
 		if *v.Seed < 0 {
 			return p, badRequest("field %q: must be ≥ 0, got %d", prefix+"seed", *v.Seed)
@@ -66,8 +41,7 @@ func (v *vllmSampling) params(prefix string) (server.SamplingParams, error) {
 		}
 		p.Logprobs = true
 	}
-	p.StopTokenIDs = v.StopTokenIDs
-	if err := checkUnsupported(prefix, v.N, v.IgnoreEOS, v.FrequencyPenalty, v.PresencePenalty, v.Stop); err != nil {
+	if err := v.unsupported(prefix); err != nil {
 		return p, err
 	}
 	return p, validParams(&p, prefix, "max_tokens")
@@ -116,10 +90,7 @@ func (s *Server) parseVLLMGenerate(data []byte) (prepared, error) {
 		return prepared{}, err
 	}
 	p := prepared{stream: in.Stream}
-	p.req.RequestID = in.RequestID
-	if p.req.RequestID == "" {
-		p.req.RequestID = newRequestID()
-	}
+	p.identify(in.RequestID, in.Priority)
 	if !isSet(in.TokenIDs) {
 		return p, badRequest(`missing prompt: give "token_ids"`)
 	}
@@ -135,9 +106,6 @@ func (s *Server) parseVLLMGenerate(data []byte) (prepared, error) {
 		return p, err
 	}
 	p.logprobs = p.req.Params.Logprobs
-	if in.Priority != nil {
-		p.req.Priority = *in.Priority
-	}
 	return p, nil
 }
 
@@ -152,22 +120,8 @@ func finishString(r server.StopReason) string {
 }
 
 func (s *Server) handleVLLMGenerate(w http.ResponseWriter, r *http.Request) {
-	data, err := readBody(r)
-	if err != nil {
-		writeRequestError(w, err)
-		return
-	}
-	p, err := s.parseVLLMGenerate(data)
-	if err != nil {
-		writeRequestError(w, err)
-		return
-	}
-	out, err := s.engine.Generate(r.Context(), p.req)
-	if err == nil {
-		err = checkOutput(out, p.req)
-	}
-	if err != nil {
-		writeEngineError(w, err)
+	p, out, ok := generate(s, w, r, (*Server).parseVLLMGenerate)
+	if !ok {
 		return
 	}
 	ch := vllmGenerateChoice{FinishReason: finishString(out.StopReason), TokenIDs: nonNil(out.TokenIDs)}
@@ -255,12 +209,12 @@ type completionResponse struct {
 	WeightVersion int64 `json:"weight_version"`
 }
 
-func (s *Server) parseCompletions(data []byte) (prepared, completionsRequest, error) {
+func (s *Server) parseCompletions(data []byte) (prepared, error) {
 	var in completionsRequest
 	if err := unmarshalBody(data, &in); err != nil {
-		return prepared{}, in, err
+		return prepared{}, err
 	}
-	p := prepared{stream: in.Stream, tokensAsIDs: in.ReturnTokensAsTokenIDs, skipSpecial: true,
+	p := prepared{stream: in.Stream, tokensAsIDs: in.ReturnTokensAsTokenIDs, returnIDs: in.ReturnTokenIDs, skipSpecial: true,
 		trimStop: !in.IncludeStopStrInOutput}
 	if in.StreamOptions != nil {
 		p.includeUsage = in.StreamOptions.IncludeUsage
@@ -268,21 +222,18 @@ func (s *Server) parseCompletions(data []byte) (prepared, completionsRequest, er
 	if in.SkipSpecialTokens != nil {
 		p.skipSpecial = *in.SkipSpecialTokens
 	}
-	p.req.RequestID = in.RequestID
-	if p.req.RequestID == "" {
-		p.req.RequestID = newRequestID()
-	}
+	p.identify(in.RequestID, in.Priority)
 	switch {
 	case in.Echo:
-		return p, in, badRequest(`field "echo": not supported`)
+		return p, badRequest(`field "echo": not supported`)
 	case in.Suffix != "":
-		return p, in, badRequest(`field "suffix": not supported`)
+		return p, badRequest(`field "suffix": not supported`)
 	case in.BestOf != nil && *in.BestOf != 1:
-		return p, in, badRequest(`field "best_of": only 1 is supported`)
+		return p, badRequest(`field "best_of": only 1 is supported`)
 	case in.PromptLogprobs != nil:
-		return p, in, badRequest(`field "prompt_logprobs": not supported`)
+		return p, badRequest(`field "prompt_logprobs": not supported`)
 	case !isSet(in.Prompt):
-		return p, in, badRequest(`missing "prompt": give token ids or a string`)
+		return p, badRequest(`missing "prompt": give token ids or a string`)
 	}
 	var err error
 	if in.Prompt[0] == '"' {
@@ -291,35 +242,18 @@ func (s *Server) parseCompletions(data []byte) (prepared, completionsRequest, er
 		p.req.PromptIDs, err = s.parseIDs("prompt", in.Prompt)
 	}
 	if err != nil {
-		return p, in, err
+		return p, err
 	}
 	if p.req.Params, err = in.vllmSampling.params(""); err != nil {
-		return p, in, err
+		return p, err
 	}
 	p.logprobs = p.req.Params.Logprobs
-	if in.Priority != nil {
-		p.req.Priority = *in.Priority
-	}
-	return p, in, nil
+	return p, nil
 }
 
 func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
-	data, err := readBody(r)
-	if err != nil {
-		writeRequestError(w, err)
-		return
-	}
-	p, in, err := s.parseCompletions(data)
-	if err != nil {
-		writeRequestError(w, err)
-		return
-	}
-	out, err := s.engine.Generate(r.Context(), p.req)
-	if err == nil {
-		err = checkOutput(out, p.req)
-	}
-	if err != nil {
-		writeEngineError(w, err)
+	p, out, ok := generate(s, w, r, (*Server).parseCompletions)
+	if !ok {
 		return
 	}
 	textIDs := out.TokenIDs
@@ -341,7 +275,7 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 	}
 	fr := finishString(out.StopReason)
 	ch := completionChoice{Text: text, FinishReason: &fr, StopReason: stopReason}
-	if in.ReturnTokenIDs {
+	if p.returnIDs {
 		ch.PromptTokenID = p.req.PromptIDs
 		ch.TokenIDs = nonNil(out.TokenIDs)
 	}
@@ -398,9 +332,8 @@ func (s *Server) handleAbortRequests(w http.ResponseWriter, r *http.Request) {
 		writeRequestError(w, err)
 		return
 	}
-	a, ok := s.engine.(server.Aborter)
+	a, ok := capability[server.Aborter](s, w, "abort")
 	if !ok {
-		notSupported(w, "abort")
 		return
 	}
 	for _, id := range in.RequestIDs {
@@ -433,17 +366,7 @@ func (s *Server) handleSleep(w http.ResponseWriter, r *http.Request) {
 		}
 		level = server.SleepLevel(n)
 	}
-	sl, ok := s.engine.(server.Sleeper)
-	if !ok {
-		notSupported(w, "sleep and wake-up")
-		return
-	}
-	if err := sl.Sleep(r.Context(), level); err != nil {
-		writeEngineError(w, err)
-		return
-	}
-	s.setSleeping(true)
-	w.WriteHeader(http.StatusOK)
+	s.sleep(w, r, level, "sleep and wake-up")
 }
 
 func (s *Server) handleWakeUp(w http.ResponseWriter, r *http.Request) {

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+
+	"github.com/agentrl/agentrl/server/internal/wire"
 )
 
 // The generate responses are written by hand: they carry a value per
@@ -14,17 +16,6 @@ import (
 func appendString(b []byte, s string) []byte {
 	q, _ := json.Marshal(s) // a string always encodes
 	return append(b, q...)
-}
-
-func appendIDs(b []byte, ids []int32) []byte {
-	b = append(b, '[')
-	for i, id := range ids {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = strconv.AppendInt(b, int64(id), 10)
-	}
-	return append(b, ']')
 }
 
 func (f sglFinish) appendJSON(b []byte) []byte {
@@ -65,7 +56,7 @@ func (r *sglGenerateResponse) appendJSON(b []byte) []byte {
 	b = append(b, `{"text":`...)
 	b = appendString(b, r.Text)
 	b = append(b, `,"output_ids":`...)
-	b = appendIDs(b, r.OutputIDs)
+	b = wire.AppendIDs(b, r.OutputIDs)
 	b = append(b, `,"meta_info":{"id":`...)
 	b = appendString(b, m.ID)
 	b = append(b, `,"finish_reason":`...)
@@ -118,7 +109,7 @@ func (r *vllmGenerateResponse) appendJSON(b []byte) []byte {
 		b = append(b, `,"finish_reason":`...)
 		b = appendString(b, ch.FinishReason)
 		b = append(b, `,"token_ids":`...)
-		b = appendIDs(b, ch.TokenIDs)
+		b = wire.AppendIDs(b, ch.TokenIDs)
 		b = append(b, `,"logprobs":`...)
 		if ch.Logprobs == nil {
 			b = append(b, "null"...)

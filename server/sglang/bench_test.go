@@ -6,36 +6,19 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentrl/agentrl/server"
 	"github.com/agentrl/agentrl/server/httpapi"
-	"github.com/agentrl/agentrl/server/servertest"
+	"github.com/agentrl/agentrl/server/internal/wiretest"
 	"github.com/agentrl/agentrl/server/sglang"
 )
 
-// benchSetup is the round trip: a 1,000-token prompt and 100
-// output tokens with logprobs, from an engine with no latency of its own,
-// so what is measured is the HTTP path alone.
-func benchSetup(b *testing.B) (*servertest.Server, server.GenerateRequest) {
-	out := make([]int32, 100)
-	for i := range out {
-		out[i] = int32(1000 + i*37)
-	}
-	prompt := make([]int32, 1000)
-	for i := range prompt {
-		prompt[i] = int32(i * 151 % 151000)
-	}
-	eng := servertest.New(servertest.Config{Rule: servertest.Constant(out...)})
-	return eng, server.GenerateRequest{RequestID: "bench", PromptIDs: prompt,
-		Params: server.SamplingParams{Temperature: 1, MaxNewTokens: 100, Logprobs: true}}
-}
-
+// BenchmarkRoundTrip: wiretest.RoundTrip in process, then through httpapi
+// and this client.
 func BenchmarkRoundTrip(b *testing.B) {
 	ctx := context.Background()
-	eng, req := benchSetup(b)
+	eng, req := wiretest.RoundTrip()
 	b.Run("in-process", func(b *testing.B) {
 		b.ReportAllocs()
-		start := cpuTime()
-		defer func() { b.ReportMetric(float64(cpuTime()-start)/float64(b.N), "cpu-ns/op") }()
+		defer wiretest.CPUPerOp(b)()
 		for i := 0; i < b.N; i++ {
 			out, err := eng.Generate(ctx, req)
 			if err != nil || len(out.TokenIDs) != 100 {
@@ -50,8 +33,7 @@ func BenchmarkRoundTrip(b *testing.B) {
 	require.NoError(b, err)
 	b.Run("httpapi+sglang", func(b *testing.B) {
 		b.ReportAllocs()
-		start := cpuTime()
-		defer func() { b.ReportMetric(float64(cpuTime()-start)/float64(b.N), "cpu-ns/op") }()
+		defer wiretest.CPUPerOp(b)()
 		for i := 0; i < b.N; i++ {
 			out, err := c.Generate(ctx, req)
 			if err != nil || len(out.TokenIDs) != 100 || len(out.Logprobs) != 100 {
@@ -61,8 +43,7 @@ func BenchmarkRoundTrip(b *testing.B) {
 	})
 	b.Run("httpapi+sglang-parallel", func(b *testing.B) {
 		b.ReportAllocs()
-		start := cpuTime()
-		defer func() { b.ReportMetric(float64(cpuTime()-start)/float64(b.N), "cpu-ns/op") }()
+		defer wiretest.CPUPerOp(b)()
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {
 				out, err := c.Generate(ctx, req)

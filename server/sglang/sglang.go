@@ -3,8 +3,6 @@ package sglang
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -56,14 +54,11 @@ type Client struct {
 func New(cfg Config) (*Client, error) {
 	t, err := httpclient.New("sglang", httpclient.Options{BaseURL: cfg.BaseURL, Name: cfg.Name, HTTPClient: cfg.HTTPClient,
 		AuthToken: cfg.AuthToken, MaxAttempts: cfg.MaxAttempts, BackoffBase: cfg.BackoffBase, BackoffMax: cfg.BackoffMax,
-		MaxResponseBytes: cfg.MaxResponseBytes})
+		MaxResponseBytes: cfg.MaxResponseBytes, AbortTimeout: cfg.AbortTimeout})
 	if err != nil {
 		return nil, err
 	}
 	cfg.Name = t.Name()
-	if cfg.AbortTimeout <= 0 {
-		cfg.AbortTimeout = 2 * time.Second
-	}
 	c := &Client{cfg: cfg, t: t}
 	return c, nil
 }
@@ -71,19 +66,13 @@ func New(cfg Config) (*Client, error) {
 // Name returns the name used in errors.
 func (c *Client) Name() string { return c.cfg.Name }
 
-func newRID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
-}
-
 // Generate calls /generate. When ctx ends first, the request is aborted on
 // the server (best effort, within AbortTimeout) and the error wraps
 // ctx.Err().
 func (c *Client) Generate(ctx context.Context, req server.GenerateRequest) (server.TokenOutput, error) {
 	if req.RequestID == "" {
 		// Without a known rid a cancelled call could not be aborted.
-		req.RequestID = newRID()
+		req.RequestID = httpclient.NewRequestID()
 	}
 	body, err := appendGenerateRequest(make([]byte, 0, 256+len(req.PromptIDs)*7), req)
 	if err != nil {
@@ -105,10 +94,8 @@ func (c *Client) Generate(ctx context.Context, req server.GenerateRequest) (serv
 }
 
 func (c *Client) abortAfterCancel(ctx context.Context, rid string) {
-	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.AbortTimeout)
-	defer cancel()
 	body, _ := json.Marshal(map[string]string{"rid": rid})
-	_, _ = c.t.RoundTripN(actx, 1, "abort", http.MethodPost, "/abort_request", body, nil)
+	c.t.AbortAfterCancel(ctx, "/abort_request", body)
 }
 
 // ---- response parsing ------------------------------------------------------
@@ -127,10 +114,6 @@ type generateResponse struct {
 	} `json:"meta_info"`
 }
 
-func badResponse(format string, args ...any) error {
-	return fmt.Errorf("%s: %w", fmt.Sprintf(format, args...), server.ErrBadResponse)
-}
-
 // ParseGenerateResponse reads a non-streaming /generate response body. With
 // wantLogprobs, every output token must have a logprob in
 // meta_info.output_token_logprobs whose token id matches output_ids.
@@ -139,12 +122,12 @@ func ParseGenerateResponse(data []byte, wantLogprobs bool) (server.TokenOutput, 
 	if err := json.Unmarshal(data, &r); err != nil {
 		var arr []json.RawMessage
 		if json.Unmarshal(data, &arr) == nil {
-			return server.TokenOutput{}, badResponse("got a batch response (a JSON list) to a single request")
+			return server.TokenOutput{}, httpclient.BadResponse("got a batch response (a JSON list) to a single request")
 		}
-		return server.TokenOutput{}, badResponse("invalid /generate response JSON: %v", err)
+		return server.TokenOutput{}, httpclient.BadResponse("invalid /generate response JSON: %v", err)
 	}
 	if r.MetaInfo == nil {
-		return server.TokenOutput{}, badResponse("/generate response has no meta_info")
+		return server.TokenOutput{}, httpclient.BadResponse("/generate response has no meta_info")
 	}
 	m := r.MetaInfo
 	var out server.TokenOutput
@@ -154,14 +137,14 @@ func ParseGenerateResponse(data []byte, wantLogprobs bool) (server.TokenOutput, 
 	}
 	if len(bytes.TrimSpace(r.OutputIDs)) > 0 && string(r.OutputIDs) != "null" {
 		if err := json.Unmarshal(r.OutputIDs, &out.TokenIDs); err != nil {
-			return out, badResponse("output_ids: expected a list of token ids: %v", err)
+			return out, httpclient.BadResponse("output_ids: expected a list of token ids: %v", err)
 		}
 	}
 	var lps []float32
 	var lpIDs []int32
 	if isSet(m.OutputTokenLogprobs) {
 		if lps, lpIDs, err = parseLogprobTriples(m.OutputTokenLogprobs); err != nil {
-			return out, badResponse("meta_info.output_token_logprobs%v", err)
+			return out, httpclient.BadResponse("meta_info.output_token_logprobs%v", err)
 		}
 	}
 	if out.TokenIDs == nil && lpIDs != nil {
@@ -170,20 +153,20 @@ func ParseGenerateResponse(data []byte, wantLogprobs bool) (server.TokenOutput, 
 	}
 	if out.TokenIDs == nil {
 		if m.CompletionTokens > 0 {
-			return out, badResponse("response has no output_ids for %d completion tokens", m.CompletionTokens)
+			return out, httpclient.BadResponse("response has no output_ids for %d completion tokens", m.CompletionTokens)
 		}
 		out.TokenIDs = []int32{}
 	}
 	if wantLogprobs {
 		switch {
 		case lps == nil && len(out.TokenIDs) > 0:
-			return out, badResponse("logprobs were requested but meta_info.output_token_logprobs is missing")
+			return out, httpclient.BadResponse("logprobs were requested but meta_info.output_token_logprobs is missing")
 		case len(lps) != len(out.TokenIDs):
-			return out, badResponse("meta_info.output_token_logprobs has %d entries for %d output_ids", len(lps), len(out.TokenIDs))
+			return out, httpclient.BadResponse("meta_info.output_token_logprobs has %d entries for %d output_ids", len(lps), len(out.TokenIDs))
 		}
 		for i := range lpIDs {
 			if lpIDs[i] != out.TokenIDs[i] {
-				return out, badResponse("meta_info.output_token_logprobs[%d] is for token %d but output_ids[%d] is %d", i, lpIDs[i], i, out.TokenIDs[i])
+				return out, httpclient.BadResponse("meta_info.output_token_logprobs[%d] is for token %d but output_ids[%d] is %d", i, lpIDs[i], i, out.TokenIDs[i])
 			}
 		}
 		out.Logprobs = lps
@@ -202,19 +185,19 @@ func ParseGenerateResponse(data []byte, wantLogprobs bool) (server.TokenOutput, 
 // parseFinishReason accepts {"type": ...} objects and bare strings.
 func parseFinishReason(raw json.RawMessage) (server.StopReason, error) {
 	if len(raw) == 0 || string(raw) == "null" {
-		return "", badResponse("meta_info.finish_reason is missing (the request did not finish)")
+		return "", httpclient.BadResponse("meta_info.finish_reason is missing (the request did not finish)")
 	}
 	var typ string
 	if raw[0] == '"' {
 		if err := json.Unmarshal(raw, &typ); err != nil {
-			return "", badResponse("meta_info.finish_reason: %v", err)
+			return "", httpclient.BadResponse("meta_info.finish_reason: %v", err)
 		}
 	} else {
 		var f struct {
 			Type string `json:"type"`
 		}
 		if err := json.Unmarshal(raw, &f); err != nil {
-			return "", badResponse("meta_info.finish_reason: expected an object with a type: %v", err)
+			return "", httpclient.BadResponse("meta_info.finish_reason: expected an object with a type: %v", err)
 		}
 		typ = f.Type
 	}
@@ -226,7 +209,7 @@ func parseFinishReason(raw json.RawMessage) (server.StopReason, error) {
 	case "abort":
 		return server.StopAbort, nil
 	}
-	return "", badResponse("meta_info.finish_reason: unknown type %q", typ)
+	return "", httpclient.BadResponse("meta_info.finish_reason: unknown type %q", typ)
 }
 
 func isSet(raw json.RawMessage) bool {
@@ -249,7 +232,7 @@ func parseWeightVersion(raw json.RawMessage) (int64, error) {
 	}
 	var s string
 	if err := json.Unmarshal(raw, &s); err != nil {
-		return 0, badResponse("meta_info.weight_version: expected a string or integer, got %.40s", raw)
+		return 0, httpclient.BadResponse("meta_info.weight_version: expected a string or integer, got %.40s", raw)
 	}
 	if s == "" || s == "default" {
 		return 0, nil
@@ -332,7 +315,7 @@ func (c *Client) UpdateWeights(ctx context.Context, w server.Weights) error {
 		Message string `json:"message"`
 	}
 	if err := json.Unmarshal(data, &r); err != nil || r.Success == nil {
-		return c.t.Errorf("update_weights", http.StatusOK, false, badResponse("expected {\"success\": ...}, got %.200s", data))
+		return c.t.Errorf("update_weights", http.StatusOK, false, httpclient.BadResponse("expected {\"success\": ...}, got %.200s", data))
 	}
 	if !*r.Success {
 		return c.t.Errorf("update_weights", http.StatusOK, false, fmt.Errorf("server refused the update: %s: %w", r.Message, server.ErrBadRequest))

@@ -8,89 +8,25 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 
 	"github.com/agentrl/agentrl/server"
 	"github.com/agentrl/agentrl/server/httpapi"
+	"github.com/agentrl/agentrl/server/internal/wiretest"
 	"github.com/agentrl/agentrl/server/servertest"
 	"github.com/agentrl/agentrl/server/sglang"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	// Kept-alive connections of the shared pool are not leaks.
-	sglang.DefaultHTTPClient.CloseIdleConnections()
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintln(os.Stderr, "goleak:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
-
-// recorder wraps a handler and remembers what it was sent.
-type recorder struct {
-	h    http.Handler
-	mu   sync.Mutex
-	reqs []recorded
-}
-
-type recorded struct {
-	path   string
-	header http.Header
-	body   string
-}
-
-func (r *recorder) ServeHTTP(w http.ResponseWriter, req *http.Request) {
-	body, _ := io.ReadAll(req.Body)
-	r.mu.Lock()
-	r.reqs = append(r.reqs, recorded{path: req.URL.Path, header: req.Header.Clone(), body: string(body)})
-	r.mu.Unlock()
-	req.Body = io.NopCloser(strings.NewReader(string(body)))
-	r.h.ServeHTTP(w, req)
-}
-
-func (r *recorder) paths() []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var p []string
-	for _, q := range r.reqs {
-		p = append(p, q.path)
-	}
-	return p
-}
-
-func (r *recorder) last(path string) recorded {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for i := len(r.reqs) - 1; i >= 0; i-- {
-		if r.reqs[i].path == path {
-			return r.reqs[i]
-		}
-	}
-	return recorded{}
-}
+func TestMain(m *testing.M) { wiretest.Main(m, sglang.DefaultHTTPClient) }
 
 // setup serves engine through httpapi behind a recorder on loopback.
-func setup(t *testing.T, engine server.LLMServer, cfg sglang.Config) (*sglang.Client, *recorder, *httptest.Server) {
+func setup(t *testing.T, engine server.LLMServer, cfg sglang.Config) (*sglang.Client, *wiretest.Recorder, *httptest.Server) {
 	t.Helper()
-	api, err := httpapi.New(engine, httpapi.Config{})
-	require.NoError(t, err)
-	rec := &recorder{h: api}
-	ts := httptest.NewServer(rec)
-	t.Cleanup(func() {
-		ts.Close()
-		require.NoError(t, api.Close())
-	})
+	rec, ts := wiretest.Serve(t, engine)
 	cfg.BaseURL = ts.URL
 	if cfg.BackoffBase == 0 {
 		cfg.BackoffBase = time.Millisecond
@@ -117,12 +53,12 @@ func TestGenerateRoundTrip(t *testing.T) {
 	require.Equal(t, want, out.Logprobs)
 	require.Equal(t, 3, out.PromptTokens)
 
-	r := rec.last("/generate")
-	require.Equal(t, "traj-1", r.header.Get(sglang.RoutingHeader))
+	r := rec.Last("/generate")
+	require.Equal(t, "traj-1", r.Header.Get(sglang.RoutingHeader))
 	require.JSONEq(t, `{"rid":"traj-1","input_ids":[1,2,3],
 		"sampling_params":{"temperature":0.7,"top_p":1,"top_k":-1,"min_p":0,"repetition_penalty":1,
 		"max_new_tokens":10,"stop_token_ids":[2],"skip_special_tokens":false,"no_stop_trim":true,"sampling_seed":42},
-		"return_logprob":true,"logprob_start_len":-1,"stream":false}`, r.body)
+		"return_logprob":true,"logprob_start_len":-1,"stream":false}`, r.Body)
 
 	// Second turn: prefix cached, length stop, no logprobs.
 	out, err = c.Generate(ctx, server.GenerateRequest{RequestID: "traj-1",
@@ -151,33 +87,15 @@ func TestGenerateEmptyRequestIDGetsOne(t *testing.T) {
 	_, err := c.Generate(context.Background(), server.GenerateRequest{PromptIDs: []int32{1}, Params: server.SamplingParams{MaxNewTokens: 4}})
 	require.NoError(t, err)
 	var body struct{ RID string }
-	require.NoError(t, json.Unmarshal([]byte(rec.last("/generate").body), &body))
+	require.NoError(t, json.Unmarshal([]byte(rec.Last("/generate").Body), &body))
 	require.Len(t, body.RID, 32)
 }
 
 func TestAbortMidway(t *testing.T) {
-	ctx := context.Background()
-	eng := servertest.New(servertest.Config{Rule: servertest.Constant(1, 2, 3, 4, 5, 6, 7, 8), TokenLatency: servertest.Fixed(20 * time.Millisecond)})
-	c, _, _ := setup(t, eng, sglang.Config{})
-	type result struct {
-		out server.TokenOutput
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		out, err := c.Generate(ctx, server.GenerateRequest{RequestID: "a", PromptIDs: []int32{1}, Params: server.SamplingParams{Logprobs: true}})
-		done <- result{out, err}
-	}()
-	require.Eventually(t, func() bool { return eng.Stats().InFlight == 1 }, 2*time.Second, time.Millisecond)
-	time.Sleep(50 * time.Millisecond)
-	require.NoError(t, c.Abort(ctx, "a"))
-	res := <-done
-	require.NoError(t, res.err)
-	out := res.out
-	require.Equal(t, server.StopAbort, out.StopReason)
-	require.NotEmpty(t, out.TokenIDs)
-	require.Less(t, len(out.TokenIDs), 8)
-	require.Len(t, out.Logprobs, len(out.TokenIDs))
+	wiretest.AbortMidway(t, func(eng server.LLMServer) wiretest.Client {
+		c, _, _ := setup(t, eng, sglang.Config{})
+		return c
+	})
 }
 
 func TestRetries(t *testing.T) {
@@ -266,8 +184,8 @@ func TestCancelAbortsServerSide(t *testing.T) {
 	require.ErrorIs(t, err, context.Canceled)
 	require.False(t, server.IsRetryable(err))
 	require.Less(t, time.Since(start), 5*time.Second)
-	require.Contains(t, rec.paths(), "/abort_request")
-	require.JSONEq(t, `{"rid":"cancel-me"}`, rec.last("/abort_request").body)
+	require.Contains(t, rec.Paths(), "/abort_request")
+	require.JSONEq(t, `{"rid":"cancel-me"}`, rec.Last("/abort_request").Body)
 	// The engine stopped working on it.
 	require.Eventually(t, func() bool { return eng.Stats().InFlight == 0 }, 2*time.Second, time.Millisecond)
 }
@@ -303,7 +221,7 @@ func TestControl(t *testing.T) {
 	eng.SetHealthy(true)
 
 	require.NoError(t, c.Sleep(ctx, server.SleepKVCache))
-	require.JSONEq(t, `{"tags":["kv_cache"]}`, rec.last("/release_memory_occupation").body)
+	require.JSONEq(t, `{"tags":["kv_cache"]}`, rec.Last("/release_memory_occupation").Body)
 	sl, lvl := eng.Sleeping()
 	require.True(t, sl)
 	require.Equal(t, server.SleepKVCache, lvl)
@@ -319,19 +237,19 @@ func TestControl(t *testing.T) {
 
 	require.ErrorIs(t, c.UpdateWeights(ctx, server.Weights{Version: 1}), server.ErrBadRequest)
 	require.NoError(t, c.UpdateWeights(ctx, server.Weights{Version: 5, Path: "/w"}))
-	require.JSONEq(t, `{"model_path":"/w","weight_version":"5","flush_cache":true}`, rec.last("/update_weights_from_disk").body)
+	require.JSONEq(t, `{"model_path":"/w","weight_version":"5","flush_cache":true}`, rec.Last("/update_weights_from_disk").Body)
 	require.Equal(t, int64(5), eng.WeightVersion())
 	require.Equal(t, 1, eng.Flushes())
 
 	require.NoError(t, c.FlushCache(ctx))
 	require.Equal(t, 2, eng.Flushes())
 	require.NoError(t, c.AbortAll(ctx))
-	require.JSONEq(t, `{"rid":"","abort_all":true}`, rec.last("/abort_request").body)
+	require.JSONEq(t, `{"rid":"","abort_all":true}`, rec.Last("/abort_request").Body)
 
 	require.NoError(t, c.Pause(ctx, false))
-	require.JSONEq(t, `{"mode":"in_place"}`, rec.last("/pause_generation").body)
+	require.JSONEq(t, `{"mode":"in_place"}`, rec.Last("/pause_generation").Body)
 	require.NoError(t, c.Resume(ctx))
-	require.Equal(t, "/continue_generation", rec.paths()[len(rec.paths())-1])
+	require.Equal(t, "/continue_generation", rec.Paths()[len(rec.Paths())-1])
 }
 
 func TestAuthToken(t *testing.T) {
@@ -394,16 +312,7 @@ func TestRecordedResponses(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.file, func(t *testing.T) {
-			data, err := os.ReadFile(filepath.Join("testdata", "responses", tc.file))
-			require.NoError(t, err)
-			out, err := sglang.ParseGenerateResponse(data, tc.logprobs)
-			if tc.wantErr != "" {
-				require.ErrorIs(t, err, server.ErrBadResponse)
-				require.ErrorContains(t, err, tc.wantErr)
-				return
-			}
-			require.NoError(t, err)
-			require.Equal(t, tc.want, out)
+			wiretest.CheckRecorded(t, sglang.ParseGenerateResponse, tc.file, tc.logprobs, tc.want, tc.wantErr)
 		})
 	}
 }
@@ -444,15 +353,7 @@ func TestErrorBodies(t *testing.T) {
 }
 
 func FuzzParseGenerateResponse(f *testing.F) {
-	files, _ := filepath.Glob(filepath.Join("testdata", "responses", "*.json"))
-	for _, p := range files {
-		data, err := os.ReadFile(p)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(data, true)
-		f.Add(data, false)
-	}
+	wiretest.AddRecordedSeeds(f)
 	f.Fuzz(func(t *testing.T, data []byte, logprobs bool) {
 		out, err := sglang.ParseGenerateResponse(data, logprobs)
 		if err != nil {

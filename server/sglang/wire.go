@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/agentrl/agentrl/server"
+	"github.com/agentrl/agentrl/server/internal/wire"
 )
 
 // The request and logprob encodings below are written by hand because
@@ -43,7 +44,7 @@ func appendGenerateRequest(b []byte, req server.GenerateRequest) ([]byte, error)
 	b = append(b, `{"rid":`...)
 	b = append(b, rid...)
 	b = append(b, `,"input_ids":`...)
-	b = appendIDs(b, req.PromptIDs)
+	b = wire.AppendIDs(b, req.PromptIDs)
 	b = append(b, `,"sampling_params":{"temperature":`...)
 	b = strconv.AppendFloat(b, p.Temperature, 'g', -1, 64)
 	b = append(b, `,"top_p":`...)
@@ -60,7 +61,7 @@ func appendGenerateRequest(b []byte, req server.GenerateRequest) ([]byte, error)
 	}
 	if len(p.StopTokenIDs) > 0 {
 		b = append(b, `,"stop_token_ids":`...)
-		b = appendIDs(b, p.StopTokenIDs)
+		b = wire.AppendIDs(b, p.StopTokenIDs)
 	}
 	b = append(b, `,"skip_special_tokens":false,"no_stop_trim":true`...)
 	if p.Seed != nil {
@@ -78,35 +79,24 @@ func appendGenerateRequest(b []byte, req server.GenerateRequest) ([]byte, error)
 	return b, nil
 }
 
-func appendIDs(b []byte, ids []int32) []byte {
-	b = append(b, '[')
-	for i, id := range ids {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = strconv.AppendInt(b, int64(id), 10)
-	}
-	return append(b, ']')
-}
-
 // parseLogprobTriples reads [[logprob, token_id, text|null], ...] from
 // valid JSON (the enclosing decode checked it).
 func parseLogprobTriples(data []byte) (lps []float32, ids []int32, err error) {
-	i := skipSpace(data, 0)
+	i := wire.SkipSpace(data, 0)
 	if i >= len(data) || data[i] != '[' {
 		return nil, nil, errors.New("expected a list of [logprob, token_id, text] entries")
 	}
-	i = skipSpace(data, i+1)
+	i = wire.SkipSpace(data, i+1)
 	lps, ids = []float32{}, []int32{}
 	if i < len(data) && data[i] == ']' {
 		return lps, ids, nil
 	}
 	for n := 0; ; n++ {
-		i = skipSpace(data, i)
+		i = wire.SkipSpace(data, i)
 		if i >= len(data) || data[i] != '[' {
 			return nil, nil, fmt.Errorf("[%d]: expected [logprob, token_id, text]", n)
 		}
-		i = skipSpace(data, i+1)
+		i = wire.SkipSpace(data, i+1)
 		// logprob
 		j := scanNumber(data, i)
 		if j == i {
@@ -125,28 +115,28 @@ func parseLogprobTriples(data []byte) (lps []float32, ids []int32, err error) {
 		if lp < -math.MaxFloat32 {
 			lp = -math.MaxFloat32
 		}
-		i = skipSpace(data, j)
+		i = wire.SkipSpace(data, j)
 		if i >= len(data) || data[i] != ',' {
 			return nil, nil, fmt.Errorf("[%d]: expected [logprob, token_id, text]", n)
 		}
-		i = skipSpace(data, i+1)
+		i = wire.SkipSpace(data, i+1)
 		j = scanNumber(data, i)
 		id, perr := strconv.ParseInt(string(data[i:j]), 10, 32)
 		if j == i || perr != nil || id < 0 {
 			return nil, nil, fmt.Errorf("[%d]: token id %.20s is not a non-negative 32-bit integer", n, data[i:])
 		}
-		i = skipSpace(data, j)
+		i = wire.SkipSpace(data, j)
 		// Optional third element (the token text), skipped.
 		if i < len(data) && data[i] == ',' {
-			i = skipValue(data, skipSpace(data, i+1))
-			i = skipSpace(data, i)
+			i = skipValue(data, wire.SkipSpace(data, i+1))
+			i = wire.SkipSpace(data, i)
 		}
 		if i >= len(data) || data[i] != ']' {
 			return nil, nil, fmt.Errorf("[%d]: expected [logprob, token_id, text]", n)
 		}
 		lps = append(lps, float32(lp))
 		ids = append(ids, int32(id))
-		i = skipSpace(data, i+1)
+		i = wire.SkipSpace(data, i+1)
 		if i >= len(data) {
 			return nil, nil, errors.New("unterminated list")
 		}
@@ -162,13 +152,6 @@ func parseLogprobTriples(data []byte) (lps []float32, ids []int32, err error) {
 }
 
 func hasPrefix(b []byte, s string) bool { return len(b) >= len(s) && string(b[:len(s)]) == s }
-
-func skipSpace(data []byte, i int) int {
-	for i < len(data) && (data[i] == ' ' || data[i] == '\n' || data[i] == '\t' || data[i] == '\r') {
-		i++
-	}
-	return i
-}
 
 // scanNumber returns the end of the JSON number at i (i if none).
 func scanNumber(data []byte, i int) int {

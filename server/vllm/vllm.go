@@ -2,8 +2,6 @@ package vllm
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -66,14 +64,11 @@ type Client struct {
 func New(cfg Config) (*Client, error) {
 	t, err := httpclient.New("vllm", httpclient.Options{BaseURL: cfg.BaseURL, Name: cfg.Name, HTTPClient: cfg.HTTPClient,
 		AuthToken: cfg.AuthToken, MaxAttempts: cfg.MaxAttempts, BackoffBase: cfg.BackoffBase, BackoffMax: cfg.BackoffMax,
-		MaxResponseBytes: cfg.MaxResponseBytes})
+		MaxResponseBytes: cfg.MaxResponseBytes, AbortTimeout: cfg.AbortTimeout})
 	if err != nil {
 		return nil, err
 	}
 	cfg.Name = t.Name()
-	if cfg.AbortTimeout <= 0 {
-		cfg.AbortTimeout = 2 * time.Second
-	}
 	c := &Client{cfg: cfg, t: t}
 	c.completions.Store(cfg.Completions)
 	return c, nil
@@ -157,18 +152,12 @@ type completionsRequest struct {
 	Priority               *int    `json:"priority,omitempty"`
 }
 
-func newRID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
-}
-
 // Generate calls /inference/v1/generate (or /v1/completions, see Client).
 // When ctx ends first, the request is aborted on the server (best effort,
 // within AbortTimeout) and the error wraps ctx.Err().
 func (c *Client) Generate(ctx context.Context, req server.GenerateRequest) (server.TokenOutput, error) {
 	if req.RequestID == "" {
-		req.RequestID = newRID()
+		req.RequestID = httpclient.NewRequestID()
 	}
 	hdr := http.Header{SessionHeader: {req.RequestID}}
 	var prio *int
@@ -237,17 +226,11 @@ func nonNil(ids []int32) []int32 {
 }
 
 func (c *Client) abortAfterCancel(ctx context.Context, rid string) {
-	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.AbortTimeout)
-	defer cancel()
 	body, _ := json.Marshal(map[string][]string{"request_ids": {rid}})
-	_, _ = c.t.RoundTripN(actx, 1, "abort", http.MethodPost, "/abort_requests", body, nil)
+	c.t.AbortAfterCancel(ctx, "/abort_requests", body)
 }
 
 // ---- response parsing ------------------------------------------------------
-
-func badResponse(format string, args ...any) error {
-	return fmt.Errorf("%s: %w", fmt.Sprintf(format, args...), server.ErrBadResponse)
-}
 
 type generateResponse struct {
 	RequestID string `json:"request_id"`
@@ -268,23 +251,12 @@ type generateResponse struct {
 // (token_id, or "token_id:N" tokens on older builds).
 func ParseGenerateResponse(data []byte, wantLogprobs bool) (server.TokenOutput, error) {
 	var r generateResponse
-	if err := json.Unmarshal(data, &r); err != nil {
-		return server.TokenOutput{}, badResponse("invalid /inference/v1/generate response JSON: %v", err)
-	}
-	if len(r.Choices) != 1 {
-		return server.TokenOutput{}, badResponse("expected 1 choice, got %d", len(r.Choices))
+	if err := decodeOneChoice(data, "/inference/v1/generate", &r); err != nil {
+		return server.TokenOutput{}, err
 	}
 	ch := r.Choices[0]
-	var out server.TokenOutput
-	var err error
-	if out.StopReason, err = parseFinish(ch.FinishReason); err != nil {
-		return out, err
-	}
-	if ch.TokenIDs == nil {
-		return out, badResponse("choices[0].token_ids is missing")
-	}
-	out.TokenIDs = nonNil(*ch.TokenIDs)
-	if err := checkIDs(out.TokenIDs, "choices[0].token_ids"); err != nil {
+	out, err := choiceTokens(ch.FinishReason, ch.TokenIDs, "")
+	if err != nil {
 		return out, err
 	}
 	if wantLogprobs {
@@ -298,10 +270,46 @@ func ParseGenerateResponse(data []byte, wantLogprobs bool) (server.TokenOutput, 
 	return out, nil
 }
 
+// choiceResponse is a response of either endpoint: one choice is asked for.
+type choiceResponse interface{ numChoices() int }
+
+func (r *generateResponse) numChoices() int    { return len(r.Choices) }
+func (r *completionsResponse) numChoices() int { return len(r.Choices) }
+
+// decodeOneChoice unmarshals an endpoint's response into r and checks that
+// it holds exactly the one choice requested.
+func decodeOneChoice(data []byte, endpoint string, r choiceResponse) error {
+	if err := json.Unmarshal(data, r); err != nil {
+		return httpclient.BadResponse("invalid %s response JSON: %v", endpoint, err)
+	}
+	if n := r.numChoices(); n != 1 {
+		return httpclient.BadResponse("expected 1 choice, got %d", n)
+	}
+	return nil
+}
+
+// choiceTokens reads what both endpoints' choices carry alike: the finish
+// reason and the token ids; missingHint explains absent token ids.
+func choiceTokens(finish *string, ids *[]int32, missingHint string) (server.TokenOutput, error) {
+	var out server.TokenOutput
+	var err error
+	if out.StopReason, err = parseFinish(finish); err != nil {
+		return out, err
+	}
+	if ids == nil {
+		return out, httpclient.BadResponse("choices[0].token_ids is missing%s", missingHint)
+	}
+	out.TokenIDs = nonNil(*ids)
+	if err := checkIDs(out.TokenIDs, "choices[0].token_ids"); err != nil {
+		return out, err
+	}
+	return out, nil
+}
+
 func checkIDs(ids []int32, field string) error {
 	for i, id := range ids {
 		if id < 0 {
-			return badResponse("%s[%d] is negative (%d)", field, i, id)
+			return httpclient.BadResponse("%s[%d] is negative (%d)", field, i, id)
 		}
 	}
 	return nil
@@ -309,7 +317,7 @@ func checkIDs(ids []int32, field string) error {
 
 func parseFinish(f *string) (server.StopReason, error) {
 	if f == nil {
-		return "", badResponse("choices[0].finish_reason is null (the request did not finish)")
+		return "", httpclient.BadResponse("choices[0].finish_reason is null (the request did not finish)")
 	}
 	switch *f {
 	case "stop":
@@ -319,7 +327,7 @@ func parseFinish(f *string) (server.StopReason, error) {
 	case "abort", "cancelled":
 		return server.StopAbort, nil
 	}
-	return "", badResponse("choices[0].finish_reason: unknown value %q", *f)
+	return "", httpclient.BadResponse("choices[0].finish_reason: unknown value %q", *f)
 }
 
 // parseContentLogprobs reads {"content": [entry...]} (or a bare list of
@@ -329,14 +337,14 @@ func parseContentLogprobs(raw json.RawMessage, ids []int32) ([]float32, error) {
 		if len(ids) == 0 {
 			return []float32{}, nil
 		}
-		return nil, badResponse("logprobs were requested but choices[0].logprobs is null")
+		return nil, httpclient.BadResponse("logprobs were requested but choices[0].logprobs is null")
 	}
 	entries, err := scanLogprobContent(raw)
 	if err != nil {
-		return nil, badResponse("choices[0].logprobs: %v", err)
+		return nil, httpclient.BadResponse("choices[0].logprobs: %v", err)
 	}
 	if len(entries) != len(ids) {
-		return nil, badResponse("choices[0].logprobs.content has %d entries for %d token_ids", len(entries), len(ids))
+		return nil, httpclient.BadResponse("choices[0].logprobs.content has %d entries for %d token_ids", len(entries), len(ids))
 	}
 	lps := make([]float32, len(entries))
 	for i, e := range entries {
@@ -345,7 +353,7 @@ func parseContentLogprobs(raw json.RawMessage, ids []int32) ([]float32, error) {
 			lp = &e.logprob
 		}
 		if lps[i], err = checkLogprob(lp); err != nil {
-			return nil, badResponse("choices[0].logprobs.content[%d].logprob: %v", i, err)
+			return nil, httpclient.BadResponse("choices[0].logprobs.content[%d].logprob: %v", i, err)
 		}
 		id, ok := int64(-1), false
 		switch {
@@ -356,7 +364,7 @@ func parseContentLogprobs(raw json.RawMessage, ids []int32) ([]float32, error) {
 			id, ok = n, err == nil
 		}
 		if ok && id != int64(ids[i]) {
-			return nil, badResponse("choices[0].logprobs.content[%d] is for token %d but token_ids[%d] is %d", i, id, i, ids[i])
+			return nil, httpclient.BadResponse("choices[0].logprobs.content[%d] is for token %d but token_ids[%d] is %d", i, id, i, ids[i])
 		}
 	}
 	return lps, nil
@@ -414,43 +422,32 @@ type completionsResponse struct {
 // with return_token_ids and return_tokens_as_token_ids.
 func ParseCompletionsResponse(data []byte, wantLogprobs bool) (server.TokenOutput, error) {
 	var r completionsResponse
-	if err := json.Unmarshal(data, &r); err != nil {
-		return server.TokenOutput{}, badResponse("invalid /v1/completions response JSON: %v", err)
-	}
-	if len(r.Choices) != 1 {
-		return server.TokenOutput{}, badResponse("expected 1 choice, got %d", len(r.Choices))
+	if err := decodeOneChoice(data, "/v1/completions", &r); err != nil {
+		return server.TokenOutput{}, err
 	}
 	ch := r.Choices[0]
-	var out server.TokenOutput
-	var err error
-	if out.StopReason, err = parseFinish(ch.FinishReason); err != nil {
-		return out, err
-	}
-	if ch.TokenIDs == nil {
-		return out, badResponse("choices[0].token_ids is missing: the server does not support return_token_ids")
-	}
-	out.TokenIDs = nonNil(*ch.TokenIDs)
-	if err := checkIDs(out.TokenIDs, "choices[0].token_ids"); err != nil {
+	out, err := choiceTokens(ch.FinishReason, ch.TokenIDs, ": the server does not support return_token_ids")
+	if err != nil {
 		return out, err
 	}
 	if wantLogprobs {
 		switch {
 		case ch.Logprobs == nil && len(out.TokenIDs) > 0:
-			return out, badResponse("logprobs were requested but choices[0].logprobs is null")
+			return out, httpclient.BadResponse("logprobs were requested but choices[0].logprobs is null")
 		case ch.Logprobs == nil:
 			out.Logprobs = []float32{}
 		case len(ch.Logprobs.TokenLogprobs) != len(out.TokenIDs):
-			return out, badResponse("choices[0].logprobs.token_logprobs has %d entries for %d token_ids", len(ch.Logprobs.TokenLogprobs), len(out.TokenIDs))
+			return out, httpclient.BadResponse("choices[0].logprobs.token_logprobs has %d entries for %d token_ids", len(ch.Logprobs.TokenLogprobs), len(out.TokenIDs))
 		default:
 			out.Logprobs = make([]float32, len(out.TokenIDs))
 			for i, raw := range ch.Logprobs.TokenLogprobs {
 				if out.Logprobs[i], err = parseLogprob(raw); err != nil {
-					return out, badResponse("choices[0].logprobs.token_logprobs[%d]: %v", i, err)
+					return out, httpclient.BadResponse("choices[0].logprobs.token_logprobs[%d]: %v", i, err)
 				}
 				if i < len(ch.Logprobs.Tokens) && strings.HasPrefix(ch.Logprobs.Tokens[i], "token_id:") {
 					n, err := strconv.ParseInt(strings.TrimPrefix(ch.Logprobs.Tokens[i], "token_id:"), 10, 32)
 					if err == nil && int32(n) != out.TokenIDs[i] {
-						return out, badResponse("choices[0].logprobs.tokens[%d] is token %d but token_ids[%d] is %d", i, n, i, out.TokenIDs[i])
+						return out, httpclient.BadResponse("choices[0].logprobs.tokens[%d] is token %d but token_ids[%d] is %d", i, n, i, out.TokenIDs[i])
 					}
 				}
 			}
@@ -533,7 +530,7 @@ func (c *Client) IsSleeping(ctx context.Context) (bool, error) {
 		IsSleeping *bool `json:"is_sleeping"`
 	}
 	if err := json.Unmarshal(data, &r); err != nil || r.IsSleeping == nil {
-		return false, c.t.Errorf("is_sleeping", http.StatusOK, false, badResponse("expected {\"is_sleeping\": bool}, got %.100s", data))
+		return false, c.t.Errorf("is_sleeping", http.StatusOK, false, httpclient.BadResponse("expected {\"is_sleeping\": bool}, got %.100s", data))
 	}
 	return *r.IsSleeping, nil
 }

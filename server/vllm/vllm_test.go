@@ -3,97 +3,24 @@ package vllm_test
 import (
 	"context"
 	"fmt"
-	"io"
-	"net/http"
-	"net/http/httptest"
-	"os"
-	"path/filepath"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 
 	"github.com/agentrl/agentrl/server"
-	"github.com/agentrl/agentrl/server/httpapi"
+	"github.com/agentrl/agentrl/server/internal/wiretest"
 	"github.com/agentrl/agentrl/server/servertest"
 	"github.com/agentrl/agentrl/server/vllm"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	// Kept-alive connections of the shared pool are not leaks.
-	vllm.DefaultHTTPClient.CloseIdleConnections()
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintln(os.Stderr, "goleak:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { wiretest.Main(m, vllm.DefaultHTTPClient) }
 
-type recorded struct {
-	path, query string
-	header      http.Header
-	body        string
-}
-
-// recorder wraps a handler, remembers what it was sent, and can hide paths
-// (answering 404 like a server without that endpoint).
-type recorder struct {
-	h      http.Handler
-	hidden map[string]bool
-	mu     sync.Mutex
-	reqs   []recorded
-}
-
-func (r *recorder) ServeHTTP(w http.ResponseWriter, req *http.Request) {
-	body, _ := io.ReadAll(req.Body)
-	r.mu.Lock()
-	r.reqs = append(r.reqs, recorded{path: req.URL.Path, query: req.URL.RawQuery, header: req.Header.Clone(), body: string(body)})
-	r.mu.Unlock()
-	if r.hidden[req.URL.Path] {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusNotFound)
-		_, _ = w.Write([]byte(`{"detail":"Not Found"}`))
-		return
-	}
-	req.Body = io.NopCloser(strings.NewReader(string(body)))
-	r.h.ServeHTTP(w, req)
-}
-
-func (r *recorder) all() []recorded {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]recorded(nil), r.reqs...)
-}
-
-func (r *recorder) last(path string) recorded {
-	reqs := r.all()
-	for i := len(reqs) - 1; i >= 0; i-- {
-		if reqs[i].path == path {
-			return reqs[i]
-		}
-	}
-	return recorded{}
-}
-
-func setup(t *testing.T, engine server.LLMServer, cfg vllm.Config, hidden ...string) (*vllm.Client, *recorder) {
+// setup serves engine through httpapi behind a recorder on loopback, hiding
+// the hidden paths.
+func setup(t *testing.T, engine server.LLMServer, cfg vllm.Config, hidden ...string) (*vllm.Client, *wiretest.Recorder) {
 	t.Helper()
-	api, err := httpapi.New(engine, httpapi.Config{})
-	require.NoError(t, err)
-	rec := &recorder{h: api, hidden: map[string]bool{}}
-	for _, h := range hidden {
-		rec.hidden[h] = true
-	}
-	ts := httptest.NewServer(rec)
-	t.Cleanup(func() {
-		ts.Close()
-		require.NoError(t, api.Close())
-	})
+	rec, ts := wiretest.Serve(t, engine, hidden...)
 	cfg.BaseURL = ts.URL
 	if cfg.BackoffBase == 0 {
 		cfg.BackoffBase = time.Millisecond
@@ -127,19 +54,19 @@ func TestGenerateBothEndpoints(t *testing.T) {
 			require.Equal(t, hide, c.UsesCompletions())
 
 			if hide {
-				r := rec.last("/v1/completions")
-				require.Equal(t, "traj-1", r.header.Get(vllm.SessionHeader))
+				r := rec.Last("/v1/completions")
+				require.Equal(t, "traj-1", r.Header.Get(vllm.SessionHeader))
 				require.JSONEq(t, `{"model":"policy","prompt":[1,2,3],"request_id":"traj-1","max_tokens":9,
 					"temperature":0.5,"top_p":1,"top_k":20,"min_p":0,"repetition_penalty":1,"seed":3,"logprobs":1,
 					"stop_token_ids":[2],"skip_special_tokens":false,"include_stop_str_in_output":true,
-					"return_token_ids":true,"return_tokens_as_token_ids":true,"stream":false}`, r.body)
+					"return_token_ids":true,"return_tokens_as_token_ids":true,"stream":false}`, r.Body)
 			} else {
-				r := rec.last("/inference/v1/generate")
-				require.Equal(t, "traj-1", r.header.Get(vllm.SessionHeader))
+				r := rec.Last("/inference/v1/generate")
+				require.Equal(t, "traj-1", r.Header.Get(vllm.SessionHeader))
 				require.JSONEq(t, `{"request_id":"traj-1","token_ids":[1,2,3],"model":"policy",
 					"sampling_params":{"max_tokens":9,"temperature":0.5,"top_p":1,"top_k":20,"min_p":0,
 					"repetition_penalty":1,"seed":3,"logprobs":0,"stop_token_ids":[2],"skip_special_tokens":false,
-					"include_stop_str_in_output":true},"stream":false}`, r.body)
+					"include_stop_str_in_output":true},"stream":false}`, r.Body)
 			}
 
 			require.NoError(t, eng.UpdateWeights(ctx, server.Weights{Version: 4}))
@@ -154,8 +81,8 @@ func TestGenerateBothEndpoints(t *testing.T) {
 
 			// After a fallback the missing endpoint is not tried again.
 			n := 0
-			for _, r := range rec.all() {
-				if r.path == "/inference/v1/generate" {
+			for _, r := range rec.All() {
+				if r.Path == "/inference/v1/generate" {
 					n++
 				}
 			}
@@ -209,33 +136,15 @@ func TestCancelAbortsServerSide(t *testing.T) {
 	defer cancel()
 	_, err := c.Generate(ctx, server.GenerateRequest{RequestID: "gone", PromptIDs: []int32{1}})
 	require.ErrorIs(t, err, context.DeadlineExceeded)
-	require.JSONEq(t, `{"request_ids":["gone"]}`, rec.last("/abort_requests").body)
+	require.JSONEq(t, `{"request_ids":["gone"]}`, rec.Last("/abort_requests").Body)
 	require.Eventually(t, func() bool { return eng.Stats().InFlight == 0 }, 2*time.Second, time.Millisecond)
 }
 
 func TestAbortMidway(t *testing.T) {
-	ctx := context.Background()
-	eng := servertest.New(servertest.Config{Rule: servertest.Constant(1, 2, 3, 4, 5, 6, 7, 8), TokenLatency: servertest.Fixed(20 * time.Millisecond)})
-	c, _ := setup(t, eng, vllm.Config{})
-	type result struct {
-		out server.TokenOutput
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		out, err := c.Generate(ctx, server.GenerateRequest{RequestID: "a", PromptIDs: []int32{1}, Params: server.SamplingParams{Logprobs: true}})
-		done <- result{out, err}
-	}()
-	require.Eventually(t, func() bool { return eng.Stats().InFlight == 1 }, 2*time.Second, time.Millisecond)
-	time.Sleep(50 * time.Millisecond)
-	require.NoError(t, c.Abort(ctx, "a"))
-	res := <-done
-	require.NoError(t, res.err)
-	out := res.out
-	require.Equal(t, server.StopAbort, out.StopReason)
-	require.NotEmpty(t, out.TokenIDs)
-	require.Less(t, len(out.TokenIDs), 8)
-	require.Len(t, out.Logprobs, len(out.TokenIDs))
+	wiretest.AbortMidway(t, func(eng server.LLMServer) wiretest.Client {
+		c, _ := setup(t, eng, vllm.Config{})
+		return c
+	})
 }
 
 func TestControl(t *testing.T) {
@@ -252,7 +161,7 @@ func TestControl(t *testing.T) {
 	eng.SetHealthy(true)
 
 	require.NoError(t, c.Sleep(ctx, server.SleepWeights))
-	require.Equal(t, "level=2", rec.last("/sleep").query)
+	require.Equal(t, "level=2", rec.Last("/sleep").Query)
 	sleeping, err := c.IsSleeping(ctx)
 	require.NoError(t, err)
 	require.True(t, sleeping)
@@ -268,11 +177,11 @@ func TestControl(t *testing.T) {
 	require.Equal(t, 1, eng.Flushes())
 
 	require.NoError(t, c.Pause(ctx, false))
-	require.Equal(t, "mode=keep", rec.last("/pause").query)
+	require.Equal(t, "mode=keep", rec.Last("/pause").Query)
 	require.NoError(t, c.Resume(ctx))
 	require.NoError(t, c.AbortAll(ctx))
-	require.Equal(t, "mode=abort", rec.last("/pause").query)
-	require.Equal(t, "/resume", rec.all()[len(rec.all())-1].path)
+	require.Equal(t, "mode=abort", rec.Last("/pause").Query)
+	require.Equal(t, "/resume", rec.All()[len(rec.All())-1].Path)
 }
 
 func TestRecordedResponses(t *testing.T) {
@@ -303,36 +212,19 @@ func TestRecordedResponses(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.file, func(t *testing.T) {
-			data, err := os.ReadFile(filepath.Join("testdata", "responses", tc.file))
-			require.NoError(t, err)
 			parse := vllm.ParseGenerateResponse
 			if tc.compl {
 				parse = vllm.ParseCompletionsResponse
 			}
-			out, err := parse(data, tc.logprobs)
-			if tc.wantErr != "" {
-				require.ErrorIs(t, err, server.ErrBadResponse)
-				require.ErrorContains(t, err, tc.wantErr)
-				return
-			}
-			require.NoError(t, err)
-			require.Equal(t, tc.want, out)
+			wiretest.CheckRecorded(t, parse, tc.file, tc.logprobs, tc.want, tc.wantErr)
 		})
 	}
 }
 
 func FuzzParseResponses(f *testing.F) {
-	files, _ := filepath.Glob(filepath.Join("testdata", "responses", "*.json"))
-	for _, p := range files {
-		data, err := os.ReadFile(p)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(data, true)
-		f.Add(data, false)
-	}
+	wiretest.AddRecordedSeeds(f)
 	f.Fuzz(func(t *testing.T, data []byte, logprobs bool) {
-		for _, parse := range []func([]byte, bool) (server.TokenOutput, error){vllm.ParseGenerateResponse, vllm.ParseCompletionsResponse} {
+		for _, parse := range []wiretest.ParseFunc{vllm.ParseGenerateResponse, vllm.ParseCompletionsResponse} {
 			out, err := parse(data, logprobs)
 			if err != nil {
 				require.ErrorIs(t, err, server.ErrBadResponse)

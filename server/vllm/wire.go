@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+
+	"github.com/agentrl/agentrl/server/internal/wire"
 )
 
 // The logprob entries are scanned by hand: one object per output token,
@@ -26,7 +28,7 @@ type lpEntry struct {
 // scanLogprobContent reads choices[i].logprobs: {"content": [entry...]} or
 // a bare list of entries.
 func scanLogprobContent(data []byte) ([]lpEntry, error) {
-	i := skipSpace(data, 0)
+	i := wire.SkipSpace(data, 0)
 	if i < len(data) && data[i] == '{' {
 		var content []byte
 		if _, err := scanObject(data, i, func(key []byte, v int) (int, error) {
@@ -47,12 +49,12 @@ func scanLogprobContent(data []byte) ([]lpEntry, error) {
 		return nil, errors.New(`expected {"content": [...]} or a list of entries`)
 	}
 	entries := make([]lpEntry, 0, bytes.Count(data, []byte("logprob")))
-	i = skipSpace(data, i+1)
+	i = wire.SkipSpace(data, i+1)
 	if i < len(data) && data[i] == ']' {
 		return entries, nil
 	}
 	for n := 0; ; n++ {
-		i = skipSpace(data, i)
+		i = wire.SkipSpace(data, i)
 		if i >= len(data) || data[i] != '{' {
 			return nil, fmt.Errorf("content[%d]: expected an object", n)
 		}
@@ -103,7 +105,7 @@ func scanLogprobContent(data []byte) ([]lpEntry, error) {
 			return nil, err
 		}
 		entries = append(entries, e)
-		i = skipSpace(data, end)
+		i = wire.SkipSpace(data, end)
 		if i >= len(data) {
 			return nil, errors.New("unterminated list")
 		}
@@ -122,12 +124,12 @@ func scanLogprobContent(data []byte) ([]lpEntry, error) {
 // key (unescaped) and the offset of its value; field returns the value's
 // end. scanObject returns the offset after the closing brace.
 func scanObject(data []byte, i int, field func(key []byte, v int) (int, error)) (int, error) {
-	i = skipSpace(data, i+1)
+	i = wire.SkipSpace(data, i+1)
 	if i < len(data) && data[i] == '}' {
 		return i + 1, nil
 	}
 	for {
-		i = skipSpace(data, i)
+		i = wire.SkipSpace(data, i)
 		if i >= len(data) || data[i] != '"' {
 			return 0, errors.New("expected an object key")
 		}
@@ -140,15 +142,15 @@ func scanObject(data []byte, i int, field func(key []byte, v int) (int, error)) 
 			}
 			key = []byte(k)
 		}
-		i = skipSpace(data, end)
+		i = wire.SkipSpace(data, end)
 		if i >= len(data) || data[i] != ':' {
 			return 0, errors.New("expected ':' after an object key")
 		}
 		var err error
-		if i, err = field(key, skipSpace(data, i+1)); err != nil {
+		if i, err = field(key, wire.SkipSpace(data, i+1)); err != nil {
 			return 0, err
 		}
-		i = skipSpace(data, i)
+		i = wire.SkipSpace(data, i)
 		if i >= len(data) {
 			return 0, errors.New("unterminated object")
 		}
@@ -161,13 +163,6 @@ func scanObject(data []byte, i int, field func(key []byte, v int) (int, error)) 
 			return 0, fmt.Errorf("unexpected %q in an object", data[i])
 		}
 	}
-}
-
-func skipSpace(data []byte, i int) int {
-	for i < len(data) && (data[i] == ' ' || data[i] == '\n' || data[i] == '\t' || data[i] == '\r') {
-		i++
-	}
-	return i
 }
 
 // skipValue returns the end of the (valid) JSON value starting at i.

@@ -6,6 +6,8 @@ package httpclient
 import (
 	"bytes"
 	"context"
+	crand "crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -54,6 +56,7 @@ type Options struct {
 	BackoffBase      time.Duration
 	BackoffMax       time.Duration
 	MaxResponseBytes int64
+	AbortTimeout     time.Duration
 }
 
 // Transport sends requests to one server. Safe for concurrent use.
@@ -83,6 +86,9 @@ func New(pkg string, o Options) (*Transport, error) {
 	}
 	if o.MaxResponseBytes <= 0 {
 		o.MaxResponseBytes = 256 << 20
+	}
+	if o.AbortTimeout <= 0 {
+		o.AbortTimeout = 2 * time.Second
 	}
 	t := &Transport{cfg: o, base: strings.TrimRight(o.BaseURL, "/"), http: o.HTTPClient}
 	if t.http == nil {
@@ -204,6 +210,29 @@ func (c *Transport) backoff(ctx context.Context, attempt int) error {
 	case <-t.C:
 		return nil
 	}
+}
+
+// NewRequestID is a random request id, for calls that come without one:
+// without a known id a cancelled call could not be aborted.
+func NewRequestID() string {
+	var b [16]byte
+	_, _ = crand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// AbortAfterCancel sends one abort (body to path) for a call whose ctx has
+// ended, best effort and within AbortTimeout, so that the server stops
+// generating what no one will read.
+func (c *Transport) AbortAfterCancel(ctx context.Context, path string, body []byte) {
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.AbortTimeout)
+	defer cancel()
+	_, _ = c.RoundTripN(actx, 1, "abort", http.MethodPost, path, body, nil)
+}
+
+// BadResponse is the error for a response body that breaks the wire
+// contract; it wraps server.ErrBadResponse.
+func BadResponse(format string, args ...any) error {
+	return fmt.Errorf("%s: %w", fmt.Sprintf(format, args...), server.ErrBadResponse)
 }
 
 // Errorf returns a *server.Error for this server.

@@ -1,16 +1,16 @@
 //go:build unix
 
-package vllm_test
+package wiretest
 
 import (
 	"syscall"
 	"time"
 )
 
-// cpuTime is the CPU time (user + system) this process has used: on a
+// CPUTime is the CPU time (user + system) this process has used: on a
 // shared machine it measures the work of a benchmark better than the wall
 // clock does.
-func cpuTime() time.Duration {
+func CPUTime() time.Duration {
 	var ru syscall.Rusage
 	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
 		return 0
