@@ -199,7 +199,7 @@ func TestRolloutErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{}, "--data, --tokenizer and at least one server are required"},
+		{[]string{}, "--data, --tokenizer and either servers or --model (not both) are required"},
 		{[]string{"--data", bad, "--tokenizer", tmp, "--servers", "http://127.0.0.1:1"}, "row 2"},
 		{[]string{"--data", filepath.Join(tmp, "x.csv"), "--tokenizer", tmp, "--servers", "http://127.0.0.1:1"}, "want a .jsonl or .parquet"},
 		{[]string{"--data", bad, "--tokenizer", tmp, "--servers", "http://127.0.0.1:1", "--progress", "maybe"}, "--progress must be"},
