@@ -401,11 +401,9 @@ func benchTrajectories(n, promptLen, respLen int) []*Trajectory {
 	return out
 }
 
-// BenchmarkCollate collates 1024 trajectories (prompt 1k, response 3k). The
-// Copy sub-benchmark copies the same number of output bytes: the physical
-// floor Collate is compared against in BENCHMARKS.md.
-func BenchmarkCollate(b *testing.B) {
-	const n, P, R = 1024, 1024, 3072
+// collateBenchInput returns n trajectories, the options that collate them
+// to P+R columns, and the size of the resulting tensors in bytes.
+func collateBenchInput(b *testing.B, n, P, R int) ([]*Trajectory, CollateOptions, int) {
 	trajs := benchTrajectories(n, P, R)
 	opts := CollateOptions{PromptLen: P, ResponseLen: R, PadTokenID: 151643}
 	batch, err := Collate(trajs, opts)
@@ -416,6 +414,15 @@ func BenchmarkCollate(b *testing.B) {
 	for _, t := range batch.tensors() {
 		outBytes += t.nbytes()
 	}
+	return trajs, opts, outBytes
+}
+
+// BenchmarkCollate collates 1024 trajectories (prompt 1k, response 3k). The
+// Copy sub-benchmark copies the same number of output bytes: the physical
+// floor Collate is compared against in BENCHMARKS.md.
+func BenchmarkCollate(b *testing.B) {
+	const n, P, R = 1024, 1024, 3072
+	trajs, opts, outBytes := collateBenchInput(b, n, P, R)
 	tokens := float64(n * (P + R))
 	b.Run("Collate", func(b *testing.B) {
 		b.SetBytes(int64(outBytes))
@@ -470,16 +477,7 @@ func TestCollateParallelEqualsRowByRow(t *testing.T) {
 // reports each one's time per op and their ratio.
 func BenchmarkCollateVsCopy(b *testing.B) {
 	const n, P, R = 1024, 1024, 3072
-	trajs := benchTrajectories(n, P, R)
-	opts := CollateOptions{PromptLen: P, ResponseLen: R, PadTokenID: 151643}
-	batch, err := Collate(trajs, opts)
-	if err != nil {
-		b.Fatal(err)
-	}
-	outBytes := 0
-	for _, t := range batch.tensors() {
-		outBytes += t.nbytes()
-	}
+	trajs, opts, outBytes := collateBenchInput(b, n, P, R)
 	src := make([]byte, outBytes)
 	for i := range src {
 		src[i] = byte(i)
