@@ -2,22 +2,19 @@ package cuda
 
 import (
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
-	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/agentrl/agentrl/cuda/internal/golden"
 	"github.com/agentrl/agentrl/cuda/kernels"
 	"github.com/agentrl/agentrl/cuda/model"
-	"github.com/agentrl/agentrl/cuda/safetensors"
 	"github.com/agentrl/agentrl/server"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -37,27 +34,13 @@ type reference struct {
 
 // loadReferences reads testdata/reference.safetensors (regen.sh).
 func loadReferences(t testing.TB) []reference {
-	f, err := safetensors.Open("testdata/reference.safetensors")
-	require.NoError(t, err)
-	defer f.Close()
-	ints := func(name string) []int32 {
-		_, b, err := f.Bytes(name)
-		require.NoError(t, err)
-		out := make([]int32, len(b)/4)
-		for i := range out {
-			out[i] = int32(binary.LittleEndian.Uint32(b[4*i:]))
-		}
-		return out
-	}
+	f := golden.Open(t, "testdata/reference.safetensors")
 	var refs []reference
-	for _, name := range strings.Split(f.Metadata["variants"], ",") {
-		cfg, err := model.ParseConfig([]byte(f.Metadata[name+".config"]))
+	for _, v := range f.Variants() {
+		cfg, err := model.ParseConfig(v.Config)
 		require.NoError(t, err)
-		seed, err := strconv.ParseUint(f.Metadata[name+".seed"], 10, 64)
-		require.NoError(t, err)
-		dec, _, err := f.Float32(name + ".decode_logits")
-		require.NoError(t, err)
-		refs = append(refs, reference{name: name, cfg: cfg, seed: seed, prompt: ints(name + ".prompt"), decode: dec, tokens: ints(name + ".tokens")})
+		refs = append(refs, reference{name: v.Name, cfg: cfg, seed: v.Seed, prompt: f.Int32(v.Name + ".prompt"),
+			decode: f.Float32(v.Name + ".decode_logits"), tokens: f.Int32(v.Name + ".tokens")})
 	}
 	return refs
 }
@@ -69,18 +52,6 @@ func newEngine(t testing.TB, ref reference, opts Options) *Engine {
 	require.NoError(t, err)
 	t.Cleanup(func() { e.Close() })
 	return e
-}
-
-func logSoftmax(row []float32, id int32) float64 {
-	mx := math.Inf(-1)
-	for _, v := range row {
-		mx = math.Max(mx, float64(v))
-	}
-	var s float64
-	for _, v := range row {
-		s += math.Exp(float64(v) - mx)
-	}
-	return float64(row[id]) - mx - math.Log(s)
 }
 
 // TestGreedyMatchesPyTorch: 32 greedy tokens through the engine equal the
@@ -97,7 +68,7 @@ func TestGreedyMatchesPyTorch(t *testing.T) {
 			require.Equal(t, len(ref.prompt), out.PromptTokens)
 			V := ref.cfg.VocabSize
 			for i, id := range out.TokenIDs {
-				require.InDelta(t, logSoftmax(ref.decode[i*V:(i+1)*V], id), float64(out.Logprobs[i]), 1e-4)
+				require.InDelta(t, golden.LogSoftmax(ref.decode[i*V:(i+1)*V], id), float64(out.Logprobs[i]), 1e-4)
 			}
 		})
 	}

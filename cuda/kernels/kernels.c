@@ -1,4 +1,5 @@
 #include "kernels.h"
+#include "vecops.h"
 
 #include <immintrin.h>
 #include <math.h>
@@ -22,7 +23,8 @@ void agl_pack_rows(const float* w, int64_t n, int64_t k, float* out, int64_t row
 
 // Built with -std=c11, which implies -ffp-contract=off: no a*b+c is fused
 // behind our back, so results do not depend on the instruction set except
-// where an explicit fma is written.
+// where an explicit fma is written. The dot/axpy/RoPE helpers are in
+// vecops.h, shared with cuda/train.
 
 // ---------------------------------------------------------------- GEMM
 //
@@ -54,11 +56,8 @@ static void micro_generic(int mr, int np, const float* x, int64_t ldx, const flo
 	}
 }
 
-#define AVX512 __attribute__((target("avx512f")))
-#define AVX2 __attribute__((target("avx2,fma")))
-#define INLINE static inline __attribute__((always_inline))
 
-AVX512 INLINE void mk512(const int MR, const int NP, const float* x, int64_t ldx, const float* w,
+AGV_AVX512 AGV_INLINE void mk512(const int MR, const int NP, const float* x, int64_t ldx, const float* w,
                          int64_t ldw, int64_t kc, float* tile) {
 	__m512 acc[TILE_MR][4];
 #pragma GCC unroll 12
@@ -94,7 +93,7 @@ AVX512 INLINE void mk512(const int MR, const int NP, const float* x, int64_t ldx
 		}                                                     \
 		break;
 
-AVX512 static void micro_avx512(int mr, int np, const float* x, int64_t ldx, const float* w,
+AGV_AVX512 static void micro_avx512(int mr, int np, const float* x, int64_t ldx, const float* w,
                                 int64_t ldw, int64_t kc, float* tile) {
 	switch (mr) {
 		MK512_CASE(1)
@@ -113,7 +112,7 @@ AVX512 static void micro_avx512(int mr, int np, const float* x, int64_t ldx, con
 }
 
 // AVX2: a panel is two 8-wide registers; 6 rows × 1 panel = 12 accumulators.
-AVX2 INLINE void mk256(const int MR, const float* x, int64_t ldx, const float* w, int64_t kc,
+AGV_AVX2 AGV_INLINE void mk256(const int MR, const float* x, int64_t ldx, const float* w, int64_t kc,
                        float* tile) {
 	__m256 acc[6][2];
 #pragma GCC unroll 6
@@ -138,7 +137,7 @@ AVX2 INLINE void mk256(const int MR, const float* x, int64_t ldx, const float* w
 	}
 }
 
-AVX2 static void micro_avx2(int mr, int np, const float* x, int64_t ldx, const float* w,
+AGV_AVX2 static void micro_avx2(int mr, int np, const float* x, int64_t ldx, const float* w,
                             int64_t ldw, int64_t kc, float* tile) {
 	for (int p = 0; p < np; p++) {
 		for (int r0 = 0; r0 < mr; r0 += 6) {
@@ -204,92 +203,14 @@ void agl_gemm(int level, const float* x, int64_t t, int64_t k, const float* wp, 
 	}
 }
 
-// ---------------------------------------------------------------- vector helpers
-
-AVX512 static float dot512(const float* a, const float* b, int64_t n) {
-	__m512 acc = _mm512_setzero_ps();
-	int64_t i = 0;
-	for (; i + 16 <= n; i += 16) acc = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i), acc);
-	if (i < n) {
-		__mmask16 m = (__mmask16)((1u << (n - i)) - 1);
-		acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, a + i), _mm512_maskz_loadu_ps(m, b + i), acc);
-	}
-	return _mm512_reduce_add_ps(acc);
-}
-
-AVX512 static void axpy512(float* y, float a, const float* x, int64_t n) {
-	__m512 va = _mm512_set1_ps(a);
-	int64_t i = 0;
-	for (; i + 16 <= n; i += 16)
-		_mm512_storeu_ps(y + i, _mm512_fmadd_ps(va, _mm512_loadu_ps(x + i), _mm512_loadu_ps(y + i)));
-	for (; i < n; i++) y[i] = fmaf(a, x[i], y[i]);
-}
-
-AVX2 static float hsum256(__m256 v) {
-	__m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-	s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-	s = _mm_add_ss(s, _mm_movehdup_ps(s));
-	return _mm_cvtss_f32(s);
-}
-
-AVX2 static float dot256(const float* a, const float* b, int64_t n) {
-	__m256 acc = _mm256_setzero_ps();
-	int64_t i = 0;
-	for (; i + 8 <= n; i += 8) acc = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc);
-	float s = hsum256(acc);
-	for (; i < n; i++) s = fmaf(a[i], b[i], s);
-	return s;
-}
-
-AVX2 static void axpy256(float* y, float a, const float* x, int64_t n) {
-	__m256 va = _mm256_set1_ps(a);
-	int64_t i = 0;
-	for (; i + 8 <= n; i += 8)
-		_mm256_storeu_ps(y + i, _mm256_fmadd_ps(va, _mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
-	for (; i < n; i++) y[i] = fmaf(a, x[i], y[i]);
-}
-
-static float dot_generic(const float* a, const float* b, int64_t n) {
-	// Four partial sums: the generic build has no hardware FMA, and a single
-	// dependent chain would be latency bound.
-	float s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-	int64_t i = 0;
-	for (; i + 4 <= n; i += 4) {
-		s0 += a[i] * b[i];
-		s1 += a[i + 1] * b[i + 1];
-		s2 += a[i + 2] * b[i + 2];
-		s3 += a[i + 3] * b[i + 3];
-	}
-	for (; i < n; i++) s0 += a[i] * b[i];
-	return (s0 + s1) + (s2 + s3);
-}
-
-static void axpy_generic(float* y, float a, const float* x, int64_t n) {
-	for (int64_t i = 0; i < n; i++) y[i] += a * x[i];
-}
-
-typedef struct {
-	float (*dot)(const float*, const float*, int64_t);
-	void (*axpy)(float*, float, const float*, int64_t);
-} vops;
-
-static const vops VOPS[3] = {
-	{dot_generic, axpy_generic},
-	{dot256, axpy256},
-	{dot512, axpy512},
-};
-
-static const vops* ops_for(int level) { return &VOPS[level < 0 ? 0 : level > 2 ? 2 : level]; }
-
 // ---------------------------------------------------------------- layer ops
 
 void agl_rmsnorm(int level, const float* x, const float* w, float* y, int64_t rows, int64_t d,
                  float eps) {
-	const vops* v = ops_for(level);
 	for (int64_t r = 0; r < rows; r++) {
 		const float* xr = x + r * d;
 		float* yr = y + r * d;
-		float ms = v->dot(xr, xr, d) / (float)d;
+		float ms = agv_dot(level, xr, xr, d) / (float)d;
 		float inv = 1.0f / sqrtf(ms + eps);
 		for (int64_t i = 0; i < d; i++) yr[i] = w[i] * (xr[i] * inv);
 	}
@@ -297,29 +218,7 @@ void agl_rmsnorm(int level, const float* x, const float* w, float* y, int64_t ro
 
 void agl_rope(float* x, int64_t t, int64_t nheads, int64_t hd, int64_t stride, const int32_t* pos,
               const float* inv_freq) {
-	int64_t half = hd / 2;
-	float cs[512], sn[512];
-	for (int64_t i = 0; i < t; i++) {
-		for (int64_t j0 = 0; j0 < half; j0 += 512) {
-			int64_t m = half - j0 < 512 ? half - j0 : 512;
-			for (int64_t j = 0; j < m; j++) {
-				// float32 angle like the PyTorch reference: one rounded product.
-				float a = (float)pos[i] * inv_freq[j0 + j];
-				cs[j] = cosf(a);
-				sn[j] = sinf(a);
-			}
-			for (int64_t h = 0; h < nheads; h++) {
-				float* xh = x + i * stride + h * hd;
-				for (int64_t j = 0; j < m; j++) {
-					float a = xh[j0 + j], b = xh[j0 + j + half];
-					float p1 = a * cs[j], p2 = b * sn[j];
-					float p3 = b * cs[j], p4 = a * sn[j];
-					xh[j0 + j] = p1 - p2;
-					xh[j0 + j + half] = p3 + p4;
-				}
-			}
-		}
-	}
+	agv_rope(x, t, nheads, hd, stride, pos, inv_freq, 1.0f);
 }
 
 void agl_swiglu(const float* gu, int64_t t, int64_t inter, float* out) {
@@ -338,7 +237,6 @@ void agl_attention(int level, const float* q, int64_t nh, int64_t nkv, int64_t h
                    const float* kc, const float* vc, const int32_t* pos, const int32_t* bt_off,
                    const int32_t* bt, int64_t bs, float scale, float* out, int64_t lo, int64_t hi,
                    float* scratch) {
-	const vops* v = ops_for(level);
 	int64_t group = nh / nkv;
 	int64_t kvstride = nkv * hd;
 	for (int64_t it = lo; it < hi; it++) {
@@ -349,7 +247,7 @@ void agl_attention(int level, const float* q, int64_t nh, int64_t nkv, int64_t h
 		float mx = -INFINITY;
 		for (int64_t p = 0; p < n; p++) {
 			int64_t slot = (int64_t)table[p / bs] * bs + p % bs;
-			float s = v->dot(qh, kc + slot * kvstride + kvh * hd, hd) * scale;
+			float s = agv_dot(level, qh, kc + slot * kvstride + kvh * hd, hd) * scale;
 			scratch[p] = s;
 			if (s > mx) mx = s;
 		}
@@ -364,7 +262,7 @@ void agl_attention(int level, const float* q, int64_t nh, int64_t nkv, int64_t h
 		float inv = 1.0f / sum;
 		for (int64_t p = 0; p < n; p++) {
 			int64_t slot = (int64_t)table[p / bs] * bs + p % bs;
-			v->axpy(oh, scratch[p] * inv, vc + slot * kvstride + kvh * hd, hd);
+			agv_axpy(level, oh, scratch[p] * inv, vc + slot * kvstride + kvh * hd, hd);
 		}
 	}
 }
@@ -373,7 +271,7 @@ void agl_add(float* x, const float* y, int64_t n) {
 	for (int64_t i = 0; i < n; i++) x[i] += y[i];
 }
 
-AVX512 static float sum512(const float* x, int64_t n) {
+AGV_AVX512 static float sum512(const float* x, int64_t n) {
 	__m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
 	int64_t i = 0;
 	for (; i + 64 <= n; i += 64) {
@@ -387,7 +285,7 @@ AVX512 static float sum512(const float* x, int64_t n) {
 	return s;
 }
 
-AVX2 static float sum256(const float* x, int64_t n) {
+AGV_AVX2 static float sum256(const float* x, int64_t n) {
 	__m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
 	int64_t i = 0;
 	for (; i + 32 <= n; i += 32) {
@@ -396,7 +294,7 @@ AVX2 static float sum256(const float* x, int64_t n) {
 		a2 = _mm256_add_ps(a2, _mm256_loadu_ps(x + i + 16));
 		a3 = _mm256_add_ps(a3, _mm256_loadu_ps(x + i + 24));
 	}
-	float s = hsum256(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
+	float s = agv_hsum256(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
 	for (; i < n; i++) s += x[i];
 	return s;
 }
@@ -416,7 +314,7 @@ float agl_sum(int level, const float* x, int64_t n) {
 	return (s0 + s1) + (s2 + s3);
 }
 
-AVX512 static double fma_peak512(int64_t iters) {
+AGV_AVX512 static double fma_peak512(int64_t iters) {
 	__m512 a[16];
 	__m512 m = _mm512_set1_ps(0.999999f), c = _mm512_set1_ps(1e-7f);
 	for (int i = 0; i < 16; i++) a[i] = _mm512_set1_ps((float)i);
@@ -431,7 +329,7 @@ AVX512 static double fma_peak512(int64_t iters) {
 	return (double)iters * 16 * 16 * 2;
 }
 
-AVX2 static double fma_peak256(int64_t iters) {
+AGV_AVX2 static double fma_peak256(int64_t iters) {
 	__m256 a[12];
 	__m256 m = _mm256_set1_ps(0.999999f), c = _mm256_set1_ps(1e-7f);
 	for (int i = 0; i < 12; i++) a[i] = _mm256_set1_ps((float)i);
@@ -441,7 +339,7 @@ AVX2 static double fma_peak256(int64_t iters) {
 	}
 	__m256 s = a[0];
 	for (int i = 1; i < 12; i++) s = _mm256_add_ps(s, a[i]);
-	volatile float sink = hsum256(s);
+	volatile float sink = agv_hsum256(s);
 	(void)sink;
 	return (double)iters * 12 * 8 * 2;
 }

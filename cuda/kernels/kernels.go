@@ -95,13 +95,14 @@ func iptr(s []int32) *C.int32_t {
 	return (*C.int32_t)(unsafe.Pointer(&s[0]))
 }
 
-// parallel runs f over [0,n) split into at most c.threads contiguous
-// ranges, one per goroutine, and waits for all of them.
-func (c *CPU) parallel(n int, f func(lo, hi int)) {
-	parts := c.threads
-	if parts > n {
-		parts = n
-	}
+// parallel runs f over [0,n) split into at most c.threads ranges.
+func (c *CPU) parallel(n int, f func(lo, hi int)) { Parallel(c.threads, n, f) }
+
+// Parallel runs f over [0,n) split into at most threads contiguous ranges,
+// one goroutine each (the caller runs the first), and waits for all of
+// them. It is the kernels' work split, exported for cuda/train's kernels.
+func Parallel(threads, n int, f func(lo, hi int)) {
+	parts := min(threads, n)
 	if parts <= 1 {
 		if n > 0 {
 			f(0, n)

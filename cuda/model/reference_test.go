@@ -2,12 +2,10 @@ package model
 
 import (
 	"math"
-	"strconv"
-	"strings"
 	"testing"
 
+	"github.com/agentrl/agentrl/cuda/internal/golden"
 	"github.com/agentrl/agentrl/cuda/kernels"
-	"github.com/agentrl/agentrl/cuda/safetensors"
 	"github.com/stretchr/testify/require"
 )
 
@@ -25,32 +23,13 @@ type reference struct {
 
 func loadReferences(t *testing.T) []reference {
 	t.Helper()
-	f, err := safetensors.Open("../testdata/reference.safetensors")
-	require.NoError(t, err)
-	defer f.Close()
-	ints := func(name string) []int32 {
-		info, b, err := f.Bytes(name)
-		require.NoError(t, err)
-		require.Equal(t, safetensors.I32, info.DType)
-		out := make([]int32, info.NumElements())
-		for i := range out {
-			out[i] = int32(uint32(b[4*i]) | uint32(b[4*i+1])<<8 | uint32(b[4*i+2])<<16 | uint32(b[4*i+3])<<24)
-		}
-		return out
-	}
-	floats := func(name string) []float32 {
-		v, _, err := f.Float32(name)
-		require.NoError(t, err)
-		return v
-	}
+	f := golden.Open(t, "../testdata/reference.safetensors")
 	var refs []reference
-	for _, name := range strings.Split(f.Metadata["variants"], ",") {
-		cfg, err := ParseConfig([]byte(f.Metadata[name+".config"]))
+	for _, v := range f.Variants() {
+		cfg, err := ParseConfig(v.Config)
 		require.NoError(t, err)
-		seed, err := strconv.ParseUint(f.Metadata[name+".seed"], 10, 64)
-		require.NoError(t, err)
-		refs = append(refs, reference{name: name, cfg: cfg, seed: seed, prompt: ints(name + ".prompt"),
-			promptLogits: floats(name + ".prompt_logits"), decodeLogits: floats(name + ".decode_logits"), tokens: ints(name + ".tokens")})
+		refs = append(refs, reference{name: v.Name, cfg: cfg, seed: v.Seed, prompt: f.Int32(v.Name + ".prompt"),
+			promptLogits: f.Float32(v.Name + ".prompt_logits"), decodeLogits: f.Float32(v.Name + ".decode_logits"), tokens: f.Int32(v.Name + ".tokens")})
 	}
 	require.Len(t, refs, 4)
 	return refs

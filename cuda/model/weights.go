@@ -200,27 +200,11 @@ func (m *Model) missing() []string {
 // model.safetensors (or a sharded index). F32, F16 and BF16 weights are
 // converted to float32.
 func Load(dir string, cpu *kernels.CPU) (*Model, error) {
-	cfg, err := LoadConfig(filepath.Join(dir, "config.json"))
-	if err != nil {
-		return nil, err
-	}
-	// Check every shape against the checkpoint before allocating anything,
-	// so a config with absurd sizes is an error, not an out-of-memory crash.
-	set, err := safetensors.OpenDir(dir)
+	cfg, set, err := OpenCheckpoint(dir)
 	if err != nil {
 		return nil, err
 	}
 	defer set.Close()
-	shapes := cfg.TensorShapes()
-	for _, name := range cfg.TensorNames() {
-		info, ok := set.Lookup(name)
-		if !ok {
-			return nil, fmt.Errorf("%w: %s: tensor %q missing from the checkpoint", ErrWeights, dir, name)
-		}
-		if !slices.Equal(info.Shape, shapes[name]) {
-			return nil, fmt.Errorf("%w: %s: tensor %q has shape %v, config expects %v", ErrWeights, dir, name, info.Shape, shapes[name])
-		}
-	}
 	m, err := New(cfg, cpu)
 	if err != nil {
 		return nil, err
@@ -229,6 +213,35 @@ func Load(dir string, cpu *kernels.CPU) (*Model, error) {
 		return nil, err
 	}
 	return m, nil
+}
+
+// OpenCheckpoint reads the config of a Hugging Face model directory and
+// opens its checkpoint, checking that every tensor the config needs is
+// there with the shape it expects (a wrong one is an ErrWeights naming
+// it). It checks before anything is allocated, so a config with absurd
+// sizes is an error, not an out-of-memory crash. The caller closes the set.
+func OpenCheckpoint(dir string) (*Config, *safetensors.Set, error) {
+	cfg, err := LoadConfig(filepath.Join(dir, "config.json"))
+	if err != nil {
+		return nil, nil, err
+	}
+	set, err := safetensors.OpenDir(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	shapes := cfg.TensorShapes()
+	for _, name := range cfg.TensorNames() {
+		info, ok := set.Lookup(name)
+		if !ok {
+			set.Close()
+			return nil, nil, fmt.Errorf("%w: %s: tensor %q missing from the checkpoint", ErrWeights, dir, name)
+		}
+		if !slices.Equal(info.Shape, shapes[name]) {
+			set.Close()
+			return nil, nil, fmt.Errorf("%w: %s: tensor %q has shape %v, config expects %v", ErrWeights, dir, name, info.Shape, shapes[name])
+		}
+	}
+	return cfg, set, nil
 }
 
 // LoadWeights (re)reads every weight from the checkpoint in dir.

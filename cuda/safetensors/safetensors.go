@@ -291,6 +291,22 @@ func (f *File) Float32(name string) ([]float32, Info, error) {
 	return out, info, nil
 }
 
+// Int32 returns an I32 tensor as a new int32 slice (token ids, lengths).
+func (f *File) Int32(name string) ([]int32, Info, error) {
+	info, b, err := f.Bytes(name)
+	if err != nil {
+		return nil, info, err
+	}
+	if info.DType != I32 {
+		return nil, info, fmt.Errorf("safetensors: tensor %q in %s is %s, not I32", name, f.path, info.DType)
+	}
+	out := make([]int32, info.NumElements())
+	for i := range out {
+		out[i] = int32(binary.LittleEndian.Uint32(b[4*i:]))
+	}
+	return out, info, nil
+}
+
 // ToFloat32 converts little-endian elements of dtype dt in src to dst.
 // len(dst) must equal the number of elements in src.
 func ToFloat32(dst []float32, dt DType, src []byte) error {

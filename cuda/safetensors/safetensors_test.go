@@ -30,6 +30,7 @@ func TestRoundTrip(t *testing.T) {
 		F32Tensor("b.weight", []int64{2, 2}, a),
 		{Name: "a.bf", DType: BF16, Shape: []int64{2}, Data: bf},
 		{Name: "scalar", DType: F32, Data: make([]byte, 4)},
+		{Name: "ids", DType: I32, Shape: []int64{3}, Data: []byte{1, 0, 0, 0, 0xfe, 0xff, 0xff, 0xff, 0, 1, 0, 0}},
 	}, map[string]string{"format": "pt"}))
 	hdrLen := binary.LittleEndian.Uint64(buf.Bytes())
 	require.Zero(t, hdrLen%8, "header padded to 8 bytes")
@@ -50,6 +51,15 @@ func TestRoundTrip(t *testing.T) {
 	require.Equal(t, []float32{0}, got)
 	require.Equal(t, int64(1), info.NumElements())
 	_, _, err = f.Float32("missing")
+	require.ErrorIs(t, err, ErrNotFound)
+	ids, info, err := f.Int32("ids")
+	require.NoError(t, err)
+	require.Equal(t, []int32{1, -2, 256}, ids)
+	require.Equal(t, []int64{3}, info.Shape)
+	_, _, err = f.Int32("b.weight")
+	require.ErrorContains(t, err, `"b.weight"`)
+	require.ErrorContains(t, err, "not I32")
+	_, _, err = f.Int32("missing")
 	require.ErrorIs(t, err, ErrNotFound)
 	require.NoError(t, f.Close())
 	require.NoError(t, f.Close())

@@ -7,6 +7,10 @@ the Hugging Face Llama / Qwen2 / Qwen3 decoders on a fixed prompt, then 32
 greedy steps (each step re-runs the whole sequence, no KV cache), and writes
 the expected logits and tokens to a safetensors file.
 
+cuda/train/testdata/reference.py imports this file (by path) for the same
+decoder in float64: read_safetensors, write_safetensors and logits follow
+the dtype they are given.
+
 Regenerate (from the repository root): sh cuda/testdata/regen.sh
 Usage: reference.py OUT.safetensors NAME:DIR:SEED [NAME:DIR:SEED ...]
 """
@@ -21,7 +25,8 @@ import torch
 DECODE_STEPS = 32
 
 
-def read_safetensors(path):
+def read_safetensors(path, dtype=np.float32):
+    """The F32 tensors of a safetensors file, widened to dtype."""
     with open(path, "rb") as f:
         data = f.read()
     (n,) = struct.unpack("<Q", data[:8])
@@ -34,7 +39,7 @@ def read_safetensors(path):
         assert e["dtype"] == "F32", (name, e["dtype"])
         b, en = e["data_offsets"]
         arr = np.frombuffer(data[base + b:base + en], dtype="<f4").reshape(e["shape"])
-        out[name] = torch.from_numpy(arr.copy())
+        out[name] = torch.from_numpy(arr.astype(dtype))
     return out
 
 
@@ -58,7 +63,8 @@ def write_safetensors(path, tensors, metadata):
 
 
 def inv_freq(cfg):
-    # transformers' default and "llama3" rope initialisation, in float32.
+    # transformers' default and "llama3" rope initialisation, in float32
+    # (as the model computes it, whatever the weights' dtype).
     dim = cfg["head_dim"]
     base = cfg["rope_theta"]
     inv = 1.0 / (base ** (torch.arange(0, dim, 2, dtype=torch.int64).float() / dim))
@@ -87,17 +93,19 @@ def rotate_half(x):
 
 
 def forward(cfg, W, ids):
+    """Logits [len(ids)][vocab] of one row, in the weights' dtype."""
     T = len(ids)
-    H, nh, nkv, hd = cfg["hidden_size"], cfg["num_attention_heads"], cfg["num_key_value_heads"], cfg["head_dim"]
+    nh, nkv, hd = cfg["num_attention_heads"], cfg["num_key_value_heads"], cfg["head_dim"]
     eps = cfg["rms_norm_eps"]
     mt = cfg["model_type"]
     qkv_bias = mt == "qwen2" or cfg.get("attention_bias", False)
     o_bias = mt == "llama" and cfg.get("attention_bias", False)
-    pos = torch.arange(T).float()
-    freqs = pos[:, None] * inv_freq(cfg)[None, :]
-    emb = torch.cat((freqs, freqs), dim=-1)
+    # The angle is one float32 product, as in transformers.
+    dtype = W["model.embed_tokens.weight"].dtype
+    freqs = torch.arange(T).float()[:, None] * inv_freq(cfg)[None, :]
+    emb = torch.cat((freqs, freqs), dim=-1).to(dtype)
     cos, sin = emb.cos()[:, None, :], emb.sin()[:, None, :]
-    mask = torch.full((T, T), float("-inf")).triu(1)
+    mask = torch.full((T, T), float("-inf"), dtype=dtype).triu(1)
     x = W["model.embed_tokens.weight"][torch.tensor(ids)]
     for i in range(cfg["num_hidden_layers"]):
         p = "model.layers.%d." % i
@@ -134,7 +142,14 @@ def forward(cfg, W, ids):
     return x @ head.T
 
 
-def main():
+def generate(variant, dtype=np.float32, extra=None):
+    """The generators' common driver: argv is OUT.safetensors NAME:DIR:SEED...
+
+    For each model directory, variant(name, cfg, W, seed) returns that
+    model's expected tensors (numpy, named without the "NAME." prefix); W is
+    read in dtype. extra(tensors, meta), if given, adds more before the file
+    is written with each variant's config.json text and seed as metadata.
+    """
     out_path, specs = sys.argv[1], sys.argv[2:]
     tensors, meta = {}, {}
     torch.set_num_threads(1)
@@ -142,34 +157,43 @@ def main():
         name, d, seed = spec.split(":")
         with open(d + "/config.json") as f:
             cfg_text = f.read()
-        cfg = json.loads(cfg_text)
-        W = read_safetensors(d + "/model.safetensors")
-        V = cfg["vocab_size"]
-        prompt = [(i * 37 + 11 * len(name)) % V for i in range(16)]
-        with torch.no_grad():
-            pl = forward(cfg, W, prompt)
-            seq, steps, toks, gaps = list(prompt), [], [], []
-            for _ in range(DECODE_STEPS):
-                lg = forward(cfg, W, seq)[-1]
-                top = torch.topk(lg, 2).values
-                gaps.append(float(top[0] - top[1]))
-                t = int(torch.argmax(lg))
-                steps.append(lg)
-                toks.append(t)
-                seq.append(t)
-        # Greedy comparisons are only meaningful when no step is a near tie.
-        assert min(gaps) > 1e-3, (name, min(gaps))
-        tensors[name + ".prompt"] = np.array(prompt, dtype=np.int32)
-        tensors[name + ".prompt_logits"] = pl.numpy().astype(np.float32)
-        tensors[name + ".decode_logits"] = torch.stack(steps).numpy().astype(np.float32)
-        tensors[name + ".tokens"] = np.array(toks, dtype=np.int32)
+        W = read_safetensors(d + "/model.safetensors", dtype)
+        for what, arr in variant(name, json.loads(cfg_text), W, int(seed)).items():
+            tensors[name + "." + what] = arr
         meta[name + ".config"] = cfg_text
         meta[name + ".seed"] = seed
-        print("%s: min top-2 gap %.4f, tokens %s" % (name, min(gaps), toks[:8]), file=sys.stderr)
+    if extra:
+        extra(tensors, meta)
     meta["variants"] = ",".join(s.split(":")[0] for s in specs)
     meta["generator"] = "reference.py, torch " + torch.__version__
     write_safetensors(out_path, tensors, meta)
 
 
+def greedy(name, cfg, W, seed):
+    """Prompt logits and DECODE_STEPS greedy steps on a fixed prompt."""
+    V = cfg["vocab_size"]
+    prompt = [(i * 37 + 11 * len(name)) % V for i in range(16)]
+    with torch.no_grad():
+        pl = forward(cfg, W, prompt)
+        seq, steps, toks, gaps = list(prompt), [], [], []
+        for _ in range(DECODE_STEPS):
+            lg = forward(cfg, W, seq)[-1]
+            top = torch.topk(lg, 2).values
+            gaps.append(float(top[0] - top[1]))
+            t = int(torch.argmax(lg))
+            steps.append(lg)
+            toks.append(t)
+            seq.append(t)
+    # Greedy comparisons are only meaningful when no step is a near tie.
+    assert min(gaps) > 1e-3, (name, min(gaps))
+    print("%s: min top-2 gap %.4f, tokens %s" % (name, min(gaps), toks[:8]), file=sys.stderr)
+    return {
+        "prompt": np.array(prompt, dtype=np.int32),
+        "prompt_logits": pl.numpy().astype(np.float32),
+        "decode_logits": torch.stack(steps).numpy().astype(np.float32),
+        "tokens": np.array(toks, dtype=np.int32),
+    }
+
+
 if __name__ == "__main__":
-    main()
+    generate(greedy)

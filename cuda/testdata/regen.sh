@@ -6,10 +6,7 @@
 #   sh cuda/testdata/regen.sh
 # Needs Go and Debian's python3-torch (/usr/bin/python3).
 set -eu
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-go build -o "$tmp/agentrl" ./cmd/agentrl
-init() { name=$1; seed=$2; shift 2; "$tmp/agentrl" model init --seed "$seed" --out "$tmp/$name" "$@" >/dev/null; }
+. cuda/testdata/models.sh
 # GQA ratio 1, untied, plain RoPE
 init llama 1 --arch llama --layers 2 --hidden 64 --heads 4 --kv-heads 4 --intermediate 160 --vocab 256 --max-pos 256 --rope-theta 10000
 # Qwen2: q/k/v bias, GQA ratio 2, tied embeddings

@@ -21,7 +21,7 @@ static void transpose_head(float* kvt, const float* x, int64_t t, int64_t ks, in
 // s[j] = sum_d x[d] * mt[d][j] for j < n.
 static void scores(int level, float* s, const float* x, const float* mt, int64_t t, int64_t hd, int64_t n) {
 	memset(s, 0, sizeof(float) * n);
-	for (int64_t d = 0; d < hd; d++) agt_axpy(level, s, x[d], mt + d * t, n);
+	for (int64_t d = 0; d < hd; d++) agv_axpy(level, s, x[d], mt + d * t, n);
 }
 
 void agt_attention_forward(int level, float* out, float* att, const float* q, const float* k,
@@ -43,7 +43,7 @@ void agt_attention_forward(int level, float* out, float* att, const float* q, co
 			agt_softmax(level, p, i + 1, scale);
 			float* oi = out + i * qs + h * hd;
 			memset(oi, 0, sizeof(float) * hd);
-			for (int64_t j = 0; j <= i; j++) agt_axpy(level, oi, p[j], v + j * ks + kvh * hd, hd);
+			for (int64_t j = 0; j <= i; j++) agv_axpy(level, oi, p[j], v + j * ks + kvh * hd, hd);
 		}
 	}
 }
@@ -72,13 +72,13 @@ void agt_attention_backward(int level, float* dq, float* dk, float* dv, const fl
 				double dot = 0;
 				for (int64_t j = 0; j <= i; j++) {
 					dot += (double)p[j] * dp[j];
-					agt_axpy(level, dv + j * ks + g * hd, p[j], doi, hd);
+					agv_axpy(level, dv + j * ks + g * hd, p[j], doi, hd);
 				}
 				float d = (float)dot;
 				for (int64_t j = 0; j <= i; j++) {
 					float ds = p[j] * (dp[j] - d) * scale;
-					agt_axpy(level, dqi, ds, k + j * ks + g * hd, hd);
-					agt_axpy(level, dk + j * ks + g * hd, ds, qi, hd);
+					agv_axpy(level, dqi, ds, k + j * ks + g * hd, hd);
+					agv_axpy(level, dk + j * ks + g * hd, ds, qi, hd);
 				}
 			}
 		}

@@ -1,14 +1,11 @@
 package train
 
 import (
-	"encoding/binary"
 	"math"
-	"strconv"
-	"strings"
 	"testing"
 
+	goldenfile "github.com/agentrl/agentrl/cuda/internal/golden"
 	"github.com/agentrl/agentrl/cuda/model"
-	"github.com/agentrl/agentrl/cuda/safetensors"
 	"github.com/stretchr/testify/require"
 )
 
@@ -38,40 +35,22 @@ func splitRows[T any](flat []T, lengths []int32, minus int) [][]T {
 
 func loadGoldens(t testing.TB) []golden {
 	t.Helper()
-	f, err := safetensors.Open("testdata/reference.safetensors")
-	require.NoError(t, err)
-	defer f.Close()
-	ints := func(name string) []int32 {
-		info, b, err := f.Bytes(name)
-		require.NoError(t, err)
-		require.Equal(t, safetensors.I32, info.DType)
-		out := make([]int32, info.NumElements())
-		for i := range out {
-			out[i] = int32(binary.LittleEndian.Uint32(b[4*i:]))
-		}
-		return out
-	}
-	floats := func(name string) []float32 {
-		v, _, err := f.Float32(name)
-		require.NoError(t, err)
-		return v
-	}
+	f := goldenfile.Open(t, "testdata/reference.safetensors")
 	var out []golden
-	for _, name := range strings.Split(f.Metadata["variants"], ",") {
-		cfg, err := model.ParseConfig([]byte(f.Metadata[name+".config"]))
+	for _, v := range f.Variants() {
+		cfg, err := model.ParseConfig(v.Config)
 		require.NoError(t, err)
-		seed, err := strconv.ParseUint(f.Metadata[name+".seed"], 10, 64)
-		require.NoError(t, err)
-		lengths := ints(name + ".lengths")
-		g := golden{name: name, cfg: cfg, seed: seed,
-			rows:     splitRows(ints(name+".tokens"), lengths, 0),
-			weights:  splitRows(floats(name+".weights"), lengths, 1),
-			logprobs: splitRows(floats(name+".logprobs"), lengths, 1),
-			loss:     float64(floats(name + ".loss")[0]),
+		name := v.Name
+		lengths := f.Int32(name + ".lengths")
+		g := golden{name: name, cfg: cfg, seed: v.Seed,
+			rows:     splitRows(f.Int32(name+".tokens"), lengths, 0),
+			weights:  splitRows(f.Float32(name+".weights"), lengths, 1),
+			logprobs: splitRows(f.Float32(name+".logprobs"), lengths, 1),
+			loss:     float64(f.Float32(name + ".loss")[0]),
 			grads:    map[string][]float32{},
 		}
 		for _, pn := range cfg.TensorNames() {
-			g.grads[pn] = floats(name + ".grad." + pn)
+			g.grads[pn] = f.Float32(name + ".grad." + pn)
 		}
 		out = append(out, g)
 	}

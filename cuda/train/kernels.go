@@ -1,41 +1,31 @@
 package train
 
 /*
-#cgo CFLAGS: -O3 -std=c11 -Wall
+#cgo CFLAGS: -O3 -std=c11 -Wall -I${SRCDIR}/../kernels
 #cgo LDFLAGS: -lm
 #include "train.h"
 */
 import "C"
 
 import (
-	"sync"
 	"unsafe"
+
+	"github.com/agentrl/agentrl/cuda/kernels"
 )
 
-// Level is an instruction-set level of the training kernels.
-type Level int
+// Level is an instruction-set level of the training kernels: the inference
+// kernels' levels, detected the same way.
+type Level = kernels.Level
 
 // Instruction-set levels, in increasing order.
 const (
-	Generic Level = 0
-	AVX2    Level = 1 // AVX2 + FMA
-	AVX512  Level = 2 // AVX-512F
+	Generic = kernels.Generic
+	AVX2    = kernels.AVX2 // AVX2 + FMA
+	AVX512  = kernels.AVX512
 )
 
-func (l Level) String() string {
-	switch l {
-	case Generic:
-		return "generic"
-	case AVX2:
-		return "avx2"
-	case AVX512:
-		return "avx512"
-	}
-	return "unknown"
-}
-
 // Detect returns the best level this CPU supports.
-func Detect() Level { return Level(C.agt_cpu_level()) }
+func Detect() Level { return kernels.Detect() }
 
 func fptr(s []float32) *C.float {
 	if len(s) == 0 {
@@ -58,27 +48,8 @@ type cpu struct {
 }
 
 // parallel runs f over [0,n) split into at most c.threads contiguous
-// ranges, one goroutine each (the caller runs the first), and waits.
-func (c cpu) parallel(n int, f func(lo, hi int)) {
-	parts := min(c.threads, n)
-	if parts <= 1 {
-		if n > 0 {
-			f(0, n)
-		}
-		return
-	}
-	var wg sync.WaitGroup
-	for i := 1; i < parts; i++ {
-		lo, hi := n*i/parts, n*(i+1)/parts
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			f(lo, hi)
-		}()
-	}
-	f(0, n/parts)
-	wg.Wait()
-}
+// ranges, one goroutine each, and waits.
+func (c cpu) parallel(n int, f func(lo, hi int)) { kernels.Parallel(c.threads, n, f) }
 
 // gemmNT computes c[m][n] (+)= Σ_k a[m][k]·b[n][k], split over rows of a.
 func (c cpu) gemmNT(dst, a, b []float32, m, n, k int, accumulate bool) {

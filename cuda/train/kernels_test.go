@@ -1,6 +1,7 @@
 package train
 
 import (
+	"fmt"
 	"math"
 	"testing"
 
@@ -42,6 +43,25 @@ func TestSwiGLUKernels(t *testing.T) {
 	}
 }
 
+// requireProduct checks got[r][c] (rows×cols) against base[r][c] (nil: 0)
+// + Σ_p a(r,p)·b(p,c) over p < inner, summed in float64.
+func requireProduct(t *testing.T, got, base []float32, rows, cols, inner int, a, b func(i, j int) float32,
+	tol float64, msg string, args ...any) {
+	t.Helper()
+	want := make([]float64, rows*cols)
+	for i := range min(len(base), len(want)) {
+		want[i] = float64(base[i])
+	}
+	for r := 0; r < rows; r++ {
+		for c := 0; c < cols; c++ {
+			for p := 0; p < inner; p++ {
+				want[r*cols+c] += float64(a(r, p)) * float64(b(p, c))
+			}
+			require.InDelta(t, want[r*cols+c], got[r*cols+c], tol, "%s [%d][%d]", fmt.Sprintf(msg, args...), r, c)
+		}
+	}
+}
+
 // TestGEMMKernels checks the NT (forward) and strided NN (backward) GEMMs
 // against float64 sums on shapes that cross every blocking boundary (tiles
 // of 4/6 rows, 16/32 columns, 64-row B blocks, 256-long reduction blocks,
@@ -64,15 +84,8 @@ func TestGEMMKernels(t *testing.T) {
 				// forward: y = x·Wᵀ, then accumulate once more
 				y := fill(s.T*s.N, 3.3)
 				c.gemmNT(y, x, w, s.T, s.N, s.K, false)
-				for i := 0; i < s.T; i++ {
-					for n := 0; n < s.N; n++ {
-						var want float64
-						for k := 0; k < s.K; k++ {
-							want += float64(x[i*s.K+k]) * float64(w[n*s.K+k])
-						}
-						require.InDelta(t, want, y[i*s.N+n], tol, "%v %v forward [%d][%d]", lvl, s, i, n)
-					}
-				}
+				requireProduct(t, y, nil, s.T, s.N, s.K, func(i, k int) float32 { return x[i*s.K+k] },
+					func(k, n int) float32 { return w[n*s.K+k] }, tol, "%v %v forward", lvl, s)
 				y0 := append([]float32(nil), y...)
 				c.gemmNT(y, x, w, s.T, s.N, s.K, true)
 				for i := range y {
@@ -82,28 +95,14 @@ func TestGEMMKernels(t *testing.T) {
 				dx := fill(s.T*s.K, 4.1)
 				dx0 := append([]float32(nil), dx...)
 				c.gemmNNAcc(dx, dy, s.N, 1, w, s.T, s.K, s.N)
-				for i := 0; i < s.T; i++ {
-					for k := 0; k < s.K; k++ {
-						want := float64(dx0[i*s.K+k])
-						for n := 0; n < s.N; n++ {
-							want += float64(dy[i*s.N+n]) * float64(w[n*s.K+k])
-						}
-						require.InDelta(t, want, dx[i*s.K+k], tol, "%v %v dx [%d][%d]", lvl, s, i, k)
-					}
-				}
+				requireProduct(t, dx, dx0, s.T, s.K, s.N, func(i, n int) float32 { return dy[i*s.N+n] },
+					func(n, k int) float32 { return w[n*s.K+k] }, tol, "%v %v dx", lvl, s)
 				// dW += dyᵀ·x
 				dw := fill(s.N*s.K, 5.9)
 				dw0 := append([]float32(nil), dw...)
 				c.gemmNNAcc(dw, dy, 1, s.N, x, s.N, s.K, s.T)
-				for n := 0; n < s.N; n++ {
-					for k := 0; k < s.K; k++ {
-						want := float64(dw0[n*s.K+k])
-						for i := 0; i < s.T; i++ {
-							want += float64(dy[i*s.N+n]) * float64(x[i*s.K+k])
-						}
-						require.InDelta(t, want, dw[n*s.K+k], tol, "%v %v dW [%d][%d]", lvl, s, n, k)
-					}
-				}
+				requireProduct(t, dw, dw0, s.N, s.K, s.T, func(n, i int) float32 { return dy[i*s.N+n] },
+					func(i, k int) float32 { return x[i*s.K+k] }, tol, "%v %v dW", lvl, s)
 			}
 		}
 	}

@@ -9,18 +9,27 @@
 #include "train.h"
 #include "vec.h"
 
-int agt_cpu_level(void) {
-	__builtin_cpu_init();
-	if (__builtin_cpu_supports("avx512f")) return 2;
-	if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return 1;
-	return 0;
-}
-
 enum { MR = 4, NR = 4 };
+
+// One k block of 16 of an AVX-512 tile: s[i][j] += a[i][kk..) * b[j][kk..)
+// on the lanes of m (all-ones for whole blocks: GCC then emits plain loads).
+AGV_AVX512 AGV_INLINE void step512(const int MR_, const int NR_, __mmask16 m, const float* a,
+                                   int64_t lda, const float* b, int64_t ldb, int64_t kk,
+                                   __m512 s[MR][NR]) {
+	__m512 va[MR], vb[NR];
+#pragma GCC unroll 4
+	for (int i = 0; i < MR_; i++) va[i] = _mm512_maskz_loadu_ps(m, a + i * lda + kk);
+#pragma GCC unroll 4
+	for (int j = 0; j < NR_; j++) vb[j] = _mm512_maskz_loadu_ps(m, b + j * ldb + kk);
+#pragma GCC unroll 4
+	for (int i = 0; i < MR_; i++)
+#pragma GCC unroll 4
+		for (int j = 0; j < NR_; j++) s[i][j] = _mm512_fmadd_ps(va[i], vb[j], s[i][j]);
+}
 
 // Tile kernels: c[i][j] (ldc) = (acc ? c : 0) + dot(a[i], b[j]) for i < mr,
 // j < nr. MR_/NR_ are compile-time constants after inlining.
-AGT_AVX512 AGT_INLINE void tile512(const int MR_, const int NR_, const float* a, int64_t lda,
+AGV_AVX512 AGV_INLINE void tile512(const int MR_, const int NR_, const float* a, int64_t lda,
                                    const float* b, int64_t ldb, int64_t k, float* c, int64_t ldc,
                                    int acc) {
 	__m512 s[MR][NR];
@@ -29,29 +38,8 @@ AGT_AVX512 AGT_INLINE void tile512(const int MR_, const int NR_, const float* a,
 #pragma GCC unroll 4
 		for (int j = 0; j < NR_; j++) s[i][j] = _mm512_setzero_ps();
 	int64_t kk = 0;
-	for (; kk + 16 <= k; kk += 16) {
-		__m512 va[MR], vb[NR];
-#pragma GCC unroll 4
-		for (int i = 0; i < MR_; i++) va[i] = _mm512_loadu_ps(a + i * lda + kk);
-#pragma GCC unroll 4
-		for (int j = 0; j < NR_; j++) vb[j] = _mm512_loadu_ps(b + j * ldb + kk);
-#pragma GCC unroll 4
-		for (int i = 0; i < MR_; i++)
-#pragma GCC unroll 4
-			for (int j = 0; j < NR_; j++) s[i][j] = _mm512_fmadd_ps(va[i], vb[j], s[i][j]);
-	}
-	if (kk < k) {
-		__mmask16 m = (__mmask16)((1u << (k - kk)) - 1);
-		__m512 va[MR], vb[NR];
-#pragma GCC unroll 4
-		for (int i = 0; i < MR_; i++) va[i] = _mm512_maskz_loadu_ps(m, a + i * lda + kk);
-#pragma GCC unroll 4
-		for (int j = 0; j < NR_; j++) vb[j] = _mm512_maskz_loadu_ps(m, b + j * ldb + kk);
-#pragma GCC unroll 4
-		for (int i = 0; i < MR_; i++)
-#pragma GCC unroll 4
-			for (int j = 0; j < NR_; j++) s[i][j] = _mm512_fmadd_ps(va[i], vb[j], s[i][j]);
-	}
+	for (; kk + 16 <= k; kk += 16) step512(MR_, NR_, (__mmask16)0xffff, a, lda, b, ldb, kk, s);
+	if (kk < k) step512(MR_, NR_, (__mmask16)((1u << (k - kk)) - 1), a, lda, b, ldb, kk, s);
 #pragma GCC unroll 4
 	for (int i = 0; i < MR_; i++)
 #pragma GCC unroll 4
@@ -62,7 +50,7 @@ AGT_AVX512 AGT_INLINE void tile512(const int MR_, const int NR_, const float* a,
 }
 
 // AVX2 has 16 vector registers: 3x4 accumulators plus 4 operands fit.
-AGT_AVX2 AGT_INLINE void tile256(const int MR_, const int NR_, const float* a, int64_t lda,
+AGV_AVX2 AGV_INLINE void tile256(const int MR_, const int NR_, const float* a, int64_t lda,
                                  const float* b, int64_t ldb, int64_t k, float* c, int64_t ldc,
                                  int acc) {
 	__m256 s[MR][NR];
@@ -86,7 +74,7 @@ AGT_AVX2 AGT_INLINE void tile256(const int MR_, const int NR_, const float* a, i
 	for (int i = 0; i < MR_; i++)
 #pragma GCC unroll 4
 		for (int j = 0; j < NR_; j++) {
-			float r = agt_hsum256(s[i][j]);
+			float r = agv_hsum256(s[i][j]);
 			for (int64_t t = kk; t < k; t++) r = fmaf(a[i * lda + t], b[j * ldb + t], r);
 			c[i * ldc + j] = acc ? c[i * ldc + j] + r : r;
 		}
@@ -112,12 +100,12 @@ AGT_AVX2 AGT_INLINE void tile256(const int MR_, const int NR_, const float* a, i
 	case 32 + 4: fn(4, 4, a, lda, b, ldb, k, c, ldc, acc); break;            \
 	}
 
-AGT_AVX512 static void tile_avx512(int mr, int nr, const float* a, int64_t lda, const float* b,
+AGV_AVX512 static void tile_avx512(int mr, int nr, const float* a, int64_t lda, const float* b,
                                    int64_t ldb, int64_t k, float* c, int64_t ldc, int acc) {
 	TILE_CASES(tile512)
 }
 
-AGT_AVX2 static void tile_avx2(int mr, int nr, const float* a, int64_t lda, const float* b,
+AGV_AVX2 static void tile_avx2(int mr, int nr, const float* a, int64_t lda, const float* b,
                                int64_t ldb, int64_t k, float* c, int64_t ldc, int acc) {
 	// 3 rows at a time keeps the accumulators in registers.
 	for (int i0 = 0; i0 < mr; i0 += 3) {
@@ -145,7 +133,7 @@ static void tile_generic(int mr, int nr, const float* a, int64_t lda, const floa
                          int64_t k, float* c, int64_t ldc, int acc) {
 	for (int i = 0; i < mr; i++)
 		for (int j = 0; j < nr; j++) {
-			float r = agt_dot_generic(a + i * lda, b + j * ldb, k);
+			float r = agv_dot_generic(a + i * lda, b + j * ldb, k);
 			c[i * ldc + j] = acc ? c[i * ldc + j] + r : r;
 		}
 }
@@ -196,7 +184,7 @@ void agt_bias_backward(float* dbias, const float* dy, int64_t t, int64_t n) {
 // L2 across all row tiles.
 enum { NN_MR = 6, PB = 256 };
 
-AGT_AVX512 AGT_INLINE void nn512(const int MR_, const float* a, int64_t sam, int64_t sap,
+AGV_AVX512 AGV_INLINE void nn512(const int MR_, const float* a, int64_t sam, int64_t sap,
                                  const float* b, int64_t ldb, int64_t pn, float* c, int64_t ldc,
                                  __mmask16 m0, __mmask16 m1) {
 	__m512 acc[NN_MR][2];
@@ -223,7 +211,7 @@ AGT_AVX512 AGT_INLINE void nn512(const int MR_, const float* a, int64_t sam, int
 	}
 }
 
-AGT_AVX512 static void nn_avx512(int mr, const float* a, int64_t sam, int64_t sap, const float* b,
+AGV_AVX512 static void nn_avx512(int mr, const float* a, int64_t sam, int64_t sap, const float* b,
                                  int64_t ldb, int64_t pn, float* c, int64_t ldc, int64_t w) {
 	__mmask16 m0 = w >= 16 ? 0xffff : (__mmask16)((1u << w) - 1);
 	__mmask16 m1 = w >= 32 ? 0xffff : w <= 16 ? 0 : (__mmask16)((1u << (w - 16)) - 1);
@@ -237,7 +225,7 @@ AGT_AVX512 static void nn_avx512(int mr, const float* a, int64_t sam, int64_t sa
 	}
 }
 
-AGT_AVX2 AGT_INLINE void nn256(const int MR_, const float* a, int64_t sam, int64_t sap,
+AGV_AVX2 AGV_INLINE void nn256(const int MR_, const float* a, int64_t sam, int64_t sap,
                                const float* b, int64_t ldb, int64_t pn, float* c, int64_t ldc) {
 	__m256 acc[NN_MR][2];
 #pragma GCC unroll 6
@@ -274,7 +262,7 @@ static void nn_scalar(int mr, const float* a, int64_t sam, int64_t sap, const fl
 		}
 }
 
-AGT_AVX2 static void nn_avx2(int mr, const float* a, int64_t sam, int64_t sap, const float* b,
+AGV_AVX2 static void nn_avx2(int mr, const float* a, int64_t sam, int64_t sap, const float* b,
                              int64_t ldb, int64_t pn, float* c, int64_t ldc, int64_t w) {
 	if (w < 16) { // partial column tile: no masked loads in AVX2
 		nn_scalar(mr, a, sam, sap, b, ldb, pn, c, ldc, w);

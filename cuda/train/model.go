@@ -9,13 +9,11 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
 
 	"github.com/agentrl/agentrl/cuda/model"
-	"github.com/agentrl/agentrl/cuda/safetensors"
 	"github.com/agentrl/agentrl/server"
 )
 
@@ -135,25 +133,14 @@ func New(cfg *model.Config, tensors map[string][]float32, opts Options) (*Model,
 // model.safetensors or a sharded index; F32/F16/BF16 weights become
 // float32).
 func Load(dir string, opts Options) (*Model, error) {
-	cfg, err := model.LoadConfig(filepath.Join(dir, "config.json"))
-	if err != nil {
-		return nil, err
-	}
-	set, err := safetensors.OpenDir(dir)
+	cfg, set, err := model.OpenCheckpoint(dir)
 	if err != nil {
 		return nil, err
 	}
 	defer set.Close()
-	shapes := cfg.TensorShapes()
-	tensors := make(map[string][]float32, len(shapes))
-	for _, name := range cfg.TensorNames() {
-		info, ok := set.Lookup(name)
-		if !ok {
-			return nil, fmt.Errorf("%w: %s: tensor %q missing from the checkpoint", model.ErrWeights, dir, name)
-		}
-		if !slices.Equal(info.Shape, shapes[name]) {
-			return nil, fmt.Errorf("%w: %s: tensor %q has shape %v, config expects %v", model.ErrWeights, dir, name, info.Shape, shapes[name])
-		}
+	names := cfg.TensorNames()
+	tensors := make(map[string][]float32, len(names))
+	for _, name := range names {
 		v, _, err := set.Float32(name)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %s: %w", model.ErrWeights, dir, err)

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	goldenfile "github.com/agentrl/agentrl/cuda/internal/golden"
 	"github.com/agentrl/agentrl/cuda/kernels"
 	"github.com/agentrl/agentrl/cuda/model"
 	"github.com/stretchr/testify/require"
@@ -37,16 +38,7 @@ func engineLogprobs(t *testing.T, cfg *model.Config, tensors map[string][]float3
 		V := cfg.VocabSize
 		lp := make([]float32, len(row)-1)
 		for j := range lp {
-			z := logits[0][j*V : (j+1)*V]
-			mx := math.Inf(-1)
-			for _, v := range z {
-				mx = math.Max(mx, float64(v))
-			}
-			var s float64
-			for _, v := range z {
-				s += math.Exp(float64(v) - mx)
-			}
-			lp[j] = float32(float64(z[row[j+1]]) - mx - math.Log(s))
+			lp[j] = float32(goldenfile.LogSoftmax(logits[0][j*V:(j+1)*V], row[j+1]))
 		}
 		out = append(out, lp)
 	}

@@ -9,7 +9,7 @@ void agt_rmsnorm_forward(int level, float* y, float* rstd, const float* x, const
 	for (int64_t r = 0; r < rows; r++) {
 		const float* xr = x + r * d;
 		float* yr = y + r * d;
-		float ms = agt_dot(level, xr, xr, d) / (float)d;
+		float ms = agv_dot(level, xr, xr, d) / (float)d;
 		float inv = 1.0f / sqrtf(ms + eps);
 		rstd[r] = inv;
 		for (int64_t i = 0; i < d; i++) yr[i] = w[i] * (xr[i] * inv);

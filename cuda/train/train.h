@@ -5,12 +5,11 @@
 // Layout conventions: activations are row-major [tokens][width]; weights are
 // Hugging Face's [out][in]; every backward function ACCUMULATES (+=) into
 // its parameter gradients and into the input gradient unless it says it
-// writes. level: 0 generic, 1 AVX2+FMA, 2 AVX-512F (see agt_cpu_level).
+// writes. level: 0 generic, 1 AVX2+FMA, 2 AVX-512F, as detected by
+// cuda/kernels (kernels.Detect).
 #ifndef AGT_TRAIN_H
 #define AGT_TRAIN_H
 #include <stdint.h>
-
-int agt_cpu_level(void);
 
 // matmul.c ------------------------------------------------------------
 // C[m][n] = (accumulate ? C[m][n] : 0) + sum_k A[m][k] * B[n][k] for the
