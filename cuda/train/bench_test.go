@@ -9,7 +9,7 @@ import (
 	"github.com/agentrl/agentrl/cuda/model"
 )
 
-// benchConfig is the "small model" of BENCHMARKS.trainer.md: 4 layers,
+// benchConfig is the "small model" of the trainer section of BENCHMARKS.md: 4 layers,
 // hidden 256, GQA 8/2, vocab 2048, tied — about 3.5M parameters.
 func benchConfig() *model.Config {
 	return &model.Config{ModelType: model.Qwen3, VocabSize: 2048, HiddenSize: 256, IntermediateSize: 768,
