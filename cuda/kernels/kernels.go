@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 )
 
@@ -122,6 +123,46 @@ func Parallel(threads, n int, f func(lo, hi int)) {
 	wg.Wait()
 }
 
+// chunksPerThread is how many pieces parallelChunks cuts each thread's
+// share into: enough that a helper goroutine which starts late (waking an
+// idle core can take longer than a decode-size operation) leaves its share
+// to the threads already running instead of stalling the whole operation.
+const chunksPerThread = 4
+
+// parallelChunks runs f over [0,n) in contiguous chunks that the calling
+// goroutine and threads−1 helpers take from a shared counter until none
+// are left, and waits for all of them. Which goroutine computes a chunk
+// never changes what is computed, so results stay bitwise identical.
+func (c *CPU) parallelChunks(n int, f func(lo, hi int)) {
+	if c.threads <= 1 || n <= 1 {
+		if n > 0 {
+			f(0, n)
+		}
+		return
+	}
+	chunk := max(1, n/(c.threads*chunksPerThread))
+	var next atomic.Int64
+	work := func() {
+		for {
+			lo := int(next.Add(int64(chunk))) - chunk
+			if lo >= n {
+				return
+			}
+			f(lo, min(lo+chunk, n))
+		}
+	}
+	var wg sync.WaitGroup
+	for i := 1; i < min(c.threads, n); i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			work()
+		}()
+	}
+	work()
+	wg.Wait()
+}
+
 // NewPacked allocates a zero n×k packed matrix.
 func NewPacked(n, k int) *Packed {
 	p := &Packed{N: n, K: k}
@@ -161,7 +202,7 @@ func (c *CPU) MatMul(y, x []float32, t int, w *Packed, bias []float32) {
 	// Split on groups of 4 panels so each goroutine runs whole tiles
 	// (tiles are 2 or 4 panels wide).
 	groups := (w.Panels() + 3) / 4
-	c.parallel(groups, func(lo, hi int) {
+	c.parallelChunks(groups, func(lo, hi int) {
 		phi := min(4*hi, w.Panels())
 		C.agl_gemm(C.int(c.level), fptr(x), C.int64_t(t), C.int64_t(w.K), fptr(w.Data), C.int64_t(w.N),
 			fptr(bias), fptr(y), C.int64_t(4*lo), C.int64_t(phi))
@@ -260,7 +301,7 @@ func (c *CPU) Attend(out, q []float32, a *Attention) {
 		maxPos = max(maxPos, p)
 	}
 	items := t * a.Heads
-	c.parallel(items, func(lo, hi int) {
+	c.parallelChunks(items, func(lo, hi int) {
 		scratch := make([]float32, maxPos+1)
 		C.agl_attention(C.int(c.level), fptr(q), C.int64_t(a.Heads), C.int64_t(a.KVHeads), C.int64_t(a.HeadDim),
 			fptr(a.K), fptr(a.V), iptr(a.Pos), iptr(a.TableOff), iptr(a.Tables), C.int64_t(a.BlockSize),

@@ -38,6 +38,8 @@ func TestMatMul(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	for _, sz := range []struct{ t, n, k int }{
 		{1, 1, 1}, {1, 16, 16}, {3, 17, 5}, {13, 33, 300}, {1, 100, 513}, {25, 64, 257}, {12, 48, 0},
+		// many panel groups: several chunks per thread and a short last chunk
+		{2, 1003, 33}, {7, 1000, 40},
 	} {
 		t.Run(fmt.Sprintf("t%d_n%d_k%d", sz.t, sz.n, sz.k), func(t *testing.T) {
 			x := randSlice(r, sz.t*sz.k)
