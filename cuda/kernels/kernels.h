@@ -41,7 +41,7 @@ void agl_swiglu(const float* gu, int64_t t, int64_t inter, float* out);
 // token*nh + head. q is [t][nh*hd]; kc/vc are [slots][nkv*hd]; token i sits
 // at position pos[i] and reads cache positions 0..pos[i] through the block
 // table bt + bt_off[i] (slot = bt[p/bs]*bs + p%bs). scratch holds at least
-// max(pos)+1 floats.
+// max(pos)+1 floats rounded up to a multiple of 16.
 void agl_attention(int level, const float* q, int64_t nh, int64_t nkv, int64_t hd,
                    const float* kc, const float* vc, const int32_t* pos,
                    const int32_t* bt_off, const int32_t* bt, int64_t bs, float scale,

@@ -132,50 +132,64 @@ func TestRoPE(t *testing.T) {
 }
 
 // TestAttention compares paged attention with a dense float64 reference,
-// using a scrambled block table.
+// using scrambled block tables. Head sizes that are multiples of 16 take the
+// AVX-512 path (16 positions at a time, including partial last groups and
+// groups that straddle cache blocks); 24 takes the scalar one.
 func TestAttention(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 8))
-	const heads, kvHeads, hd, bs, n = 4, 2, 24, 4, 11
-	table := []int32{5, 1, 3} // 12 slots for 11 positions
-	slots := 6 * bs
-	kc := randSlice(r, slots*kvHeads*hd)
-	vc := randSlice(r, slots*kvHeads*hd)
-	q := randSlice(r, n*heads*hd)
-	pos := make([]int32, n)
-	off := make([]int32, n)
-	for i := range pos {
-		pos[i] = int32(i)
-	}
-	scale := float32(1 / math.Sqrt(hd))
-	for _, c := range levels(t) {
-		out := make([]float32, n*heads*hd)
-		c.Attend(out, q, &Attention{Heads: heads, KVHeads: kvHeads, HeadDim: hd, BlockSize: bs, Scale: scale,
-			K: kc, V: vc, Pos: pos, TableOff: off, Tables: table})
-		for i := 0; i < n; i++ {
-			for h := 0; h < heads; h++ {
-				kvh := h / (heads / kvHeads)
-				s := make([]float64, i+1)
-				mx := math.Inf(-1)
-				for p := 0; p <= i; p++ {
-					slot := int(table[p/bs])*bs + p%bs
-					for d := 0; d < hd; d++ {
-						s[p] += float64(q[(i*heads+h)*hd+d]) * float64(kc[(slot*kvHeads+kvh)*hd+d])
-					}
-					s[p] *= float64(scale)
-					mx = math.Max(mx, s[p])
-				}
-				var sum float64
-				for p := range s {
-					s[p] = math.Exp(s[p] - mx)
-					sum += s[p]
-				}
-				for d := 0; d < hd; d++ {
-					var o float64
+	for _, tc := range []struct{ heads, kvHeads, hd, bs, n int }{
+		{4, 2, 24, 4, 11}, {4, 2, 16, 4, 11}, {2, 1, 32, 5, 37}, {2, 2, 64, 16, 40}, {4, 1, 128, 3, 17}, {1, 1, 256, 16, 3},
+	} {
+		heads, kvHeads, hd, bs, n := tc.heads, tc.kvHeads, tc.hd, tc.bs, tc.n
+		nb := (n + bs - 1) / bs
+		table := r.Perm(nb + 3)[:nb]
+		tab32 := make([]int32, nb)
+		for i, b := range table {
+			tab32[i] = int32(b)
+		}
+		slots := (nb + 3) * bs
+		kc := randSlice(r, slots*kvHeads*hd)
+		vc := randSlice(r, slots*kvHeads*hd)
+		q := randSlice(r, n*heads*hd)
+		for i := range q {
+			q[i] *= 4 // peaked softmaxes too
+		}
+		pos := make([]int32, n)
+		off := make([]int32, n)
+		for i := range pos {
+			pos[i] = int32(i)
+		}
+		scale := float32(1 / math.Sqrt(float64(hd)))
+		for _, c := range levels(t) {
+			out := make([]float32, n*heads*hd)
+			c.Attend(out, q, &Attention{Heads: heads, KVHeads: kvHeads, HeadDim: hd, BlockSize: bs, Scale: scale,
+				K: kc, V: vc, Pos: pos, TableOff: off, Tables: tab32})
+			for i := 0; i < n; i++ {
+				for h := 0; h < heads; h++ {
+					kvh := h / (heads / kvHeads)
+					s := make([]float64, i+1)
+					mx := math.Inf(-1)
 					for p := 0; p <= i; p++ {
-						slot := int(table[p/bs])*bs + p%bs
-						o += s[p] / sum * float64(vc[(slot*kvHeads+kvh)*hd+d])
+						slot := table[p/bs]*bs + p%bs
+						for d := 0; d < hd; d++ {
+							s[p] += float64(q[(i*heads+h)*hd+d]) * float64(kc[(slot*kvHeads+kvh)*hd+d])
+						}
+						s[p] *= float64(scale)
+						mx = math.Max(mx, s[p])
 					}
-					require.InDelta(t, o, float64(out[(i*heads+h)*hd+d]), 1e-5, "level %v tok %d head %d", c.Level(), i, h)
+					var sum float64
+					for p := range s {
+						s[p] = math.Exp(s[p] - mx)
+						sum += s[p]
+					}
+					for d := 0; d < hd; d++ {
+						var o float64
+						for p := 0; p <= i; p++ {
+							slot := table[p/bs]*bs + p%bs
+							o += s[p] / sum * float64(vc[(slot*kvHeads+kvh)*hd+d])
+						}
+						require.InDelta(t, o, float64(out[(i*heads+h)*hd+d]), 1e-5, "%+v level %v tok %d head %d", tc, c.Level(), i, h)
+					}
 				}
 			}
 		}
