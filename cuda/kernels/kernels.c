@@ -252,16 +252,8 @@ void agl_rope(float* x, int64_t t, int64_t nheads, int64_t hd, int64_t stride, c
 	agv_rope(x, t, nheads, hd, stride, pos, inv_freq, 1.0f);
 }
 
-void agl_swiglu(const float* gu, int64_t t, int64_t inter, float* out) {
-	for (int64_t i = 0; i < t; i++) {
-		const float* g = gu + i * 2 * inter;
-		const float* u = g + inter;
-		float* o = out + i * inter;
-		for (int64_t j = 0; j < inter; j++) {
-			float s = g[j] / (1.0f + expf(-g[j]));
-			o[j] = s * u[j];
-		}
-	}
+void agl_swiglu(int level, const float* gu, int64_t t, int64_t inter, float* out) {
+	for (int64_t i = 0; i < t; i++) agv_swiglu(level, out + i * inter, gu + i * 2 * inter, gu + i * 2 * inter + inter, inter);
 }
 
 // ---------------------------------------------------------------- attention
@@ -271,7 +263,7 @@ void agl_swiglu(const float* gu, int64_t t, int64_t inter, float* out) {
 // sizes that are multiples of 16, up to 256) works on 16 positions at once:
 // each score is a lane-wise FMA chain over the head's 16-float chunks
 // followed by one fixed reduction tree that turns 16 such vectors into the
-// 16 scores; the exponentials are a vector polynomial; the weighted sum of
+// 16 scores; the exponentials are agv_exp512; the weighted sum of
 // V rows stays in registers. It rounds differently from the scalar path
 // (still within 1e-6 of a float64 reference), but always the same way for
 // a given head size.
@@ -288,25 +280,6 @@ AGV_AVX512 AGV_INLINE __m512 hsum16x16(__m512 a[16]) {
 	__m512 y01 = _mm512_add_ps(_mm512_shuffle_f32x4(u[0], u[1], 0x88), _mm512_shuffle_f32x4(u[0], u[1], 0xDD));
 	__m512 y23 = _mm512_add_ps(_mm512_shuffle_f32x4(u[2], u[3], 0x88), _mm512_shuffle_f32x4(u[2], u[3], 0xDD));
 	return _mm512_add_ps(_mm512_shuffle_f32x4(y01, y23, 0x88), _mm512_shuffle_f32x4(y01, y23, 0xDD));
-}
-
-// exp(x) for x ≤ 0: x = n·ln2 + r with |r| ≤ ln2/2, e^r by its degree-6
-// Taylor polynomial (relative error < 2e-7), times 2^n. Inputs below -87
-// give 0's neighbourhood (e^-87 ≈ 1.6e-38), never a denormal or NaN.
-AGV_AVX512 AGV_INLINE __m512 exp512(__m512 x) {
-	x = _mm512_max_ps(x, _mm512_set1_ps(-87.0f));
-	__m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
-	                                _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-	__m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693145751953125f), x);
-	r = _mm512_fnmadd_ps(n, _mm512_set1_ps(1.428606765330187e-06f), r);
-	__m512 p = _mm512_set1_ps(1.0f / 720);
-	p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120));
-	p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24));
-	p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6));
-	p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
-	p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-	p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-	return _mm512_scalef_ps(p, n);
 }
 
 // One query head over n cache positions; scratch holds n rounded up to 16.
@@ -342,7 +315,7 @@ AGV_AVX512 static void attend512(const float* qh, int64_t hd, const float* kc, c
 	for (int64_t p0 = 0; p0 < n; p0 += 16) {
 		int m = n - p0 < 16 ? (int)(n - p0) : 16;
 		__mmask16 live = (__mmask16)(m == 16 ? 0xFFFF : (1u << m) - 1);
-		__m512 e = _mm512_maskz_mov_ps(live, exp512(_mm512_sub_ps(_mm512_loadu_ps(scratch + p0), mx)));
+		__m512 e = _mm512_maskz_mov_ps(live, agv_exp512(_mm512_sub_ps(_mm512_loadu_ps(scratch + p0), mx)));
 		vsum = _mm512_add_ps(vsum, e);
 		_mm512_storeu_ps(scratch + p0, e);
 	}

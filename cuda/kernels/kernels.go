@@ -261,7 +261,7 @@ func (c *CPU) SwiGLU(out, gu []float32, t, inter int) {
 		return
 	}
 	c.parallelRows(t, inter, func(lo, hi int) {
-		C.agl_swiglu(fptr(gu[lo*2*inter:]), C.int64_t(hi-lo), C.int64_t(inter), fptr(out[lo*inter:]))
+		C.agl_swiglu(C.int(c.level), fptr(gu[lo*2*inter:]), C.int64_t(hi-lo), C.int64_t(inter), fptr(out[lo*inter:]))
 	})
 }
 

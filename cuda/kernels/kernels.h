@@ -35,7 +35,7 @@ void agl_rope(float* x, int64_t t, int64_t nheads, int64_t hd, int64_t stride,
               const int32_t* pos, const float* inv_freq);
 
 // out[i][hd] = silu(gu[i][j]) * gu[i][inter+j] for j < inter.
-void agl_swiglu(const float* gu, int64_t t, int64_t inter, float* out);
+void agl_swiglu(int level, const float* gu, int64_t t, int64_t inter, float* out);
 
 // Causal attention over a paged KV cache for work items [lo, hi), item =
 // token*nh + head. q is [t][nh*hd]; kc/vc are [slots][nkv*hd]; token i sits

@@ -1,6 +1,6 @@
 // Vector helpers shared by the inference kernels (this package) and the
 // training kernels (cuda/train, which adds this directory to its include
-// path): dot products, axpy and the rotary embedding, each exactly one
+// path): dot products, axpy, exp, SwiGLU and the rotary embedding, each exactly one
 // implementation so that inference and training round the same way.
 //
 // Everything is static inline: each translation unit gets its own copies.
@@ -130,4 +130,93 @@ static inline void agv_rope(float* x, int64_t t, int64_t nheads, int64_t hd, int
 		}
 	}
 }
+// Vector exp with Cephes' expf polynomial: range reduction by ln 2, a
+// degree-6 polynomial, relative error ~1e-7 (like libm's expf); inputs are
+// clamped so that the result saturates or underflows instead of wrapping.
+#define AGV_EXP_HI 88.3762626647949f
+#define AGV_EXP_LO -88.3762626647949f
+#define AGV_LOG2E 1.44269504088896341f
+#define AGV_LN2_HI 0.693359375f
+#define AGV_LN2_LO -2.12194440e-4f
+
+AGV_AVX512 static inline __m512 agv_exp512(__m512 x) {
+	x = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(AGV_EXP_LO)), _mm512_set1_ps(AGV_EXP_HI));
+	__m512 k = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(AGV_LOG2E)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+	__m512 r = _mm512_fnmadd_ps(k, _mm512_set1_ps(AGV_LN2_HI), x);
+	r = _mm512_fnmadd_ps(k, _mm512_set1_ps(AGV_LN2_LO), r);
+	__m512 p = _mm512_set1_ps(1.9875691500E-4f);
+	p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507E-3f));
+	p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073E-3f));
+	p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894E-2f));
+	p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459E-1f));
+	p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201E-1f));
+	p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
+	return _mm512_scalef_ps(p, k);
+}
+
+AGV_AVX2 static inline __m256 agv_exp256(__m256 x) {
+	// Lower clamp -87: k >= -126 keeps the biased exponent below >= 0 (the
+	// result then underflows to 0 instead of wrapping around).
+	x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.0f)), _mm256_set1_ps(AGV_EXP_HI));
+	__m256 k = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(AGV_LOG2E)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+	__m256 r = _mm256_fnmadd_ps(k, _mm256_set1_ps(AGV_LN2_HI), x);
+	r = _mm256_fnmadd_ps(k, _mm256_set1_ps(AGV_LN2_LO), r);
+	__m256 p = _mm256_set1_ps(1.9875691500E-4f);
+	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507E-3f));
+	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073E-3f));
+	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894E-2f));
+	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459E-1f));
+	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201E-1f));
+	p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+	// 2^k = 2 * 2^(k-1) through the exponent bits (k-1+127 in [0, 254]);
+	// p in [0.7, 1.5] keeps the product finite.
+	__m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(k), _mm256_set1_epi32(126)), 23);
+	return _mm256_mul_ps(_mm256_mul_ps(p, _mm256_castsi256_ps(e)), _mm256_set1_ps(2.0f));
+}
+
+
+AGV_INLINE float agv_sigmoid1(float g) { return 1.0f / (1.0f + expf(-g)); }
+
+AGV_AVX512 AGV_INLINE __m512 agv_sigmoid512(__m512 g) {
+	__m512 one = _mm512_set1_ps(1.0f);
+	return _mm512_div_ps(one, _mm512_add_ps(one, agv_exp512(_mm512_sub_ps(_mm512_setzero_ps(), g))));
+}
+
+AGV_AVX2 AGV_INLINE __m256 agv_sigmoid256(__m256 g) {
+	__m256 one = _mm256_set1_ps(1.0f);
+	return _mm256_div_ps(one, _mm256_add_ps(one, agv_exp256(_mm256_sub_ps(_mm256_setzero_ps(), g))));
+}
+
+AGV_AVX512 static inline void agv_swiglu512(float* out, const float* g, const float* u, int64_t n) {
+	int64_t i = 0;
+	for (; i + 16 <= n; i += 16) {
+		__m512 gv = _mm512_loadu_ps(g + i);
+		_mm512_storeu_ps(out + i, _mm512_mul_ps(_mm512_mul_ps(gv, agv_sigmoid512(gv)), _mm512_loadu_ps(u + i)));
+	}
+	for (; i < n; i++) out[i] = g[i] * agv_sigmoid1(g[i]) * u[i];
+}
+
+AGV_AVX2 static inline void agv_swiglu256(float* out, const float* g, const float* u, int64_t n) {
+	int64_t i = 0;
+	for (; i + 8 <= n; i += 8) {
+		__m256 gv = _mm256_loadu_ps(g + i);
+		_mm256_storeu_ps(out + i, _mm256_mul_ps(_mm256_mul_ps(gv, agv_sigmoid256(gv)), _mm256_loadu_ps(u + i)));
+	}
+	for (; i < n; i++) out[i] = g[i] * agv_sigmoid1(g[i]) * u[i];
+}
+
+// out[i] = silu(g[i]) * u[i] = g[i] * sigmoid(g[i]) * u[i].
+static inline void agv_swiglu(int level, float* out, const float* g, const float* u, int64_t n) {
+	if (level >= 2) {
+		agv_swiglu512(out, g, u, n);
+	} else if (level == 1) {
+		agv_swiglu256(out, g, u, n);
+	} else {
+		for (int64_t i = 0; i < n; i++) {
+			float s = g[i] / (1.0f + expf(-g[i]));
+			out[i] = s * u[i];
+		}
+	}
+}
+
 #endif
