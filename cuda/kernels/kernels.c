@@ -260,7 +260,7 @@ void agl_swiglu(int level, const float* gu, int64_t t, int64_t inter, float* out
 //
 // One (token, head) item at a time, whatever else is in the batch, so a
 // token's result never depends on its neighbours. The AVX-512 path (head
-// sizes that are multiples of 16, up to 256) works on 16 positions at once:
+// sizes 16, 32, 64, 128 and 256) works on 16 positions at once:
 // each score is a lane-wise FMA chain over the head's 16-float chunks
 // followed by one fixed reduction tree that turns 16 such vectors into the
 // 16 scores; the exponentials are agv_exp512; the weighted sum of
@@ -268,7 +268,7 @@ void agl_swiglu(int level, const float* gu, int64_t t, int64_t inter, float* out
 // (still within 1e-6 of a float64 reference), but always the same way for
 // a given head size.
 
-enum { ATT_MAXC = 16 }; // head size ≤ 16 chunks of 16
+enum { ATT_MAXC = 16 }; // head size ≤ 16 chunks of 16 floats
 
 // Row j of the result is the sum of the 16 lanes of a[j].
 AGV_AVX512 AGV_INLINE __m512 hsum16x16(__m512 a[16]) {
@@ -282,14 +282,37 @@ AGV_AVX512 AGV_INLINE __m512 hsum16x16(__m512 a[16]) {
 	return _mm512_add_ps(_mm512_shuffle_f32x4(y01, y23, 0x88), _mm512_shuffle_f32x4(y01, y23, 0xDD));
 }
 
-// One query head over n cache positions; scratch holds n rounded up to 16.
-AGV_AVX512 static void attend512(const float* qh, int64_t hd, const float* kc, const float* vc, int64_t kvstride,
-                                 const int32_t* table, int64_t bs, int64_t n, float scale, float* oh,
-                                 float* scratch) {
-	int nc = (int)(hd / 16);
+// Walks cache positions 0, 1, ... of a block table without dividing.
+typedef struct {
+	const int32_t* table;
+	int64_t bs, blk, off, base;
+} slot_iter;
+
+// The table is read only when a position of a new block is asked for.
+AGV_INLINE slot_iter slots_from(const int32_t* table, int64_t bs) {
+	slot_iter it = {table, bs, -1, bs, 0};
+	return it;
+}
+
+AGV_INLINE int64_t slot_next(slot_iter* it) {
+	if (it->off == it->bs) {
+		it->off = 0;
+		it->base = (int64_t)it->table[++it->blk] * it->bs;
+	}
+	return it->base + it->off++;
+}
+
+// One query head of nc 16-float chunks over n ≥ 1 cache positions; scratch
+// holds n rounded up to 16. Inlined with a constant nc for the common head
+// sizes so that q and the output stay in registers.
+AGV_AVX512 AGV_INLINE void attend512(const int nc, const float* qh, const float* kc, const float* vc,
+                                     int64_t kvstride, const int32_t* table, int64_t bs, int64_t n, float scale,
+                                     float* oh, float* scratch) {
 	__m512 q[ATT_MAXC];
+#pragma GCC unroll 16
 	for (int c = 0; c < nc; c++) q[c] = _mm512_loadu_ps(qh + 16 * c);
 	__m512 vmax = _mm512_set1_ps(-INFINITY);
+	slot_iter ks = slots_from(table, bs);
 	for (int64_t p0 = 0; p0 < n; p0 += 16) {
 		int m = n - p0 < 16 ? (int)(n - p0) : 16;
 		__m512 acc[16];
@@ -298,9 +321,9 @@ AGV_AVX512 static void attend512(const float* qh, int64_t hd, const float* kc, c
 				acc[j] = _mm512_setzero_ps();
 				continue;
 			}
-			int64_t p = p0 + j;
-			const float* kp = kc + ((int64_t)table[p / bs] * bs + p % bs) * kvstride;
+			const float* kp = kc + slot_next(&ks) * kvstride;
 			__m512 a = _mm512_mul_ps(q[0], _mm512_loadu_ps(kp));
+#pragma GCC unroll 16
 			for (int c = 1; c < nc; c++) a = _mm512_fmadd_ps(q[c], _mm512_loadu_ps(kp + 16 * c), a);
 			acc[j] = a;
 		}
@@ -321,30 +344,46 @@ AGV_AVX512 static void attend512(const float* qh, int64_t hd, const float* kc, c
 	}
 	__m512 inv = _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(vsum));
 	__m512 o[ATT_MAXC];
+#pragma GCC unroll 16
 	for (int c = 0; c < nc; c++) o[c] = _mm512_setzero_ps();
+	slot_iter vs = slots_from(table, bs);
 	for (int64_t p = 0; p < n; p++) {
-		const float* vp = vc + ((int64_t)table[p / bs] * bs + p % bs) * kvstride;
+		const float* vp = vc + slot_next(&vs) * kvstride;
 		__m512 w = _mm512_set1_ps(scratch[p]);
+#pragma GCC unroll 16
 		for (int c = 0; c < nc; c++) o[c] = _mm512_fmadd_ps(w, _mm512_loadu_ps(vp + 16 * c), o[c]);
 	}
+#pragma GCC unroll 16
 	for (int c = 0; c < nc; c++) _mm512_storeu_ps(oh + 16 * c, _mm512_mul_ps(o[c], inv));
 }
 
-void agl_attention(int level, const float* q, int64_t nh, int64_t nkv, int64_t hd,
+AGV_AVX512 static void attend512_any(int64_t hd, const float* qh, const float* kc, const float* vc, int64_t kvstride,
+                                     const int32_t* table, int64_t bs, int64_t n, float scale, float* oh,
+                                     float* scratch) {
+	switch (hd / 16) {
+	case 1: attend512(1, qh, kc, vc, kvstride, table, bs, n, scale, oh, scratch); break;
+	case 2: attend512(2, qh, kc, vc, kvstride, table, bs, n, scale, oh, scratch); break;
+	case 4: attend512(4, qh, kc, vc, kvstride, table, bs, n, scale, oh, scratch); break;
+	case 8: attend512(8, qh, kc, vc, kvstride, table, bs, n, scale, oh, scratch); break;
+	case 16: attend512(16, qh, kc, vc, kvstride, table, bs, n, scale, oh, scratch); break;
+	}
+}
+
+void agl_attention(int level, const float* q, int64_t t, int64_t nh, int64_t nkv, int64_t hd,
                    const float* kc, const float* vc, const int32_t* pos, const int32_t* bt_off,
                    const int32_t* bt, int64_t bs, float scale, float* out, int64_t lo, int64_t hi,
                    float* scratch) {
 	int64_t group = nh / nkv;
 	int64_t kvstride = nkv * hd;
-	int vec = level >= 2 && hd % 16 == 0 && hd <= 16 * ATT_MAXC;
+	int vec = level >= 2 && (hd == 16 || hd == 32 || hd == 64 || hd == 128 || hd == 256);
 	for (int64_t it = lo; it < hi; it++) {
-		int64_t i = it / nh, h = it % nh, kvh = h / group;
+		int64_t i = it % t, h = it / t, kvh = h / group;
 		const float* qh = q + i * nh * hd + h * hd;
 		const int32_t* table = bt + bt_off[i];
 		int64_t n = (int64_t)pos[i] + 1;
 		float* oh = out + i * nh * hd + h * hd;
 		if (vec) {
-			attend512(qh, hd, kc + kvh * hd, vc + kvh * hd, kvstride, table, bs, n, scale, oh, scratch);
+			attend512_any(hd, qh, kc + kvh * hd, vc + kvh * hd, kvstride, table, bs, n, scale, oh, scratch);
 			continue;
 		}
 		float mx = -INFINITY;

@@ -303,7 +303,7 @@ func (c *CPU) Attend(out, q []float32, a *Attention) {
 	items := t * a.Heads
 	c.parallelChunks(items, func(lo, hi int) {
 		scratch := make([]float32, (maxPos+16)/16*16)
-		C.agl_attention(C.int(c.level), fptr(q), C.int64_t(a.Heads), C.int64_t(a.KVHeads), C.int64_t(a.HeadDim),
+		C.agl_attention(C.int(c.level), fptr(q), C.int64_t(t), C.int64_t(a.Heads), C.int64_t(a.KVHeads), C.int64_t(a.HeadDim),
 			fptr(a.K), fptr(a.V), iptr(a.Pos), iptr(a.TableOff), iptr(a.Tables), C.int64_t(a.BlockSize),
 			C.float(a.Scale), fptr(out), C.int64_t(lo), C.int64_t(hi), fptr(scratch))
 	})

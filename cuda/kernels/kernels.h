@@ -37,12 +37,14 @@ void agl_rope(float* x, int64_t t, int64_t nheads, int64_t hd, int64_t stride,
 // out[i][hd] = silu(gu[i][j]) * gu[i][inter+j] for j < inter.
 void agl_swiglu(int level, const float* gu, int64_t t, int64_t inter, float* out);
 
-// Causal attention over a paged KV cache for work items [lo, hi), item =
-// token*nh + head. q is [t][nh*hd]; kc/vc are [slots][nkv*hd]; token i sits
-// at position pos[i] and reads cache positions 0..pos[i] through the block
-// table bt + bt_off[i] (slot = bt[p/bs]*bs + p%bs). scratch holds at least
-// max(pos)+1 floats rounded up to a multiple of 16.
-void agl_attention(int level, const float* q, int64_t nh, int64_t nkv, int64_t hd,
+// Causal attention over a paged KV cache for work items [lo, hi) of the
+// t*nh items, head-major (item = head*t + token: the tokens of a chunk that
+// share a head run together and find that head's K/V in cache). q is
+// [t][nh*hd]; kc/vc are [slots][nkv*hd]; token i sits at position pos[i]
+// and reads cache positions 0..pos[i] through the block table bt +
+// bt_off[i] (slot = bt[p/bs]*bs + p%bs). scratch holds at least max(pos)+1
+// floats rounded up to a multiple of 16.
+void agl_attention(int level, const float* q, int64_t t, int64_t nh, int64_t nkv, int64_t hd,
                    const float* kc, const float* vc, const int32_t* pos,
                    const int32_t* bt_off, const int32_t* bt, int64_t bs, float scale,
                    float* out, int64_t lo, int64_t hi, float* scratch);
