@@ -14,14 +14,20 @@ fmt-check:
 	@out="$$(gofmt -l $(GOFILES))"; \
 	if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
 
+# The `cuda cudaemu` tags build the GPU path against a plain-C emulation of
+# the CUDA kernels (cuda/gpu/emulate.c): no nvcc or GPU needed, so the host
+# side of the GPU path is vetted and tested on every machine.
 vet:
 	$(GO) vet ./...
+	$(GO) vet -tags cuda,cudaemu ./cuda/... ./cmd/agentrl/
 
 staticcheck:
 	$(GO) run $(STATICCHECK) ./...
+	$(GO) run $(STATICCHECK) -tags cuda,cudaemu ./cuda/... ./cmd/agentrl/
 
 gotest:
 	$(GO) test -race -timeout 25m ./...
+	$(GO) test -race -timeout 10m -tags cuda,cudaemu ./cuda/... ./cmd/agentrl/
 
 # The CUDA path (build tag `cuda`) is compiled and linked for sm_80 and sm_90;
 # its tests run only where a GPU is present (they skip elsewhere). Without
@@ -29,8 +35,8 @@ gotest:
 cuda-check:
 	@if command -v $(NVCC) >/dev/null 2>&1; then \
 		$(MAKE) -C cuda/gpu NVCC=$(NVCC) && \
-		$(GO) vet -tags cuda ./cuda/... && \
-		$(GO) test -tags cuda -count=1 ./cuda/gpu/; \
+		$(GO) vet -tags cuda ./cuda/... ./cmd/agentrl/ && \
+		$(GO) test -tags cuda -count=1 ./cuda/gpu/ ./cuda/model/ ./cuda/; \
 	elif [ -n "$$CI" ]; then \
 		echo "cuda-check: nvcc not found (CI must install nvidia-cuda-toolkit)"; exit 1; \
 	else \

@@ -22,7 +22,10 @@
 // Qwen2, Qwen3 definitions and weight loading), kernels (C kernels through
 // cgo, run-time ISA dispatch), kvcache (block manager and prefix cache) and
 // safetensors (memory-mapped reader). Despite the package name the default
-// build runs on the CPU; see README.md for the CUDA build.
+// build runs on the CPU. A binary built with the `cuda` tag can run the
+// model on the GPU (Options.Device = model.CUDA; package gpu's kernels);
+// without the tag that is model.ErrNoCUDA. See README.md for the CUDA
+// build, which is compile-checked but has not been run on a GPU.
 //
 //	e, err := cuda.Open("path/to/model", cuda.Options{})
 //	if err != nil { ... }

@@ -37,6 +37,10 @@ type Options struct {
 	// MaxContext caps prompt + output length (default: the model's
 	// max_position_embeddings; never more than the whole KV cache).
 	MaxContext int
+	// Device is where Open puts the model: model.CPU (default) or
+	// model.CUDA, which needs a binary built with the `cuda` tag (else
+	// the error wraps model.ErrNoCUDA). New runs where its model is.
+	Device model.Device
 }
 
 // Stats are engine counters since it started.
@@ -77,6 +81,10 @@ type Engine struct {
 	done    chan struct{}
 	closing sync.Once
 	version atomic.Int64
+	// ownsModel: made by Open, so Close releases the model (its device
+	// memory; nothing on the CPU).
+	ownsModel bool
+	closeErr  error // set by the scheduler goroutine before done closes
 
 	statsMu sync.Mutex
 	stats   Stats
@@ -93,15 +101,16 @@ var (
 
 // Open loads the model in a Hugging Face directory and starts an engine.
 func Open(dir string, opts Options) (*Engine, error) {
-	m, err := model.Load(dir, kernels.NewCPU(opts.Threads))
+	m, err := model.LoadOn(dir, opts.Device, kernels.NewCPU(opts.Threads))
 	if err != nil {
 		return nil, err
 	}
 	e, err := New(m, opts)
 	if err != nil {
-		return nil, err
+		return nil, errors.Join(err, m.Close())
 	}
 	e.dir = dir
+	e.ownsModel = true
 	return e, nil
 }
 
@@ -143,7 +152,10 @@ func New(m *model.Model, opts Options) (*Engine, error) {
 		name: opts.Name, m: m, opts: opts, vocab: cfg.VocabSize, maxCtx: maxCtx, blocks: nb,
 		reqs: make(chan *request), ctrl: make(chan ctrlOp), quit: make(chan struct{}), done: make(chan struct{}),
 	}
-	s := newSched(e)
+	s, err := newSched(e)
+	if err != nil {
+		return nil, err
+	}
 	e.publish(s)
 	go e.loop(s)
 	return e, nil
@@ -156,11 +168,21 @@ func (e *Engine) Model() *model.Model { return e.m }
 func (e *Engine) MaxContext() int { return e.maxCtx }
 
 // Close stops the scheduler. In-flight Generate calls return what they
-// have with StopAbort and an error wrapping server.ErrUnavailable.
+// have with StopAbort and an error wrapping server.ErrUnavailable. It
+// frees the KV cache and, for an engine made by Open, the model: on the
+// GPU that is device memory, which the garbage collector cannot reclaim.
 func (e *Engine) Close() error {
-	e.closing.Do(func() { close(e.quit) })
+	var err error
+	e.closing.Do(func() {
+		close(e.quit)
+		<-e.done
+		err = e.closeErr
+		if e.ownsModel {
+			err = errors.Join(err, e.m.Close())
+		}
+	})
 	<-e.done
-	return nil
+	return err
 }
 
 func (e *Engine) err(op string, err error) error {
@@ -294,7 +316,7 @@ func (e *Engine) Sleep(ctx context.Context, level server.SleepLevel) error {
 	if level != server.SleepKVCache && level != server.SleepWeights {
 		return e.err("sleep", fmt.Errorf("%w: unknown sleep level %d", server.ErrBadRequest, level))
 	}
-	return e.do(ctx, "sleep", func(s *sched) error { s.sleep(level); return nil })
+	return e.do(ctx, "sleep", func(s *sched) error { return s.sleep(level) })
 }
 
 // WakeUp reallocates the KV cache and resumes scheduling. If Sleep dropped

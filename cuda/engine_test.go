@@ -192,7 +192,10 @@ func TestStopTokenAndAbort(t *testing.T) {
 	require.NotEmpty(t, partial.TokenIDs)
 	require.Equal(t, ref.tokens[:min(32, len(partial.TokenIDs))], partial.TokenIDs[:min(32, len(partial.TokenIDs))])
 
-	// Cancelling the context aborts too, with the context's error.
+	// Cancelling the context aborts too, with the context's error. The
+	// aborted request must be gone from Stats first, or the goroutine below
+	// could cancel before the new request is running.
+	require.Eventually(t, func() bool { return e.Stats().Running == 0 }, 10*time.Second, time.Millisecond)
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
 		for e.Stats().Running == 0 {

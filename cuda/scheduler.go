@@ -56,15 +56,34 @@ type sched struct {
 	members []*request
 }
 
-func newSched(e *Engine) *sched {
+func newSched(e *Engine) (*sched, error) {
 	s := &sched{e: e, m: e.m, smp: make([]sampler, e.m.CPU().Threads())}
-	s.allocCache()
-	return s
+	if err := s.allocCache(); err != nil {
+		return nil, err
+	}
+	return s, nil
 }
 
-func (s *sched) allocCache() {
-	s.kv = s.m.NewKVCache(s.e.blocks, s.e.opts.BlockSize)
+// allocCache allocates the KV cache (in device memory when the model is on
+// the GPU, where running out of it is an error here, not at a step).
+func (s *sched) allocCache() error {
+	kv, err := s.m.AllocKVCache(s.e.blocks, s.e.opts.BlockSize)
+	if err != nil {
+		return err
+	}
+	s.kv = kv
 	s.blocks = kvcache.New(s.e.blocks, s.e.opts.BlockSize)
+	return nil
+}
+
+// freeCache releases the KV cache.
+func (s *sched) freeCache() error {
+	var err error
+	if s.kv != nil {
+		err = s.kv.Close()
+	}
+	s.kv, s.blocks = nil, nil
+	return err
 }
 
 func insertSorted(list []*request, r *request) []*request {
@@ -194,6 +213,7 @@ func (s *sched) shutdown() {
 			s.finish(r, server.StopAbort, &server.Error{Server: s.e.name, Op: "generate", Err: errClosed})
 		}
 	}
+	s.e.closeErr = s.freeCache()
 }
 
 // preempt returns r's blocks and puts it back in the queue; it resumes by
@@ -349,13 +369,14 @@ func (r *request) seenIfPenalized() []int32 {
 	return nil
 }
 
-func (s *sched) sleep(level server.SleepLevel) {
+func (s *sched) sleep(level server.SleepLevel) error {
 	s.preemptAll()
-	s.kv, s.blocks = nil, nil
+	err := s.freeCache()
 	if level == server.SleepWeights {
 		s.m.DropWeights()
 	}
 	s.asleep = true
+	return err
 }
 
 func (s *sched) wake() error {
@@ -371,7 +392,9 @@ func (s *sched) wake() error {
 			return err
 		}
 	}
-	s.allocCache()
+	if err := s.allocCache(); err != nil {
+		return err
+	}
 	s.asleep = false
 	return nil
 }

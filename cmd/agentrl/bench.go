@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/agentrl/agentrl/cuda"
+	"github.com/agentrl/agentrl/cuda/model"
 	"github.com/agentrl/agentrl/server"
 )
 
@@ -33,6 +34,7 @@ func runBench(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	prefillN := fs.Int("prefill-tokens", 512, "prompt length for the prefill measurement")
 	conc := fs.Int("concurrency", 32, "sequences in the aggregate decode measurement")
 	bwBytes := fs.Int("bandwidth-bytes", 1<<30, "buffer size for the memory bandwidth measurement")
+	device := fs.String("device", "cpu", "where the engine runs: cpu, or cuda (needs a binary built with -tags cuda; the CPU bounds are then not measured)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -42,7 +44,11 @@ func runBench(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if *reps < 1 || *decodeN < 2 || *prefillN < 2 || *conc < 1 {
 		return errors.New("--reps, --decode-tokens, --prefill-tokens and --concurrency must be positive (tokens ≥ 2)")
 	}
-	e, err := cuda.Open(*dir, cuda.Options{Threads: *threads, MaxSeqs: max(64, *conc), MaxBatchTokens: max(512, *prefillN)})
+	dev, err := model.ParseDevice(*device)
+	if err != nil {
+		return fmt.Errorf("--device: %w", err)
+	}
+	e, err := cuda.Open(*dir, cuda.Options{Threads: *threads, MaxSeqs: max(64, *conc), MaxBatchTokens: max(512, *prefillN), Device: dev})
 	if err != nil {
 		return err
 	}
@@ -51,9 +57,13 @@ func runBench(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	cfg := e.Model().Config()
 	cpu := e.Model().CPU()
 
-	bw := cpu.MeasureBandwidth(*bwBytes, *reps)
-	peak := cpu.MeasureGEMM(*prefillN, 2*cfg.IntermediateSize, cfg.HiddenSize, *reps)
-	fma := cpu.MeasureFMAPeak(*reps)
+	// The CPU's bounds say nothing about a GPU run.
+	var bw, peak, fma float64
+	if dev == model.CPU {
+		bw = cpu.MeasureBandwidth(*bwBytes, *reps)
+		peak = cpu.MeasureGEMM(*prefillN, 2*cfg.IntermediateSize, cfg.HiddenSize, *reps)
+		fma = cpu.MeasureFMAPeak(*reps)
+	}
 	// Bytes a decode step must read: every weight except the embedding
 	// table (one row is gathered), plus the output projection.
 	weightBytes := 4 * float64(cfg.NumParams()-int64(cfg.VocabSize*cfg.HiddenSize))
@@ -80,9 +90,19 @@ func runBench(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return err
 	}
 
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	if dev == model.CUDA {
+		fmt.Fprintf(stdout, "model %s: %s, %.1fM parameters (%.0f MB fp32), on the CUDA device\n\n",
+			*dir, cfg.ModelType, float64(cfg.NumParams())/1e6, weightBytes/1e6)
+		fmt.Fprintln(tw, "measurement\tvalue\treference\tratio")
+		fmt.Fprintf(tw, "batch-1 decode\t%.1f tok/s\t\t\n", dec1)
+		fmt.Fprintf(tw, "prefill %d tokens\t%.1f tok/s = %.1f GFLOP/s\t\t\n", *prefillN, pre, pre*flopsPerToken/1e9)
+		fmt.Fprintf(tw, "aggregate decode, %d sequences\t%.1f tok/s\tbatch-1 %.1f tok/s\t%.2f×\n", *conc, decN, dec1, decN/dec1)
+		fmt.Fprintf(tw, "multi-turn prefix cache (group of 8 × 4 turns)\t%.1f%% computed\tprompt tokens\t%.1f%% cached\n", 100*computed, 100*hit)
+		return tw.Flush()
+	}
 	fmt.Fprintf(stdout, "model %s: %s, %.1fM parameters (%.0f MB fp32), kernels %v × %d threads\n\n",
 		*dir, cfg.ModelType, float64(cfg.NumParams())/1e6, weightBytes/1e6, cpu.Level(), cpu.Threads())
-	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "measurement\tvalue\treference\tratio")
 	fmt.Fprintf(tw, "memory bandwidth (read, all threads)\t%.1f GB/s\t\t\n", bw/1e9)
 	fmt.Fprintf(tw, "FMA peak (registers only, all threads)\t%.1f GFLOP/s\t\t\n", fma/1e9)

@@ -23,6 +23,7 @@ import (
 
 	"github.com/agentrl/agentrl/agentloop"
 	"github.com/agentrl/agentrl/cuda"
+	"github.com/agentrl/agentrl/cuda/model"
 	"github.com/agentrl/agentrl/router"
 	"github.com/agentrl/agentrl/server"
 	"github.com/agentrl/agentrl/server/sglang"
@@ -86,6 +87,7 @@ type rolloutConfig struct {
 	AgentRL struct {
 		Servers     []string      `yaml:"servers"`
 		LocalModel  string        `yaml:"local_model"` // HF model directory for the in-process engine
+		Device      string        `yaml:"device"`      // where the in-process engine runs: cpu (default) or cuda
 		Backend     string        `yaml:"backend"`     // sglang (default) or vllm
 		Model       string        `yaml:"model"`       // vLLM model name
 		Concurrency int           `yaml:"concurrency"`
@@ -103,6 +105,7 @@ func runRollout(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	servers := fs.String("servers", "", "comma-separated server URLs (overrides agentrl.servers)")
 	localModel := fs.String("model", "", "run the in-process engine on this HF model directory instead of servers (overrides agentrl.local_model)")
 	backend := fs.String("backend", "", "sglang or vllm (overrides agentrl.backend; default sglang)")
+	device := fs.String("device", "", "with --model: where the engine runs, cpu or cuda (needs a binary built with -tags cuda; overrides agentrl.device; default cpu)")
 	outPath := fs.String("out", "trajectories.jsonl", "trajectories JSONL output")
 	batchPath := fs.String("batch", "", "safetensors batch output (needs prompt/response lengths); optional")
 	n := fs.Int("n", 0, "rollouts per prompt (overrides actor_rollout_ref.rollout.n)")
@@ -138,6 +141,9 @@ func runRollout(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	}
 	if *localModel != "" {
 		cfg.AgentRL.LocalModel = *localModel
+	}
+	if *device != "" {
+		cfg.AgentRL.Device = *device
 	}
 	if *n > 0 {
 		cfg.ActorRolloutRef.Rollout.N = *n
@@ -409,7 +415,11 @@ func gsm8kReward(strict bool) agentloop.RewardFunc {
 // client per server URL behind a router.
 func buildEngine(cfg rolloutConfig) (server.LLMServer, func(), error) {
 	if dir := cfg.AgentRL.LocalModel; dir != "" {
-		eng, err := cuda.Open(dir, cuda.Options{})
+		dev, err := model.ParseDevice(cfg.AgentRL.Device)
+		if err != nil {
+			return nil, nil, fmt.Errorf("agentrl.device: %w", err)
+		}
+		eng, err := cuda.Open(dir, cuda.Options{Device: dev})
 		if err != nil {
 			return nil, nil, err
 		}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agentrl/agentrl/cuda"
+	"github.com/agentrl/agentrl/cuda/model"
 	"github.com/agentrl/agentrl/server/httpapi"
 	"github.com/agentrl/agentrl/tokenizer"
 )
@@ -30,6 +31,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	reasoning := fs.Bool("reasoning", false, "split <think>…</think> into reasoning_content")
 	maxBody := fs.Int64("max-body", httpapi.DefaultMaxBodyBytes, "request body limit in bytes")
 	kvMemory := fs.Int64("kv-memory", 0, "KV cache bytes (default: the engine's)")
+	device := fs.String("device", "cpu", "where the engine runs: cpu, or cuda (needs a binary built with -tags cuda)")
 	grace := fs.Duration("shutdown-grace", 10*time.Second, "how long in-flight requests may finish on shutdown before they are aborted")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -39,6 +41,10 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	dev, err := model.ParseDevice(*device)
+	if err != nil {
+		return fmt.Errorf("-device: %w", err)
 	}
 	cfg := httpapi.Config{Addr: *addr, MaxBodyBytes: *maxBody, Model: *name}
 	if cfg.Model == "" {
@@ -60,7 +66,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		fmt.Fprintf(stderr, "agentrl serve: no usable tokenizer (%v): serving token ids only\n", err)
 	}
 
-	eng, err := cuda.Open(*dir, cuda.Options{Name: cfg.Model, KVMemory: *kvMemory})
+	eng, err := cuda.Open(*dir, cuda.Options{Name: cfg.Model, KVMemory: *kvMemory, Device: dev})
 	if err != nil {
 		return err
 	}

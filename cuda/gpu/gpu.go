@@ -2,8 +2,10 @@
 
 package gpu
 
+// The link flags are in link_cuda.go (nvcc's libaglcuda.a, cuBLAS, the
+// CUDA runtime) or, with the cudaemu tag, emulate.c replaces all three.
+
 /*
-#cgo LDFLAGS: -L${SRCDIR} -laglcuda -lcublas -lcudart -lstdc++ -lm
 #include "kernels_cuda.h"
 */
 import "C"
@@ -61,10 +63,24 @@ func (d *Device) Close() error {
 	return err
 }
 
-// Buffer is device memory holding N float32 (or int32) values.
+// Buffer is device memory holding N float32 (or int32) values, or a view
+// of part of another buffer (Slice).
 type Buffer struct {
-	ptr unsafe.Pointer
-	N   int
+	ptr  unsafe.Pointer
+	N    int
+	view bool
+}
+
+// Slice returns a view of values [off, off+n) of b, sharing its memory: the
+// forward pass keeps buffers sized for the largest batch so far and hands
+// the kernels views of the current batch's size. A view is not freed on
+// its own. Like slicing, an out-of-range view is a programming error and
+// panics.
+func (b *Buffer) Slice(off, n int) *Buffer {
+	if off < 0 || n < 0 || off+n > b.N {
+		panic(fmt.Sprintf("gpu: Slice [%d,%d) of a buffer of %d", off, off+n, b.N))
+	}
+	return &Buffer{ptr: unsafe.Add(b.ptr, 4*off), N: n, view: true}
 }
 
 func (b *Buffer) f() *C.float   { return (*C.float)(b.ptr) }
@@ -88,10 +104,13 @@ func (d *Device) Alloc(n int) (*Buffer, error) {
 	return b, nil
 }
 
-// Free releases the buffer.
+// Free releases the buffer (not a view: free the buffer it came from).
 func (d *Device) Free(b *Buffer) error {
 	if b == nil || b.ptr == nil {
 		return nil
+	}
+	if b.view {
+		return errors.New("gpu: Free of a view")
 	}
 	err := check("cudaFree", C.agl_gpu_free(b.ptr))
 	b.ptr, b.N = nil, 0
@@ -104,7 +123,10 @@ func (d *Device) Upload(v []float32) (*Buffer, error) {
 	if err != nil || len(v) == 0 {
 		return b, err
 	}
-	return b, check("upload", C.agl_gpu_upload(b.ptr, unsafe.Pointer(&v[0]), C.size_t(4*len(v))))
+	if err := check("upload", C.agl_gpu_upload(b.ptr, unsafe.Pointer(&v[0]), C.size_t(4*len(v)))); err != nil {
+		return nil, errors.Join(err, d.Free(b))
+	}
+	return b, nil
 }
 
 // UploadInts copies host int32 values to a new buffer.
@@ -113,7 +135,61 @@ func (d *Device) UploadInts(v []int32) (*Buffer, error) {
 	if err != nil || len(v) == 0 {
 		return b, err
 	}
-	return b, check("upload", C.agl_gpu_upload(b.ptr, unsafe.Pointer(&v[0]), C.size_t(4*len(v))))
+	if err := check("upload", C.agl_gpu_upload(b.ptr, unsafe.Pointer(&v[0]), C.size_t(4*len(v)))); err != nil {
+		return nil, errors.Join(err, d.Free(b))
+	}
+	return b, nil
+}
+
+// Write copies host float32 values into b starting at value off.
+func (d *Device) Write(b *Buffer, off int, v []float32) error {
+	if off < 0 || off+len(v) > b.N {
+		return fmt.Errorf("gpu: Write: %d values at %d into a buffer of %d", len(v), off, b.N)
+	}
+	if len(v) == 0 {
+		return nil
+	}
+	return check("upload", C.agl_gpu_upload(unsafe.Add(b.ptr, 4*off), unsafe.Pointer(&v[0]), C.size_t(4*len(v))))
+}
+
+// WriteInts copies host int32 values into b starting at value off.
+func (d *Device) WriteInts(b *Buffer, off int, v []int32) error {
+	if off < 0 || off+len(v) > b.N {
+		return fmt.Errorf("gpu: WriteInts: %d values at %d into a buffer of %d", len(v), off, b.N)
+	}
+	if len(v) == 0 {
+		return nil
+	}
+	return check("upload", C.agl_gpu_upload(unsafe.Add(b.ptr, 4*off), unsafe.Pointer(&v[0]), C.size_t(4*len(v))))
+}
+
+// Read copies the first len(dst) values of b into dst after all queued
+// work finished: unlike Download it reuses the caller's memory.
+func (d *Device) Read(dst []float32, b *Buffer) error {
+	if len(dst) > b.N {
+		return fmt.Errorf("gpu: Read: %d values from a buffer of %d", len(dst), b.N)
+	}
+	if err := check("sync", C.agl_gpu_sync()); err != nil {
+		return err
+	}
+	if len(dst) == 0 {
+		return nil
+	}
+	return check("download", C.agl_gpu_download(unsafe.Pointer(&dst[0]), b.ptr, C.size_t(4*len(dst))))
+}
+
+// Copy2D copies rows of width values: row r of dst (at r*dstStride) gets
+// row r of src (at r*srcStride). With views it cuts column blocks out of
+// a matrix, e.g. q, k and v out of the fused q|k|v projection.
+func (d *Device) Copy2D(dst *Buffer, dstStride int, src *Buffer, srcStride, width, rows int) error {
+	if rows == 0 || width == 0 {
+		return nil
+	}
+	if width < 0 || rows < 0 || dstStride < width || srcStride < width ||
+		dst.N < (rows-1)*dstStride+width || src.N < (rows-1)*srcStride+width {
+		return fmt.Errorf("gpu: Copy2D: %d rows of %d (strides %d, %d) between buffers of %d and %d", rows, width, dstStride, srcStride, dst.N, src.N)
+	}
+	return check("copy2d", C.agl_gpu_copy2d(dst.ptr, C.size_t(4*dstStride), src.ptr, C.size_t(4*srcStride), C.size_t(4*width), C.size_t(rows)))
 }
 
 // Download copies a buffer to the host after all queued work finished.

@@ -145,3 +145,42 @@ func TestAttentionMatchesCPU(t *testing.T) {
 	near(t, k[:w], hk[7*w:8*w], 0)
 	near(t, k[w:], hk[2*w:3*w], 0)
 }
+
+// TestBufferViewsAndCopies covers the host↔device copies at offsets,
+// views, and Copy2D cutting q, k and v out of a fused q|k|v matrix, against
+// the same split done on the host.
+func TestBufferViewsAndCopies(t *testing.T) {
+	d := device(t)
+	r := rand.New(rand.NewPCG(5, 6))
+	const rows, qd, kvd = 5, 12, 4
+	w := qd + 2*kvd
+	qkv := randn(r, rows*w)
+	g := up(t, d, make([]float32, rows*w+3))
+	require.NoError(t, d.Write(g, 3, qkv))
+	require.Error(t, d.Write(g, 4, qkv), "past the end")
+	src := g.Slice(3, rows*w)
+	for _, c := range []struct{ off, width int }{{0, qd}, {qd, kvd}, {qd + kvd, kvd}} {
+		want := make([]float32, 0, rows*c.width)
+		for i := 0; i < rows; i++ {
+			want = append(want, qkv[i*w+c.off:i*w+c.off+c.width]...)
+		}
+		dst := up(t, d, make([]float32, rows*c.width))
+		require.NoError(t, d.Copy2D(dst, c.width, src.Slice(c.off, rows*w-c.off), w, c.width, rows))
+		got := make([]float32, rows*c.width)
+		require.NoError(t, d.Read(got, dst))
+		near(t, want, got, 0)
+	}
+	require.Error(t, d.Copy2D(g, 4, src.Slice(qd, 8), w, kvd, rows), "source too short for the rows")
+	require.Error(t, d.Free(src), "views are not freed")
+
+	ids := []int32{9, -3, 7}
+	gi := upi(t, d, make([]int32, 4))
+	require.NoError(t, d.WriteInts(gi, 1, ids))
+	require.Error(t, d.WriteInts(gi, 2, ids))
+	back, err := d.Download(gi.Slice(1, 3))
+	require.NoError(t, err)
+	for i, id := range ids {
+		require.Equal(t, id, int32(math.Float32bits(back[i])))
+	}
+	require.Panics(t, func() { g.Slice(1, g.N) })
+}

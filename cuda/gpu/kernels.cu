@@ -29,6 +29,12 @@ extern "C" int agl_gpu_download(void* dst, const void* src, size_t bytes) {
 
 extern "C" int agl_gpu_sync(void) { return ok(cudaDeviceSynchronize()); }
 
+// Device-to-device strided copy, queued on the default stream after the
+// kernels that produce src.
+extern "C" int agl_gpu_copy2d(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width, size_t rows) {
+	return ok(cudaMemcpy2DAsync(dst, dpitch, src, spitch, width, rows, cudaMemcpyDeviceToDevice, 0));
+}
+
 extern "C" int agl_gpu_blas_create(void** h) {
 	cublasHandle_t handle;
 	cublasStatus_t s = cublasCreate(&handle);

@@ -16,6 +16,9 @@ int agl_gpu_free(void* p);
 int agl_gpu_upload(void* dst, const void* src, size_t bytes);
 int agl_gpu_download(void* dst, const void* src, size_t bytes);
 int agl_gpu_sync(void);
+// Strided device-to-device copy (dst and src device pointers; pitches and
+// width in bytes), like cudaMemcpy2D.
+int agl_gpu_copy2d(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width, size_t rows);
 int agl_gpu_blas_create(void** h);
 int agl_gpu_blas_destroy(void* h);
 int agl_gpu_gemm(void* h, const float* x, int64_t t, int64_t k, const float* w, int64_t n, const float* bias,

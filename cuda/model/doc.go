@@ -11,4 +11,11 @@
 //
 // Numerics are checked against a plain PyTorch implementation
 // (../testdata/reference.py) to ≤ 1e-4 relative error (≈1e-6 measured).
+//
+// In a binary built with the `cuda` tag a model can live on the GPU
+// (device.go): LoadOn(dir, CUDA, nil) or NewOn uploads the weights to
+// device memory, NewKVCache/AllocKVCache put the cache there, and Forward
+// runs package gpu's kernels with the same semantics. Such a model and
+// its caches hold device memory until closed (Model.Close, KVCache.Close).
+// Without the tag, CUDA is ErrNoCUDA.
 package model

@@ -14,7 +14,7 @@ import (
 var ErrInput = errors.New("model: bad input")
 
 // Model is a Llama-family decoder (Llama, Qwen2, Qwen3) with its weights in
-// memory, run by CPU kernels.
+// memory, run by CPU kernels, or on the GPU when made by NewOn/LoadOn.
 type Model struct {
 	cfg     *Config
 	cpu     *kernels.CPU
@@ -29,6 +29,8 @@ type Model struct {
 
 	mu  sync.Mutex // one Forward at a time: scratch buffers are shared
 	buf scratch
+
+	dev *deviceModel // non-nil: weights and forward on the GPU (device.go)
 }
 
 // New returns a model with zero weights for cfg; set them with SetTensor or
@@ -80,6 +82,9 @@ func (m *Model) DropWeights() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.embed, m.norm, m.lmHead, m.layers = nil, nil, nil, nil
+	if m.dev != nil {
+		m.dev.dropWeights()
+	}
 	m.loaded = map[string]bool{}
 	m.buf = scratch{}
 }
@@ -103,12 +108,19 @@ func (m *Model) CPU() *kernels.CPU { return m.cpu }
 type KVCache struct {
 	BlockSize, NumBlocks int
 	K, V                 [][]float32 // per layer: [slots][kvHeads*headDim]
+
+	dev *deviceKV // non-nil: the cache is in device memory (device.go)
 }
 
-// NewKVCache allocates a cache for the model.
+// NewKVCache allocates a cache for the model. For a model on the GPU the
+// device memory is allocated by the first Forward (AllocKVCache: at once).
 func (m *Model) NewKVCache(numBlocks, blockSize int) *KVCache {
 	c := m.cfg
 	kv := &KVCache{BlockSize: blockSize, NumBlocks: numBlocks}
+	if m.dev != nil {
+		kv.dev = m.dev.newKV(numBlocks, blockSize)
+		return kv
+	}
 	n := numBlocks * blockSize * c.NumKeyValueHeads * c.HeadDim
 	for i := 0; i < c.NumHiddenLayers; i++ {
 		kv.K = append(kv.K, make([]float32, n))
@@ -156,6 +168,9 @@ func grow(s []float32, n int) []float32 {
 func (m *Model) Forward(kv *KVCache, seqs []Seq) ([][]float32, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.dev != nil {
+		return m.forwardDevice(kv, seqs)
+	}
 	c := m.cfg
 	if len(m.loaded) != len(m.shapes) {
 		miss := m.missing()

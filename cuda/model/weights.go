@@ -161,6 +161,13 @@ func (m *Model) SetTensor(name string, shape []int64, data []float32) error {
 	if err := m.CheckTensor(name, shape, len(data)); err != nil {
 		return err
 	}
+	if m.dev != nil {
+		if err := m.dev.setTensor(name, data); err != nil {
+			return err
+		}
+		m.loaded[name] = true
+		return nil
+	}
 	m.ensureAlloc()
 	want := m.shapes[name]
 	tg, _ := m.target(name)

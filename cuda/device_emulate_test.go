@@ -1,0 +1,46 @@
+//go:build cuda && cudaemu
+
+package cuda
+
+import (
+	"context"
+	"testing"
+
+	"github.com/agentrl/agentrl/cuda/gpu"
+	"github.com/agentrl/agentrl/cuda/model"
+	"github.com/agentrl/agentrl/server"
+	"github.com/stretchr/testify/require"
+)
+
+// TestEngineDeviceMemory (emulated device, which counts allocations): an
+// engine on the GPU frees its device memory on Sleep and Close, and an
+// Open that runs out of device memory part-way leaves nothing allocated.
+func TestEngineDeviceMemory(t *testing.T) {
+	ctx := context.Background()
+	ref := loadReferences(t)[2]
+	dir := t.TempDir()
+	require.NoError(t, model.WriteDir(dir, ref.cfg, model.RandomWeights(ref.cfg, ref.seed)))
+	base := gpu.EmulatedLiveBuffers()
+
+	e, err := Open(dir, Options{Device: model.CUDA, BlockSize: 4, KVBlocks: 32})
+	require.NoError(t, err)
+	opened := gpu.EmulatedLiveBuffers() - base // RoPE table, weights, KV cache
+	req := server.GenerateRequest{PromptIDs: ref.prompt, Params: server.SamplingParams{MaxNewTokens: 8}}
+	_, err = e.Generate(ctx, req)
+	require.NoError(t, err)
+	require.NoError(t, e.Sleep(ctx, server.SleepWeights))
+	require.Equal(t, base+1, gpu.EmulatedLiveBuffers(), "asleep without weights: only the RoPE table stays")
+	require.NoError(t, e.WakeUp(ctx))
+	out, err := e.Generate(ctx, req)
+	require.NoError(t, err)
+	require.Equal(t, ref.tokens[:8], out.TokenIDs)
+	require.NoError(t, e.Close())
+	require.Equal(t, base, gpu.EmulatedLiveBuffers())
+
+	// All but the last KV cache buffer fit.
+	gpu.EmulateOutOfMemoryAfter(opened - 1)
+	_, err = Open(dir, Options{Device: model.CUDA, BlockSize: 4, KVBlocks: 32})
+	gpu.EmulateOutOfMemoryAfter(-1)
+	require.ErrorContains(t, err, "KV cache: gpu: cudaMalloc: out of memory (emulated)")
+	require.Equal(t, base, gpu.EmulatedLiveBuffers())
+}
