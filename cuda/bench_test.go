@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/agentrl/agentrl/cuda/kernels"
 	"github.com/agentrl/agentrl/cuda/model"
@@ -27,6 +28,9 @@ func benchEngine(b *testing.B, opts Options) *Engine {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { e.Close() })
+	for !e.Stats().KVPopulated { // the steady state: see Stats.KVPopulated
+		time.Sleep(10 * time.Millisecond)
+	}
 	return e
 }
 

@@ -61,6 +61,10 @@ type Stats struct {
 	BatchSeqsSum     int64 // Σ sequences per step (mean = BatchSeqsSum/Steps)
 	WeightVersion    int64
 	Asleep           bool
+	// KVPopulated: the KV cache's memory is all mapped. The scheduler maps
+	// it while idle after start and wake-up; until then first uses of
+	// cache blocks pay page faults inside steps (benchmarks wait for it).
+	KVPopulated bool
 }
 
 // Engine is the in-process LLM engine. It implements server.LLMServer,
@@ -370,6 +374,7 @@ func (e *Engine) publish(s *sched) {
 	}
 	st.WeightVersion = e.version.Load()
 	st.Asleep = s.asleep
+	st.KVPopulated = s.populated
 	e.statsMu.Lock()
 	e.stats = st
 	e.statsMu.Unlock()

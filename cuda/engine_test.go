@@ -220,6 +220,9 @@ func TestSleepWakeUpdateWeights(t *testing.T) {
 	require.Equal(t, ref.tokens[:8], out.TokenIDs)
 	require.Zero(t, out.WeightVersion)
 
+	// The idle scheduler maps the whole KV cache after start.
+	require.Eventually(t, func() bool { return e.Stats().KVPopulated }, 10*time.Second, time.Millisecond)
+
 	require.NoError(t, e.Sleep(ctx, server.SleepWeights))
 	require.ErrorIs(t, e.Health(ctx), server.ErrUnavailable)
 	err = e.WakeUp(ctx)
@@ -257,6 +260,8 @@ func TestSleepWakeUpdateWeights(t *testing.T) {
 	require.Eventually(t, func() bool { return e.Stats().Waiting == 1 }, 5*time.Second, time.Millisecond)
 	require.NoError(t, e.WakeUp(ctx))
 	require.Equal(t, want.TokenIDs, (<-res).TokenIDs)
+	// and again after waking up with a new cache.
+	require.Eventually(t, func() bool { return e.Stats().KVPopulated }, 10*time.Second, time.Millisecond)
 }
 
 // TestStress: 256 concurrent requests of random lengths with random aborts

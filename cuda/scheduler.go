@@ -42,18 +42,20 @@ func (r *request) before(o *request) bool {
 }
 
 type sched struct {
-	e       *Engine
-	m       *model.Model
-	kv      *model.KVCache
-	blocks  *kvcache.Manager
-	waiting []*request // sorted by before
-	running []*request // sorted by before
-	asleep  bool
-	arrival int64
-	smp     []sampler // one per sampling goroutine
-	stats   Stats
-	batch   []model.Seq
-	members []*request
+	e      *Engine
+	m      *model.Model
+	kv     *model.KVCache
+	blocks *kvcache.Manager
+	// populated: kv's memory is all mapped (or cannot be ahead of use).
+	populated bool
+	waiting   []*request // sorted by before
+	running   []*request // sorted by before
+	asleep    bool
+	arrival   int64
+	smp       []sampler // one per sampling goroutine
+	stats     Stats
+	batch     []model.Seq
+	members   []*request
 }
 
 func newSched(e *Engine) (*sched, error) {
@@ -71,7 +73,7 @@ func (s *sched) allocCache() error {
 	if err != nil {
 		return err
 	}
-	s.kv = kv
+	s.kv, s.populated = kv, false
 	s.blocks = kvcache.New(s.e.blocks, s.e.opts.BlockSize)
 	return nil
 }
@@ -103,11 +105,30 @@ func remove(list []*request, r *request) ([]*request, bool) {
 	return list, false
 }
 
+// populateStep is how much KV cache memory the idle scheduler maps per
+// turn: a few milliseconds of page faults, the longest a request that
+// arrives meanwhile waits.
+const populateStep = 2 << 20
+
+var closedChan = func() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()
+
 func (e *Engine) loop(s *sched) {
 	defer close(e.done)
 	for {
 		idle := len(s.running) == 0 && (len(s.waiting) == 0 || s.asleep)
 		if idle {
+			// While idle, map the KV cache's memory a few milliseconds at a
+			// time (model.KVCache.Populate), so that first requests do not
+			// pay page faults inside their steps; a closed channel makes the
+			// select return at once while there is some left.
+			var populate <-chan struct{}
+			if s.kv != nil && !s.populated {
+				populate = closedChan
+			}
 			select {
 			case r := <-e.reqs:
 				s.add(r)
@@ -116,6 +137,11 @@ func (e *Engine) loop(s *sched) {
 			case <-e.quit:
 				s.shutdown()
 				return
+			case <-populate:
+				if s.populated = s.kv.Populate(populateStep); s.populated {
+					e.publish(s)
+				}
+				continue
 			}
 		}
 	drain:

@@ -54,6 +54,16 @@ func runBench(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 	defer e.Close()
 	b := &engineBench{e: e, reps: *reps, r: rand.New(rand.NewPCG(1, 2))}
+	// Measure the steady state: the engine maps its KV cache's memory while
+	// idle after start (until then first uses of cache blocks pay page
+	// faults inside steps), and that would also disturb the bounds below.
+	for !e.Stats().KVPopulated {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
 	cfg := e.Model().Config()
 	cpu := e.Model().CPU()
 

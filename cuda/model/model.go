@@ -110,6 +110,7 @@ type KVCache struct {
 	K, V                 [][]float32 // per layer: [slots][kvHeads*headDim]
 
 	dev *deviceKV // non-nil: the cache is in device memory (device.go)
+	pop populateCursor
 }
 
 // NewKVCache allocates a cache for the model. For a model on the GPU the

@@ -1,0 +1,68 @@
+//go:build linux
+
+package model
+
+import (
+	"testing"
+	"unsafe"
+
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
+)
+
+// resident counts the pages of a that are in memory.
+func resident(t *testing.T, a []float32) (in, all int) {
+	b := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(a))), len(a)*4)
+	addr := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	lo := (addr+4095)&^4095 - addr
+	hi := (addr+uintptr(len(b)))&^4095 - addr
+	vec := make([]byte, (hi-lo)/4096)
+	_, _, errno := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&b[lo])), uintptr(hi-lo), uintptr(unsafe.Pointer(&vec[0])))
+	require.Zero(t, errno)
+	for _, v := range vec {
+		if v&1 == 1 {
+			in++
+		}
+	}
+	return in, len(vec)
+}
+
+// TestPopulate: Populate maps every page of a fresh host cache, in the
+// steps asked for, and leaves what the cache holds alone.
+func TestPopulate(t *testing.T) {
+	cfg := tinyConfig()
+	cfg.NumHiddenLayers = 2
+	m, err := New(cfg, nil)
+	require.NoError(t, err)
+	kv := m.NewKVCache(4096, 16) // 4096·16 slots × 2 heads of 8: 4 MiB per layer for K and for V
+	// The heap may hand out memory that is already mapped: unmap it (a new
+	// cache is all zeros, which is what unmapped pages read as).
+	for _, a := range append(append([][]float32{}, kv.K...), kv.V...) {
+		b := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(a))), len(a)*4)
+		addr := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+		require.NoError(t, unix.Madvise(b[(addr+4095)&^4095-addr:(addr+uintptr(len(b)))&^4095-addr], unix.MADV_DONTNEED))
+	}
+	in, all := resident(t, kv.K[1])
+	require.Less(t, in, all/2, "unmapped")
+	kv.K[0][12345], kv.V[1][len(kv.V[1])-1] = 1.5, -2.5
+
+	const step = 1 << 20
+	total := 0
+	for _, a := range append(append([][]float32{}, kv.K...), kv.V...) {
+		total += len(a) * 4
+	}
+	calls := 0
+	for !kv.Populate(step) {
+		calls++
+		require.Less(t, calls, total/step+2, "Populate never finishes")
+	}
+	require.GreaterOrEqual(t, calls, total/step-1, "Populate did more than asked per call")
+	for _, a := range append(append([][]float32{}, kv.K...), kv.V...) {
+		in, all := resident(t, a)
+		require.Equal(t, all, in)
+	}
+	require.Equal(t, float32(1.5), kv.K[0][12345])
+	require.Equal(t, float32(-2.5), kv.V[1][len(kv.V[1])-1])
+	require.Equal(t, float32(0), kv.K[1][777])
+	require.True(t, kv.Populate(step), "done stays done")
+}
