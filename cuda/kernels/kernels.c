@@ -44,7 +44,7 @@ void agl_pack_rows(const float* w, int64_t n, int64_t k, float* out, int64_t row
 // rate while the current block computes from cache: at 32 rows this took
 // the GEMM from ~120 to ~190 GFLOP/s per core with weights coming from
 // memory (cached: ~196).
-enum { KC_MAX = 1024, TILE_MR = 12, SMALL_MR = 6, TILE_NC = 64 };
+enum { KC_MAX = 1024, TILE_MR = 12, SMALL_MR = 6, TILE_NC = 64, PF_AHEAD = 16 };
 
 typedef void (*micro_fn)(int mr, int np, const float* x, int64_t ldx, const float* w, int64_t ldw,
                          int64_t kc, float* tile, const float* pf, int pfdiv);
@@ -203,6 +203,11 @@ void agl_gemm(int level, const float* x, int64_t t, int64_t k, const float* wp, 
 			// one computes, a slice per row block, so the weights stream
 			// from memory at an even rate instead of stalling each block.
 			const float* nextw = NULL;
+			int first = !small && kb == 0 && p == p_lo;
+			if (first) {
+				for (int q = 0; q < np; q++)
+					for (int l = 0; l < PF_AHEAD; l++) _mm_prefetch((const char*)(w + q * ldw + l * AGL_PANEL), _MM_HINT_T0);
+			}
 			if (!small) {
 				if (p + npmax < p_hi) nextw = wp + (p + npmax) * ldw + kb * AGL_PANEL;
 				else if (kb + kc < k) nextw = wp + p_lo * ldw + (kb + kc) * AGL_PANEL;
@@ -217,8 +222,22 @@ void agl_gemm(int level, const float* x, int64_t t, int64_t k, const float* wp, 
 						memcpy(tr, y + (t0 + r) * n + c0, sizeof(float) * nc);
 					}
 				}
-				const float* pf = nextw ? nextw + (t0 / mrmax) * ((kc + nrb - 1) / nrb) * AGL_PANEL : NULL;
-				if (kc > 0) micro(mr, np, x + t0 * k + kb, k, w, ldw, kc, tile, pf, nrb);
+				// The first block of a call has no predecessor that fetched
+				// it: its first row block streams it PF_AHEAD lines ahead of
+				// use and the others share the fetching of the next block.
+				int rb = (int)(t0 / mrmax), parts = nrb, part = rb;
+				const float* pf = NULL;
+				if (first && nrb > 1) {
+					parts = nrb - 1;
+					part = rb - 1;
+				}
+				if (first && nrb > 1 && rb == 0) {
+					pf = w + PF_AHEAD * AGL_PANEL;
+					parts = 1;
+				} else if (nextw) {
+					pf = nextw + part * ((kc + parts - 1) / parts) * AGL_PANEL;
+				}
+				if (kc > 0) micro(mr, np, x + t0 * k + kb, k, w, ldw, kc, tile, pf, parts);
 				for (int r = 0; r < mr; r++) {
 					float* yr = y + (t0 + r) * n + c0;
 					const float* tr = tile + r * TILE_NC;
