@@ -90,11 +90,67 @@ func BenchmarkToolAgentTurn(b *testing.B) {
 	runTurns(b, loop, s, turns)
 }
 
+// BenchmarkToolAgentTurnCancellable is BenchmarkToolAgentTurn with a
+// context that can be cancelled, as the Manager's trajectories have when
+// the caller cancels or sets a timeout: tool calls then run on a goroutine
+// that can be abandoned instead of in place.
+func BenchmarkToolAgentTurnCancellable(b *testing.B) {
+	const turns = 8
+	env, s := benchEnv(b, turns)
+	loop, err := NewToolAgent(env, Config{MaxAssistantTurns: turns + 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	runTurnsCtx(ctx, b, loop, s, turns)
+}
+
+// BenchmarkManagerTurns runs ToolAgent trajectories through the Manager,
+// 64 in flight, under a cancellable context (as a trainer runs them): the
+// per-turn CPU cost when the process is busy with many trajectories,
+// where handing a tool call to a goroutine no longer wakes an idle core.
+func BenchmarkManagerTurns(b *testing.B) {
+	const turns, n = 8, 256
+	env, s := benchEnv(b, turns)
+	m, err := NewManager(nil, env, Options{DefaultAgent: ToolAgentName, Concurrency: 64})
+	if err != nil {
+		b.Fatal(err)
+	}
+	samples := make([]Sample, n)
+	for j := range samples {
+		samples[j] = s
+		samples[j].ID, samples[j].Index = "", j
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	b.ReportAllocs()
+	b.ResetTimer()
+	cpu0 := cpuTime()
+	for i := 0; i < b.N; i++ {
+		out, err := m.Generate(ctx, samples)
+		if err != nil || len(out.Trajectories) != n {
+			b.Fatalf("generate: %v", err)
+		}
+		for _, t := range out.Trajectories {
+			if t.StopReason != "completed" || t.NumTurns != 2*turns {
+				b.Fatalf("trajectory: %s %d", t.StopReason, t.NumTurns)
+			}
+		}
+	}
+	cpu := cpuTime() - cpu0
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n*turns), "ns/turn")
+	b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N*n*turns), "cpu-ns/turn")
+}
+
 // runTurns runs the benchmark loop of the per-turn benchmarks. Besides
 // wall time per turn it reports the process CPU time per turn (GC included),
 // which the other jobs on a shared machine disturb much less.
 func runTurns(b *testing.B, loop AgentLoop, s Sample, turns int) {
-	ctx := context.Background()
+	runTurnsCtx(context.Background(), b, loop, s, turns)
+}
+
+func runTurnsCtx(ctx context.Context, b *testing.B, loop AgentLoop, s Sample, turns int) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	cpu0 := cpuTime()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -230,7 +231,7 @@ func (a *ToolAgent) generating(ctx context.Context, tr *toolRun) State {
 	res := tr.parser.Parse(text, ids)
 	for i := range res.Calls {
 		if res.Calls[i].ID == "" {
-			res.Calls[i].ID = fmt.Sprintf("call_%d_%d", tr.assistantTurns, i)
+			res.Calls[i].ID = "call_" + strconv.Itoa(tr.assistantTurns) + "_" + strconv.Itoa(i)
 		}
 		if res.Calls[i].Type == "" {
 			res.Calls[i].Type = "function"

@@ -13,7 +13,7 @@ import (
 // is stored un-mapped, so no per-call byte→rune mapping is needed. Otherwise
 // the initial symbols are the UTF-8 characters of the word.
 type bpe struct {
-	vocab        map[string]int32 // model-space text → id
+	vocab        strTable // model-space text → id
 	merges       mergeTable
 	byteIDs      [256]int32 // byte-level: id of each single byte, -1 if absent
 	byteLevel    bool
@@ -34,6 +34,11 @@ func (m *bpe) encodeWord(dst []int32, w string) []int32 {
 	if len(w) == 0 {
 		return dst
 	}
+	if len(w) == 1 && m.byteLevel && m.byteIDs[w[0]] >= 0 && !m.ignoreMerges {
+		// What tokenize returns for a known single byte, without the
+		// cache's locking and hashing.
+		return append(dst, m.byteIDs[w[0]])
+	}
 	if len(w) <= maxCachedWord {
 		if ids, ok := m.cache.get(w); ok {
 			return append(dst, ids...)
@@ -49,7 +54,7 @@ func (m *bpe) encodeWord(dst []int32, w string) []int32 {
 
 func (m *bpe) tokenize(dst []int32, w string) []int32 {
 	if m.ignoreMerges {
-		if id, ok := m.vocab[w]; ok {
+		if id, ok := m.vocab.get(w); ok {
 			return append(dst, id)
 		}
 	}
@@ -88,7 +93,7 @@ func (m *bpe) initialSymbols(syms []int32, w string) []int32 {
 		_, size := utf8.DecodeRuneInString(w[i:])
 		ch := w[i : i+size]
 		i += size
-		if id, ok := m.vocab[ch]; ok {
+		if id, ok := m.vocab.get(ch); ok {
 			syms = append(syms, id)
 			prevUnk = false
 			continue
@@ -392,4 +397,4 @@ func (c *wordCache) put(w string, ids []int32) {
 func (c *wordCache) init() { c.seed = maphash.MakeSeed() }
 
 // String keeps the type printable in test failures.
-func (m *bpe) String() string { return fmt.Sprintf("bpe(%d tokens)", len(m.vocab)) }
+func (m *bpe) String() string { return fmt.Sprintf("bpe(%d tokens)", m.vocab.len()) }

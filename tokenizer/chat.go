@@ -1,9 +1,10 @@
 package tokenizer
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
-	"strings"
+	"sync"
 
 	"github.com/agentrl/agentrl/chat"
 	"github.com/agentrl/agentrl/tokenizer/jinja"
@@ -33,7 +34,21 @@ func (t *Tokenizer) ApplyChatTemplate(c ChatContext) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	defer putVars(vars)
 	return t.render(vars)
+}
+
+// varsPool recycles the variables maps of renders: Render neither keeps
+// nor changes its map, so a map can be cleared and reused once its render
+// returned.
+var varsPool = sync.Pool{New: func() any { return make(map[string]any, 16) }}
+
+func putVars(m map[string]any) {
+	if len(m) > 64 { // a render with many extra variables: let it go
+		return
+	}
+	clear(m)
+	varsPool.Put(m)
 }
 
 // EncodeChat is Encode(ApplyChatTemplate(c)).
@@ -64,6 +79,7 @@ func (t *Tokenizer) ApplyChatTemplateJSON(contextJSON []byte) (string, error) {
 		return "", fmt.Errorf("tokenizer: chat context needs a \"messages\" list")
 	}
 	vars := t.baseVars()
+	defer putVars(vars)
 	vars["messages"] = msgs
 	for _, k := range d.Keys() {
 		val, _ := d.Get(k)
@@ -84,17 +100,9 @@ func (t *Tokenizer) ApplyChatTemplateJSON(contextJSON []byte) (string, error) {
 // has named templates: "tool_use" when tools are given and it exists, else
 // the default one.
 func (t *Tokenizer) render(vars map[string]any) (string, error) {
-	tmpl, tmplErr := t.chat.def, t.chat.defErr
-	if tools, _ := vars["tools"].([]any); tools != nil {
-		if tu, ok := t.chat.named["tool_use"]; ok {
-			tmpl, tmplErr = tu, t.chat.errs["tool_use"]
-		}
-	}
-	if tmplErr != nil {
-		if errors.Is(tmplErr, ErrNoChatTemplate) {
-			return "", tmplErr
-		}
-		return "", fmt.Errorf("tokenizer: chat template: %w", tmplErr)
+	tmpl, err := t.template(vars)
+	if err != nil {
+		return "", err
 	}
 	s, err := tmpl.Render(vars)
 	if err != nil {
@@ -103,11 +111,40 @@ func (t *Tokenizer) render(vars map[string]any) (string, error) {
 	return s, nil
 }
 
+// renderAppend is render writing after dst.
+func (t *Tokenizer) renderAppend(dst []byte, vars map[string]any) ([]byte, error) {
+	tmpl, err := t.template(vars)
+	if err != nil {
+		return dst, err
+	}
+	out, err := tmpl.AppendRender(dst, vars)
+	if err != nil {
+		return dst, fmt.Errorf("tokenizer: chat template: %w", err)
+	}
+	return out, nil
+}
+
+func (t *Tokenizer) template(vars map[string]any) (*jinja.Template, error) {
+	tmpl, tmplErr := t.chat.def, t.chat.defErr
+	if tools, _ := vars["tools"].([]any); tools != nil {
+		if tu, ok := t.chat.named["tool_use"]; ok {
+			tmpl, tmplErr = tu, t.chat.errs["tool_use"]
+		}
+	}
+	if tmplErr != nil {
+		if errors.Is(tmplErr, ErrNoChatTemplate) {
+			return nil, tmplErr
+		}
+		return nil, fmt.Errorf("tokenizer: chat template: %w", tmplErr)
+	}
+	return tmpl, nil
+}
+
 // baseVars are the variables transformers always passes: tools and
 // documents (None unless given), add_generation_prompt, and the special
 // tokens.
 func (t *Tokenizer) baseVars() map[string]any {
-	vars := make(map[string]any, 8+len(t.config.specials))
+	vars := varsPool.Get().(map[string]any)
 	for k, v := range t.config.specials {
 		vars[k] = v
 	}
@@ -162,7 +199,13 @@ func messagesValue(msgs []chat.Message) ([]any, error) {
 }
 
 func messageValue(m chat.Message) (*jinja.Dict, error) {
-	d := jinja.NewDict()
+	n := 2 // role, content
+	for _, set := range [...]bool{m.ReasoningContent != "", len(m.ToolCalls) > 0, m.ToolCallID != "", m.Name != ""} {
+		if set {
+			n++
+		}
+	}
+	d := jinja.NewDictCap(n)
 	d.Set("role", m.Role)
 	switch {
 	case len(m.Parts) > 0:
@@ -176,7 +219,7 @@ func messageValue(m chat.Message) (*jinja.Dict, error) {
 				parts[i] = v
 				continue
 			}
-			pd := jinja.NewDict()
+			pd := jinja.NewDictCap(2)
 			pd.Set("type", p.Type)
 			pd.Set("text", p.Text)
 			parts[i] = pd
@@ -199,7 +242,7 @@ func messageValue(m chat.Message) (*jinja.Dict, error) {
 	if len(m.ToolCalls) > 0 {
 		calls := make([]any, len(m.ToolCalls))
 		for i, c := range m.ToolCalls {
-			cd := jinja.NewDict()
+			cd := jinja.NewDictCap(3)
 			if c.ID != "" {
 				cd.Set("id", c.ID)
 			}
@@ -208,7 +251,7 @@ func messageValue(m chat.Message) (*jinja.Dict, error) {
 				typ = "function"
 			}
 			cd.Set("type", typ)
-			fd := jinja.NewDict()
+			fd := jinja.NewDictCap(2)
 			fd.Set("name", c.Function.Name)
 			if c.Function.ArgumentsAsObject {
 				args, err := jinja.FromJSON([]byte(c.Function.Arguments))
@@ -248,7 +291,7 @@ func toolValue(s chat.ToolSchema) (*jinja.Dict, error) {
 	if typ == "" {
 		typ = "function"
 	}
-	fd := jinja.NewDict()
+	fd := jinja.NewDictCap(4)
 	fd.Set("name", s.Function.Name)
 	if s.Function.Description != "" {
 		fd.Set("description", s.Function.Description)
@@ -263,7 +306,7 @@ func toolValue(s chat.ToolSchema) (*jinja.Dict, error) {
 	if s.Function.Strict != nil {
 		fd.Set("strict", *s.Function.Strict)
 	}
-	d := jinja.NewDict()
+	d := jinja.NewDictCap(2)
 	d.Set("type", typ)
 	d.Set("function", fd)
 	return d, nil
@@ -278,9 +321,10 @@ var markerValues = struct{ system, user, assistant *jinja.Dict }{
 }
 
 func markerValue(role, content string) *jinja.Dict {
-	d := jinja.NewDict()
+	d := jinja.NewDictCap(2)
 	d.Set("role", role)
 	d.Set("content", content)
+	jinja.Freeze(d) // shared by every EncodeDelta
 	return d
 }
 
@@ -359,10 +403,21 @@ func (t *Tokenizer) DeltaText(c ChatContext, added []chat.Message) (string, erro
 		return "", fmt.Errorf("%w: rendering the context: %w", ErrTemplateDelta, err)
 	}
 	vars := t.templateVars(ChatContext{Tools: c.Tools, Extra: c.Extra}, baseVals, tools)
-	before, err := t.render(vars)
+	defer putVars(vars)
+	// Both renders go into one pooled buffer: they are only compared and
+	// cut, and just the delta becomes a string.
+	bufp := deltaBufs.Get().(*[]byte)
+	defer func() {
+		if cap(*bufp) <= 1<<20 {
+			deltaBufs.Put(bufp)
+		}
+	}()
+	buf, err := t.renderAppend((*bufp)[:0], vars)
+	*bufp = buf
 	if err != nil {
 		return "", fmt.Errorf("%w: rendering the context: %w", ErrTemplateDelta, err)
 	}
+	n0 := len(buf)
 	all := baseVals // before is rendered; the capacity left is for added
 	for i, m := range added {
 		v, err := messageValue(m)
@@ -376,15 +431,17 @@ func (t *Tokenizer) DeltaText(c ChatContext, added []chat.Message) (string, erro
 	// exactly as in templateVars.
 	vars["messages"] = all
 	vars["add_generation_prompt"] = c.AddGenerationPrompt
-	after, err := t.render(vars)
+	buf, err = t.renderAppend(buf, vars)
+	*bufp = buf
 	if err != nil {
 		return "", fmt.Errorf("%w: rendering the added messages: %w", ErrTemplateDelta, err)
 	}
+	before, after := buf[:n0:n0], buf[n0:]
 	if !afterModel {
-		if !strings.HasPrefix(after, before) {
+		if !bytes.HasPrefix(after, before) {
 			return "", fmt.Errorf("%w: the template renders the %s message differently once more messages follow", ErrTemplateDelta, last.Role)
 		}
-		return after[len(before):], nil
+		return string(after[len(before):]), nil
 	}
 	cut0, a0, err := t.turnEnd(before)
 	if err != nil {
@@ -394,30 +451,33 @@ func (t *Tokenizer) DeltaText(c ChatContext, added []chat.Message) (string, erro
 	if err != nil {
 		return "", err
 	}
-	if before[:cut0] != after[:cut1] {
+	if !bytes.Equal(before[:cut0], after[:cut1]) {
 		// Allowed only inside the model's turn, before its content.
-		u0 := strings.Index(before, markUser) + len(markUser)
-		u1 := strings.Index(after, markUser) + len(markUser)
-		if before[:u0] != after[:u1] || before[a0:cut0] != after[a1:cut1] {
+		u0 := bytes.Index(before, []byte(markUser)) + len(markUser)
+		u1 := bytes.Index(after, []byte(markUser)) + len(markUser)
+		if !bytes.Equal(before[:u0], after[:u1]) || !bytes.Equal(before[a0:cut0], after[a1:cut1]) {
 			return "", fmt.Errorf("%w: the template renders earlier messages differently once %d more follow", ErrTemplateDelta, len(added))
 		}
 	}
-	return after[cut1:], nil
+	return string(after[cut1:]), nil
 }
+
+// deltaBufs recycles the output buffers of DeltaText's two renders.
+var deltaBufs = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
 
 // turnEnd finds the end of the synthetic assistant turn: the end of the
 // first end-of-turn token after its marker. It also returns where the marker
 // starts.
-func (t *Tokenizer) turnEnd(s string) (cut, marker int, err error) {
-	marker = strings.LastIndex(s, markAssistant)
+func (t *Tokenizer) turnEnd(s []byte) (cut, marker int, err error) {
+	marker = lastIndex(s, []byte(markAssistant))
 	if marker < 0 {
 		return 0, 0, fmt.Errorf("%w: the template does not render the assistant content", ErrTemplateDelta)
 	}
 	rest := s[marker+len(markAssistant):]
 	best := -1
 	for _, id := range t.eos {
-		tok := t.idToToken[id]
-		if i := strings.Index(rest, tok); i >= 0 && (best < 0 || i < best || (i == best && len(tok) > cut)) {
+		tok := t.tokens.at(int(id))
+		if i := bytes.Index(rest, []byte(tok)); i >= 0 && (best < 0 || i < best || (i == best && len(tok) > cut)) {
 			best, cut = i, len(tok)
 		}
 	}
@@ -425,4 +485,20 @@ func (t *Tokenizer) turnEnd(s string) (cut, marker int, err error) {
 		return 0, 0, fmt.Errorf("%w: no end-of-turn token after the assistant turn", ErrTemplateDelta)
 	}
 	return marker + len(markAssistant) + best + cut, marker, nil
+}
+
+// lastIndex is bytes.LastIndex, searching forwards: the marker sits
+// near the end of a render of a few KB, and a forward Index runs on the
+// vectorized search where LastIndex hashes byte by byte.
+func lastIndex(s, sep []byte) int {
+	last := -1
+	for i := 0; i <= len(s); {
+		j := bytes.Index(s[i:], sep)
+		if j < 0 {
+			break
+		}
+		last = i + j
+		i = last + 1
+	}
+	return last
 }

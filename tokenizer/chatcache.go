@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"hash/maphash"
 	"sync"
+	"sync/atomic"
 
 	"github.com/agentrl/agentrl/chat"
+	"github.com/agentrl/agentrl/tokenizer/jinja"
 )
 
 // maxCachedToolSets bounds the tool-value cache. Agent loops use a handful
@@ -29,6 +31,9 @@ type toolCache struct {
 	seed    maphash.Seed
 	mu      sync.RWMutex
 	entries map[uint64]*toolsEntry
+	// last is the entry used last: an agent loop asks for the same tools
+	// every turn, and comparing with one entry is cheaper than hashing.
+	last atomic.Pointer[toolsEntry]
 }
 
 type toolsEntry struct {
@@ -51,17 +56,24 @@ func (t *Tokenizer) toolsValue(tools []chat.ToolSchema) ([]any, error) {
 	if c == nil || len(tools) == 0 {
 		return convertTools(tools)
 	}
+	if e := c.last.Load(); e != nil && equalSchemas(e.schemas, tools) {
+		return e.value, nil
+	}
 	h := c.hash(tools)
 	c.mu.RLock()
 	e := c.entries[h]
 	c.mu.RUnlock()
 	if e != nil && equalSchemas(e.schemas, tools) {
+		c.last.Store(e)
 		return e.value, nil
 	}
 	v, err := convertTools(tools)
 	if err != nil {
 		return nil, err
 	}
+	// Frozen, the values also keep their tojson text, which templates
+	// such as Qwen3's write for every tool on every render.
+	jinja.Freeze(v)
 	e = &toolsEntry{schemas: cloneSchemas(tools), value: v}
 	c.mu.Lock()
 	if len(c.entries) >= maxCachedToolSets {
@@ -69,6 +81,7 @@ func (t *Tokenizer) toolsValue(tools []chat.ToolSchema) ([]any, error) {
 	}
 	c.entries[h] = e
 	c.mu.Unlock()
+	c.last.Store(e)
 	return v, nil
 }
 

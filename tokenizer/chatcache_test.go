@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/agentrl/agentrl/chat"
+	"github.com/agentrl/agentrl/tokenizer/jinja"
 )
 
 // deltaStep is one call of a changing-tools sequence: a delta and a prompt
@@ -143,6 +144,7 @@ func TestToolCacheHitsAndInvalidates(t *testing.T) {
 	require.NotSame(t, v1[0], v3[0])
 	want, err := convertTools(tools)
 	require.NoError(t, err)
+	jinja.Freeze(want) // the cache keeps its values frozen
 	require.Equal(t, want, v3)
 
 	for i := 0; i < 2*maxCachedToolSets+3; i++ {
@@ -151,6 +153,7 @@ func TestToolCacheHitsAndInvalidates(t *testing.T) {
 		require.NoError(t, err)
 		want, err := convertTools(set)
 		require.NoError(t, err)
+		jinja.Freeze(want)
 		require.Equal(t, want, got)
 		tok.toolCache.mu.RLock()
 		n := len(tok.toolCache.entries)

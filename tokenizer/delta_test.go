@@ -1,6 +1,8 @@
 package tokenizer
 
 import (
+	"bytes"
+	"math/rand/v2"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -172,5 +174,22 @@ func TestDeltaCases(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, tok.Encode(c.want), ids)
 		})
+	}
+}
+
+// TestLastIndex: the forward search returns what bytes.LastIndex returns,
+// overlapping occurrences included.
+func TestLastIndex(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for i := 0; i < 2000; i++ {
+		s := make([]byte, rng.IntN(40))
+		for j := range s {
+			s[j] = "ab"[rng.IntN(2)]
+		}
+		sep := make([]byte, rng.IntN(4))
+		for j := range sep {
+			sep[j] = "ab"[rng.IntN(2)]
+		}
+		require.Equal(t, bytes.LastIndex(s, sep), lastIndex(s, sep), "%q in %q", sep, s)
 	}
 }

@@ -108,7 +108,7 @@ func parse(data []byte) (*Tokenizer, error) {
 			}
 		}
 	}
-	t := &Tokenizer{toolCache: newToolCache()}
+	t := &Tokenizer{toolCache: newToolCache(), segCache: newSegmentCache()}
 	if t.normalizer, err = parseNormalizer(f.Normalizer); err != nil {
 		return nil, fmt.Errorf("normalizer: %w", err)
 	}
@@ -147,6 +147,7 @@ func parse(data []byte) (*Tokenizer, error) {
 		return nil, fmt.Errorf("added_tokens: %w", err)
 	}
 	t.buildDecodeTable()
+	t.finishTables()
 	return t, nil
 }
 
@@ -408,7 +409,7 @@ func (t *Tokenizer) buildModel(mj *modelJSON, vocab []vocabEntry, merges [][2]st
 	}
 	all := string(arena)
 	t.idToToken = make([]string, maxID+1)
-	t.tokenToID = make(map[string]int32, len(vocab))
+	t.tokenToID = newStrTableBuilder(len(vocab) + 1024) // room for added tokens
 	off := 0
 	for _, e := range vocab {
 		tok := all[off : off+len(e.tok)]
@@ -416,9 +417,7 @@ func (t *Tokenizer) buildModel(mj *modelJSON, vocab []vocabEntry, merges [][2]st
 		if t.idToToken[e.id] != "" {
 			return fmt.Errorf("%w: vocab id %d is used by %q and %q", ErrInvalid, e.id, t.idToToken[e.id], tok)
 		}
-		n := len(t.tokenToID)
-		t.tokenToID[tok] = int32(e.id)
-		if len(t.tokenToID) == n {
+		if t.tokenToID.set(tok, int32(e.id)) {
 			return fmt.Errorf("%w: vocab token %q appears twice", ErrInvalid, tok)
 		}
 		t.idToToken[e.id] = tok
@@ -436,18 +435,18 @@ func (t *Tokenizer) buildModel(mj *modelJSON, vocab []vocabEntry, merges [][2]st
 			defer wg.Done()
 			m.buildByteVocab(t.idToToken, size)
 		}()
-	} else {
-		m.vocab = t.tokenToID
 	}
+	// Without byte-level, the model's vocabulary is tokenToID with the
+	// added tokens: finishTables sets it once those are in.
 	if mj.ByteFallback {
 		for b := 0; b < 256; b++ {
-			if id, ok := t.tokenToID[fmt.Sprintf("<0x%02X>", b)]; ok {
+			if id, ok := t.tokenToID.get(fmt.Sprintf("<0x%02X>", b)); ok {
 				m.fallbackIDs[b] = id
 			}
 		}
 	}
 	if mj.UnkToken != nil {
-		id, ok := t.tokenToID[*mj.UnkToken]
+		id, ok := t.tokenToID.get(*mj.UnkToken)
 		if !ok {
 			return fmt.Errorf("%w: unk_token %q is not in the vocab", ErrInvalid, *mj.UnkToken)
 		}
@@ -484,7 +483,7 @@ func (t *Tokenizer) buildModel(mj *modelJSON, vocab []vocabEntry, merges [][2]st
 // id after the largest so far (at least the vocabulary size). For real
 // files this reproduces the ids written in them.
 func (t *Tokenizer) buildAdded(toks []addedToken) error {
-	vocabSize := int32(len(t.tokenToID))
+	vocabSize := int32(t.tokenToID.len())
 	addedID := map[string]int32{}
 	byID := map[int32]int{} // id → index in t.added
 	specialSet := map[string]bool{}
@@ -511,7 +510,7 @@ func (t *Tokenizer) buildAdded(toks []addedToken) error {
 		}
 		id, ok := addedID[a.Content]
 		if !ok {
-			id, ok = t.tokenToID[a.Content]
+			id, ok = t.tokenToID.get(a.Content)
 		}
 		if !ok {
 			switch {
@@ -545,7 +544,7 @@ func (t *Tokenizer) buildAdded(toks []addedToken) error {
 	for i := range t.added {
 		a := &t.added[i]
 		t.idToToken[a.ID] = a.Content
-		t.tokenToID[a.Content] = a.ID
+		t.tokenToID.set(a.Content, a.ID)
 		t.special[a.ID] = specialSet[a.Content]
 		t.isAdded[a.ID] = true
 		if a.Normalized {
@@ -596,7 +595,6 @@ func (t *Tokenizer) buildDecodeTable() {
 // buildByteVocab keys the vocabulary by the raw bytes the tokens stand for,
 // which is what the model works on in byte-level mode.
 func (m *bpe) buildByteVocab(idToToken []string, size int) {
-	m.vocab = make(map[string]int32, len(idToToken))
 	raw := make([]byte, 0, size)
 	type rawTok struct{ off, n, id int32 }
 	toks := make([]rawTok, 0, len(idToToken))
@@ -618,13 +616,26 @@ func (m *bpe) buildByteVocab(idToToken []string, size int) {
 		toks = append(toks, rawTok{int32(start), int32(len(raw) - start), int32(id)})
 	}
 	rawAll := string(raw)
+	vocab := newStrTableBuilder(len(toks))
 	for _, r := range toks {
 		k := rawAll[r.off : r.off+r.n]
-		m.vocab[k] = r.id
+		vocab.set(k, r.id) // a repeated key takes the later id
 		if len(k) == 1 {
 			m.byteIDs[k[0]] = r.id
 		}
 	}
+	m.vocab = vocab.finish()
+}
+
+// finishTables replaces the loading-time vocabulary map and slice with
+// their pointer-free forms (see strtable.go).
+func (t *Tokenizer) finishTables() {
+	t.tokens = newStrList(t.idToToken)
+	t.tokenIDs = t.tokenToID.finish()
+	if !t.byteLevel {
+		t.model.vocab = t.tokenIDs
+	}
+	t.idToToken, t.tokenToID = nil, nil
 }
 
 type mergeRow struct{ a, b, c int32 }
@@ -635,10 +646,10 @@ func (t *Tokenizer) resolveMerges(merges [][2]string, rows []mergeRow, lo, hi in
 	var buf []byte
 	for rank := lo; rank < hi; rank++ {
 		a, b := merges[rank][0], merges[rank][1]
-		ia, oka := t.tokenToID[a]
-		ib, okb := t.tokenToID[b]
+		ia, oka := t.tokenToID.get(a)
+		ib, okb := t.tokenToID.get(b)
 		buf = append(append(buf[:0], a...), b...)
-		ic, okc := t.tokenToID[string(buf)]
+		ic, okc := t.tokenToID.getBytes(buf)
 		switch {
 		case !oka:
 			return fmt.Errorf("%w: merges[%d]: %q is not in the vocab", ErrInvalid, rank, a)

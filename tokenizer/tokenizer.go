@@ -27,8 +27,12 @@ type Tokenizer struct {
 	special   []bool        // by id: added token with special=true
 	isAdded   []bool
 
+	// idToToken and tokenToID exist while loading; finishTables turns
+	// them into tokens and tokenIDs, which the GC need not scan.
 	idToToken []string
-	tokenToID map[string]int32
+	tokenToID *strTableBuilder
+	tokens    strList  // by id; "" where no token has the id
+	tokenIDs  strTable // token text → id
 	decOff    []uint32 // decoded bytes of id i are decBytes[decOff[i]:decOff[i+1]]
 	decBytes  []byte
 
@@ -39,6 +43,9 @@ type Tokenizer struct {
 	// toolCache keeps converted tool schemas between calls (see
 	// toolCache); nil disables it.
 	toolCache *toolCache
+	// segCache keeps the ids of long segments (see segmentCache); nil
+	// disables it.
+	segCache *segmentCache
 }
 
 // Load reads dir/tokenizer.json and, when present, dir/tokenizer_config.json
@@ -109,7 +116,7 @@ func (t *Tokenizer) AppendEncode(dst []int32, text string) []int32 {
 			s = t.normalizer.normalize(s)
 		}
 		if t.normAdded == nil {
-			dst = t.encodeText(dst, s, sc)
+			dst = t.encodeSegment(dst, s, sc)
 			continue
 		}
 		var sub [8]piece
@@ -117,7 +124,7 @@ func (t *Tokenizer) AppendEncode(dst []int32, text string) []int32 {
 			if q.id >= 0 {
 				dst = append(dst, q.id)
 			} else {
-				dst = t.encodeText(dst, q.text, sc)
+				dst = t.encodeSegment(dst, q.text, sc)
 			}
 		}
 	}
@@ -173,40 +180,49 @@ func (t *Tokenizer) encodeText(dst []int32, s string, sc *scratch) []int32 {
 // (Decoder) reproduce — see CleanUpTokenizationSpaces. An id outside the
 // vocabulary is an error naming it.
 func (t *Tokenizer) Decode(ids []int32, skipSpecial bool) (string, error) {
-	var raw []byte
-	first := true
+	// First pass: check the ids and size the text, so that it is built
+	// in one allocation (agent loops decode every model turn).
+	n := 0
 	for i, id := range ids {
-		if id < 0 || int(id) >= len(t.idToToken) || (t.idToToken[id] == "" && !t.isAdded[id]) {
+		if id < 0 || int(id) >= t.tokens.len() || (t.tokens.at(int(id)) == "" && !t.isAdded[id]) {
 			return "", fmt.Errorf("tokenizer: decode: ids[%d] = %d is not in the vocabulary (size %d)", i, id, t.VocabSize())
 		}
 		if skipSpecial && t.special[id] {
 			continue
 		}
+		n += int(t.decOff[id+1]-t.decOff[id]) + 1 // + a separating space at most
+	}
+	var b strings.Builder
+	b.Grow(n)
+	first := true
+	for _, id := range ids {
+		if skipSpecial && t.special[id] {
+			continue
+		}
 		if !t.decodeByteLevel && !first {
-			raw = append(raw, ' ')
+			b.WriteByte(' ')
 		}
 		first = false
-		raw = append(raw, t.decBytes[t.decOff[id]:t.decOff[id+1]]...)
+		b.Write(t.decBytes[t.decOff[id]:t.decOff[id+1]])
 	}
-	if utf8.Valid(raw) {
-		return string(raw), nil
+	if s := b.String(); utf8.ValidString(s) {
+		return s, nil
 	}
-	return string(appendLossy(nil, raw)), nil
+	return string(appendLossy(nil, []byte(b.String()))), nil
 }
 
 // TokenID returns the id of a token as written in the vocabulary (byte-level
 // form, e.g. "Ġhello") or an added token's content.
 func (t *Tokenizer) TokenID(token string) (int32, bool) {
-	id, ok := t.tokenToID[token]
-	return id, ok
+	return t.tokenIDs.get(token)
 }
 
 // Token returns the vocabulary form of id ("" and false when out of range).
 func (t *Tokenizer) Token(id int32) (string, bool) {
-	if id < 0 || int(id) >= len(t.idToToken) || (t.idToToken[id] == "" && !t.isAdded[id]) {
+	if id < 0 || int(id) >= t.tokens.len() || (t.tokens.at(int(id)) == "" && !t.isAdded[id]) {
 		return "", false
 	}
-	return t.idToToken[id], true
+	return t.tokens.at(int(id)), true
 }
 
 // IsSpecial reports whether id is an added token marked special (the ones
@@ -217,7 +233,7 @@ func (t *Tokenizer) IsSpecial(id int32) bool {
 
 // VocabSize is one more than the largest id, model and added tokens
 // together: the size of an embedding table indexed by these ids.
-func (t *Tokenizer) VocabSize() int { return len(t.idToToken) }
+func (t *Tokenizer) VocabSize() int { return t.tokens.len() }
 
 // EOSTokenIDs returns the ids that end a model turn, to use as stop tokens:
 // the configured eos_token, generation_config.json's eos_token_id, and the
@@ -239,16 +255,16 @@ func (t *Tokenizer) setEOS(configEOS string, genEOS []int32) {
 			t.eos = append(t.eos, id)
 		}
 	}
-	if id, ok := t.tokenToID[configEOS]; ok && configEOS != "" {
+	if id, ok := t.tokenIDs.get(configEOS); ok && configEOS != "" {
 		add(id)
 	}
 	for _, id := range genEOS {
-		if id >= 0 && int(id) < len(t.idToToken) {
+		if id >= 0 && int(id) < t.tokens.len() {
 			add(id)
 		}
 	}
 	for _, s := range knownEndOfTurn {
-		if id, ok := t.tokenToID[s]; ok && t.IsSpecial(id) {
+		if id, ok := t.tokenIDs.get(s); ok && t.IsSpecial(id) {
 			add(id)
 		}
 	}

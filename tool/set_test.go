@@ -272,21 +272,29 @@ func TestCallErrorsAreValues(t *testing.T) {
 			},
 			text: `Error: tool "echo" call was cancelled`},
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			c, cancel := context.WithCancel(ctx)
-			if tc.ctx != nil {
-				c, cancel = tc.ctx()
-			}
-			defer cancel()
-			r := ss.Call(c, call(tc.tool, tc.args))
-			require.ErrorIs(t, r.Err, tc.is)
-			require.Equal(t, tc.text, r.Text)
-			require.Equal(t, tc.tool, r.Name)
-			if tc.errHas != "" {
-				require.ErrorContains(t, r.Err, tc.errHas)
-			}
-		})
+	// A call whose context can end runs the tool on a goroutine it can
+	// abandon; one that nothing can cancel runs it in place. Both give
+	// the same results.
+	for _, mode := range []string{"cancellable", "uncancellable"} {
+		for _, tc := range tests {
+			t.Run(mode+"/"+tc.name, func(t *testing.T) {
+				c, cancel := context.WithCancel(ctx)
+				if mode == "uncancellable" {
+					c = context.WithoutCancel(c)
+				}
+				if tc.ctx != nil {
+					c, cancel = tc.ctx()
+				}
+				defer cancel()
+				r := ss.Call(c, call(tc.tool, tc.args))
+				require.ErrorIs(t, r.Err, tc.is)
+				require.Equal(t, tc.text, r.Text)
+				require.Equal(t, tc.tool, r.Name)
+				if tc.errHas != "" {
+					require.ErrorContains(t, r.Err, tc.errHas)
+				}
+			})
+		}
 	}
 	// Close gives up waiting for the deaf call when its context ends, and
 	// still releases every instance that was created.

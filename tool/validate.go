@@ -38,9 +38,12 @@ func (e *entry) checkArgs(text string) (json.RawMessage, error) {
 	if e.params == nil {
 		return raw, nil
 	}
-	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
-	if err != nil {
-		return nil, fmt.Errorf("%w: arguments are not valid JSON: %v", ErrInvalidArguments, err)
+	inst, ok := decodeInstance(raw)
+	if !ok { // not expected after json.Valid; encoding/json has the last word
+		var err error
+		if inst, err = jsonschema.UnmarshalJSON(bytes.NewReader(raw)); err != nil {
+			return nil, fmt.Errorf("%w: arguments are not valid JSON: %v", ErrInvalidArguments, err)
+		}
 	}
 	if err := e.params.Validate(inst); err != nil {
 		var ve *jsonschema.ValidationError

@@ -188,10 +188,7 @@ func fnDict(_ *renderer, args []any, kw *kwArgs) (any, error) {
 
 func fnNamespace(_ *renderer, args []any, kw *kwArgs) (any, error) {
 	ns := &namespace{}
-	if kw != nil {
-		ns.d.keys = make([]string, 0, len(kw.names))
-		ns.d.vals = make([]any, 0, len(kw.names))
-	}
+	ns.d.keys, ns.d.vals = ns.k[:0], ns.v[:0]
 	for _, a := range args {
 		if !isMapping(a) {
 			return nil, errorf("namespace() positional argument must be a mapping, got %s", typeName(a))

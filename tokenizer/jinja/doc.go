@@ -17,6 +17,10 @@
 //	t, err := jinja.Parse(src)
 //	out, err := t.Render(map[string]any{"messages": msgs, "add_generation_prompt": true})
 //
+// Values passed to many renders (tool schemas) can be frozen with Freeze,
+// which keeps their tojson text; AppendRender writes into a caller's buffer
+// for callers that only compare or cut the output.
+//
 // A raise_exception(msg) in the template makes Render return *Exception;
 // syntax errors are *SyntaxError with line and column; other runtime errors
 // are *RenderError. Loops, output size, macro recursion and range() are

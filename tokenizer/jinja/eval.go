@@ -59,8 +59,9 @@ var (
 
 // Template is a parsed template, safe for concurrent use by many goroutines.
 type Template struct {
-	src  string
-	body []stmt
+	src   string
+	body  []stmt
+	slots int // global names (see resolveNames)
 }
 
 // Parse parses a Jinja2 template with the lexer settings transformers uses
@@ -78,7 +79,7 @@ func Parse(src string) (*Template, error) {
 		return nil, err
 	}
 	p.resolveNames()
-	return &Template{src: src, body: body}, nil
+	return &Template{src: src, body: body, slots: len(p.slots)}, nil
 }
 
 var rendererPool = sync.Pool{New: func() any { return &renderer{} }}
@@ -94,17 +95,45 @@ var rendererPool = sync.Pool{New: func() any { return &renderer{} }}
 // Func → callable. Other Go types print with fmt's %v and are neither
 // iterable nor mappings. A raise_exception(msg) call returns *Exception.
 func (t *Template) Render(vars map[string]any) (string, error) {
-	r := rendererPool.Get().(*renderer)
-	r.reset(t, vars)
-	root := newFrame(nil)
-	err := r.execBody(t.body, root)
 	var out string
+	err := t.render(vars, nil, func(b []byte) { out = string(b) })
+	return out, err
+}
+
+// AppendRender is Render writing the output after dst instead of into a
+// new string: callers that only compare or slice the output (the
+// tokenizer's EncodeDelta renders twice per tool turn) reuse one buffer.
+// On error it returns dst unchanged.
+func (t *Template) AppendRender(dst []byte, vars map[string]any) ([]byte, error) {
+	if dst == nil {
+		dst = []byte{} // non-nil: the output must not land in the renderer's own buffer
+	}
+	err := t.render(vars, dst, func(b []byte) { dst = b })
+	return dst, err
+}
+
+// render runs the template on a pooled renderer whose output starts as
+// dst, and hands the output (dst included) to done if there was no error.
+func (t *Template) render(vars map[string]any, dst []byte, done func([]byte)) error {
+	r := rendererPool.Get().(*renderer)
+	own := r.out
+	r.reset(t, vars)
+	if dst != nil {
+		r.out, r.base = dst, len(dst)
+	}
+	root := r.getFrame(nil)
+	err := r.execBody(t.body, root)
+	r.putFrame(root)
 	if err == nil {
-		out = string(r.out)
+		done(r.out)
+	}
+	if dst != nil {
+		r.out, r.base = own[:0], 0
 	}
 	// Keep pooled renderers small: one huge render must not pin its
 	// buffers for the life of the process.
 	if cap(r.out) <= 1<<20 && cap(r.scratch) <= 1<<20 {
+		clear(r.slots) // do not pin the render's values
 		r.vars, r.t = nil, nil
 		rendererPool.Put(r)
 	}
@@ -112,17 +141,21 @@ func (t *Template) Render(vars map[string]any) (string, error) {
 		if err == errBreak || err == errContinue {
 			err = errorf("%v", err)
 		}
-		return "", err
+		return err
 	}
-	return out, nil
+	return nil
 }
 
 type renderer struct {
 	t       *Template
 	vars    map[string]any
 	out     []byte
-	scratch []byte   // reused by filters that build a string
+	base    int    // where this render's output starts in out (AppendRender)
+	scratch []byte // reused by filters that build a string
+	args    []any  // argument stack of str method calls (callStrMethod)
+	slots   []slotValue
 	free    []*frame // recycled scopes
+	loops   []*loopState
 	steps   int
 	depth   int
 	work    int
@@ -130,6 +163,18 @@ type renderer struct {
 
 func (r *renderer) reset(t *Template, vars map[string]any) {
 	r.t, r.vars, r.out, r.steps, r.depth, r.work = t, vars, r.out[:0], 0, 0, 0
+	if cap(r.slots) < t.slots {
+		r.slots = make([]slotValue, t.slots)
+	} else {
+		r.slots = r.slots[:t.slots]
+		clear(r.slots)
+	}
+}
+
+// slotValue is a global name's value once a render has looked it up.
+type slotValue struct {
+	v  any
+	ok bool
 }
 
 func (r *renderer) step() error {
@@ -163,7 +208,7 @@ func (r *renderer) account(v any) error {
 }
 
 func (r *renderer) checkOut() error {
-	if len(r.out) > maxOutput {
+	if len(r.out)-r.base > maxOutput {
 		return limitErr("output exceeds %d bytes", maxOutput)
 	}
 	return nil
@@ -543,6 +588,7 @@ type forNode struct {
 	body      []stmt
 	els       []stmt
 	recursive bool
+	reuseLoop bool // the loop object cannot outlive the loop (resolveNames)
 	pos       int
 }
 
@@ -610,7 +656,22 @@ func (n *forNode) run(r *renderer, f, inner *frame, items []any, depth int) erro
 	}
 	// depth counts recursion of a recursive loop: nested loops each start
 	// at 1, as in jinja2.
-	ls := &loopState{items: items, depth: depth}
+	var ls *loopState
+	if k := len(r.loops); n.reuseLoop && k > 0 {
+		ls = r.loops[k-1]
+		r.loops = r.loops[:k-1]
+		*ls = loopState{items: items, depth: depth}
+	} else {
+		ls = &loopState{items: items, depth: depth}
+	}
+	if n.reuseLoop {
+		defer func() {
+			*ls = loopState{}
+			if len(r.loops) < 16 {
+				r.loops = append(r.loops, ls)
+			}
+		}()
+	}
 	if n.recursive {
 		f.capture() // loop(...) may run the body again in this scope
 		ls.node, ls.frame = n, f

@@ -39,3 +39,26 @@ func ExampleException() {
 	fmt.Println(errors.As(err, &exc), exc.Message)
 	// Output: true first message must be from the user
 }
+
+func ExampleFreeze() {
+	tools, err := jinja.FromJSON([]byte(`[{"type": "function", "function": {"name": "echo", "parameters": {"type": "object"}}}]`))
+	if err != nil {
+		panic(err)
+	}
+	// Frozen once, the schemas are rendered from their kept JSON text on
+	// every later render; they must not be changed afterwards.
+	jinja.Freeze(tools)
+	tmpl, err := jinja.Parse(`{% for t in tools %}{{ t|tojson }}{% endfor %}`)
+	if err != nil {
+		panic(err)
+	}
+	var buf []byte
+	for range 2 {
+		buf, err = tmpl.AppendRender(buf[:0], map[string]any{"tools": tools})
+		if err != nil {
+			panic(err)
+		}
+	}
+	fmt.Println(string(buf))
+	// Output: {"type": "function", "function": {"name": "echo", "parameters": {"type": "object"}}}
+}

@@ -20,16 +20,26 @@ type nameExpr struct {
 	// global is set when no statement of the template assigns the name, so
 	// the scopes need not be searched.
 	global bool
+	// loopAttr is set when the name is the object of an attribute read
+	// other than cycle and changed (loop.index, loop.last, ...).
+	loopAttr bool
+	slot     int // of a global name: its index in renderer.slots
 }
 
 func (e *nameExpr) eval(r *renderer, f *frame) (any, error) {
 	if e.global {
-		if v, ok := r.vars[e.name]; ok {
-			return v, nil
+		if sl := &r.slots[e.slot]; sl.ok {
+			return sl.v, nil
 		}
-		if v, ok := globals[e.name]; ok {
-			return v, nil
+		v, ok := r.vars[e.name]
+		if !ok {
+			v, ok = globals[e.name]
 		}
+		if !ok {
+			v = &undefined{name: e.name}
+		}
+		r.slots[e.slot] = slotValue{v: v, ok: true}
+		return v, nil
 	} else if v, ok := r.lookup(f, e.name); ok {
 		return v, nil
 	}
@@ -598,6 +608,8 @@ type getattrExpr struct {
 	// missing is the undefined value for a dict without the key, made at
 	// parse time: templates probe absent keys (message.tool_calls) often.
 	missing *undefined
+	// dictMethod is isDictMethod(name), decided at parse time.
+	dictMethod bool
 }
 
 func (e *getattrExpr) eval(r *renderer, f *frame) (any, error) {
@@ -607,14 +619,14 @@ func (e *getattrExpr) eval(r *renderer, f *frame) (any, error) {
 	}
 	switch o := obj.(type) {
 	case *Dict:
-		if !isDictMethod(e.name) {
+		if !e.dictMethod {
 			if v, ok := o.Get(e.name); ok {
 				return v, nil
 			}
 			return e.missing, nil
 		}
 	case map[string]any:
-		if !isDictMethod(e.name) {
+		if !e.dictMethod {
 			if v, ok := o[e.name]; ok {
 				return v, nil
 			}
@@ -1010,6 +1022,9 @@ func (e *callExpr) eval(r *renderer, f *frame) (any, error) {
 		if err != nil {
 			return nil, err
 		}
+		if s, isStr := recv.(string); isStr && e.dynArgs == nil && isStrMethod(ga.name) {
+			return e.callStrMethod(r, f, s, ga.name)
+		}
 		if hasMethod(recv, ga.name) {
 			args, kw, err := e.evalArgs(r, f)
 			if err != nil {
@@ -1032,6 +1047,41 @@ func (e *callExpr) eval(r *renderer, f *frame) (any, error) {
 		return nil, err
 	}
 	return e.callValue(r, f, fn)
+}
+
+// callStrMethod calls a str method with its positional arguments on the
+// renderer's argument stack instead of a new slice: str methods (the most
+// frequent calls in chat templates: startswith, split, strip, ...) never
+// keep their argument slice.
+func (e *callExpr) callStrMethod(r *renderer, f *frame, s, name string) (any, error) {
+	base := len(r.args)
+	defer func() {
+		clear(r.args[base:])
+		r.args = r.args[:base]
+	}()
+	for _, a := range e.args {
+		v, err := a.eval(r, f) // may use the stack above base, and pops it again
+		if err != nil {
+			return nil, err
+		}
+		r.args = append(r.args, v)
+	}
+	var kw *kwArgs
+	if len(e.kwNames) > 0 || e.dynKwargs != nil {
+		var err error
+		if _, kw, err = (&callArgs{kwNames: e.kwNames, kwVals: e.kwVals, dynKwargs: e.dynKwargs}).evalArgs(r, f); err != nil {
+			return nil, err
+		}
+	}
+	var args []any
+	if n := len(r.args); n > base {
+		args = r.args[base:n:n]
+	}
+	v, err := strMethod(s, name, args, kw)
+	if err != nil {
+		return nil, err
+	}
+	return v, r.account(v)
 }
 
 func (e *callExpr) callValue(r *renderer, f *frame, fn any) (any, error) {

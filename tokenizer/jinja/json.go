@@ -406,12 +406,24 @@ type jsonOpts struct {
 
 func newJSONOpts() jsonOpts { return jsonOpts{itemSep: ", ", keySep: ": "} }
 
+// plain reports whether o are the default arguments.
+func (o *jsonOpts) plain() bool {
+	return !o.hasIndent && !o.sortKeys && o.itemSep == ", " && o.keySep == ": "
+}
+
 // appendJSON appends json.dumps(v) with Python's formatting.
 func appendJSON(b []byte, v any, o *jsonOpts, depth int) ([]byte, error) {
 	if depth > maxDepth {
 		return b, errors.New("tojson: value nested too deeply")
 	}
 	switch x := v.(type) {
+	case *Dict:
+		// A frozen dict's text with the default arguments was made by
+		// this function when it was frozen; it is used only where writing
+		// the dict again would not hit the depth limit.
+		if fd := x.frozen; fd != nil && fd.jsonOK && o.plain() && depth+fd.height <= maxDepth {
+			return append(b, fd.json...), nil
+		}
 	case nil:
 		return append(b, "null"...), nil
 	case bool:

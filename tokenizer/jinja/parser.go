@@ -19,6 +19,11 @@ type parser struct {
 	// those are looked up in the render variables directly.
 	names    []*nameExpr
 	assigned map[string]bool
+	// fors and loopEscapes decide whether for loops may recycle their
+	// loop object (see resolveNames).
+	fors        []*forNode
+	loopEscapes bool
+	slots       map[string]int // global name → slot (see resolveNames)
 }
 
 func (p *parser) assign(name string) {
@@ -40,8 +45,33 @@ func (t *target) declare(p *parser) {
 // resolveNames marks names that no statement assigns (after the whole
 // template is parsed, since a name may be assigned after its first use).
 func (p *parser) resolveNames() {
+	reuse := !p.loopEscapes
 	for _, n := range p.names {
 		n.global = !p.assigned[n.name] && !reservedScopeName(n.name)
+		if n.global {
+			// Each global name gets a slot that a render fills on first
+			// use: the variables cannot change during a render.
+			slot, ok := p.slots[n.name]
+			if !ok {
+				if p.slots == nil {
+					p.slots = make(map[string]int)
+				}
+				slot = len(p.slots)
+				p.slots[n.name] = slot
+			}
+			n.slot = slot
+		}
+		if n.name == "loop" && !n.loopAttr {
+			reuse = false
+		}
+	}
+	// A loop object can outlive its loop only through a bare `loop`
+	// (assigned, passed, stored), a bound loop.cycle or loop.changed, a
+	// macro or call block that closes over it, or a recursive loop. A
+	// template with none of those only ever reads attributes of the
+	// current loop, so its loops can recycle their loop objects.
+	for _, f := range p.fors {
+		f.reuseLoop = reuse
 	}
 }
 
@@ -312,6 +342,7 @@ func (p *parser) parseIf() (stmt, error) {
 
 func (p *parser) parseFor() (stmt, error) {
 	n := &forNode{}
+	p.fors = append(p.fors, n)
 	var err error
 	if n.target, err = p.parseAssignTarget("in"); err != nil {
 		return nil, err
@@ -329,6 +360,9 @@ func (p *parser) parseFor() (stmt, error) {
 		}
 	}
 	n.recursive = p.skipName("recursive")
+	if n.recursive {
+		p.loopEscapes = true
+	}
 	if err := p.blockEnd(); err != nil {
 		return nil, err
 	}
@@ -505,6 +539,7 @@ func (p *parser) parseMacro() (stmt, error) {
 		return nil, err
 	}
 	m := &macroDef{name: name}
+	p.loopEscapes = true
 	p.assign(name)
 	if err := p.parseMacroSignature(m); err != nil {
 		return nil, err
@@ -517,6 +552,7 @@ func (p *parser) parseMacro() (stmt, error) {
 
 func (p *parser) parseCallBlock() (stmt, error) {
 	m := &macroDef{name: "caller"}
+	p.loopEscapes = true
 	if p.isOp("(") {
 		if err := p.parseMacroSignature(m); err != nil {
 			return nil, err
@@ -969,7 +1005,10 @@ func (p *parser) parsePostfix(e expr) (expr, error) {
 			switch t.kind {
 			case tName:
 				p.advance()
-				e = &getattrExpr{obj: e, name: t.val, missing: &undefined{name: t.val, objType: "dict"}}
+				if n, isName := e.(*nameExpr); isName && t.val != "cycle" && t.val != "changed" {
+					n.loopAttr = true
+				}
+				e = &getattrExpr{obj: e, name: t.val, missing: &undefined{name: t.val, objType: "dict"}, dictMethod: isDictMethod(t.val)}
 			case tInt:
 				p.advance()
 				e = &getitemExpr{obj: e, key: &constExpr{v: t.ival}}

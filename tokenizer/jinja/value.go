@@ -16,18 +16,132 @@ import (
 // (which have no order) cannot stand in for them. The zero value is ready to
 // use.
 type Dict struct {
-	keys []string
-	vals []any
-	idx  map[string]int // built once the dict grows past a few keys
+	keys   []string
+	vals   []any
+	idx    map[string]int // built once the dict grows past a few keys
+	frozen *frozenDict    // set by Freeze
 }
 
 // NewDict returns an empty Dict.
 func NewDict() *Dict { return &Dict{} }
 
+// Dicts with inline room for their first keys: NewDictCap makes a small
+// dict with one allocation instead of one for the Dict and one for every
+// growth of its two slices.
+type (
+	dict2 struct {
+		d Dict
+		k [2]string
+		v [2]any
+	}
+	dict4 struct {
+		d Dict
+		k [4]string
+		v [4]any
+	}
+	dict8 struct {
+		d Dict
+		k [8]string
+		v [8]any
+	}
+)
+
+// NewDictCap returns an empty Dict with room for n keys, for callers that
+// know how many keys they will set.
+func NewDictCap(n int) *Dict {
+	switch {
+	case n <= 0:
+		return &Dict{}
+	case n <= 2:
+		x := &dict2{}
+		x.d.keys, x.d.vals = x.k[:0], x.v[:0]
+		return &x.d
+	case n <= 4:
+		x := &dict4{}
+		x.d.keys, x.d.vals = x.k[:0], x.v[:0]
+		return &x.d
+	case n <= dictIndexThreshold:
+		x := &dict8{}
+		x.d.keys, x.d.vals = x.k[:0], x.v[:0]
+		return &x.d
+	}
+	return &Dict{keys: make([]string, 0, n), vals: make([]any, 0, n)}
+}
+
+// frozenDict is what Freeze records about a Dict: its tojson text with the
+// default arguments, computed once.
+type frozenDict struct {
+	json     string
+	jsonOK   bool // false when json is not usable (see freeze)
+	height   int  // nesting levels below the dict, for tojson's depth limit
+	heightOK bool
+	visiting bool // being frozen: meeting it again means a cycle
+}
+
+// Freeze makes v and every Dict reachable from it (through dicts, lists and
+// tuples) immutable, and precomputes what rendering them repeatedly would
+// recompute: a frozen dict's `|tojson` (with the default arguments) is
+// written from a copy made here. Callers freeze values they keep and pass
+// to many renders, such as tool schemas, and must not change the lists
+// inside them afterwards either. Templates cannot modify values, so a
+// frozen value renders exactly as before; Set on a frozen Dict panics,
+// because changing it would make that copy stale. Dicts holding values of
+// other Go types (maps, typed slices, Funcs) are frozen without a copy.
+func Freeze(v any) {
+	_, _ = freeze(v, 0)
+}
+
+// freeze freezes v and returns its nesting height as appendJSON counts
+// depth (0 for a scalar or an empty container); ok is false when that
+// height is unknown (a cycle, or nesting far beyond what tojson accepts).
+func freeze(v any, depth int) (height int, ok bool) {
+	if depth > 2*maxDepth {
+		return 0, false
+	}
+	switch x := v.(type) {
+	case *Dict:
+		if x.frozen != nil {
+			return x.frozen.height, !x.frozen.visiting && x.frozen.heightOK
+		}
+		fd := &frozenDict{visiting: true}
+		x.frozen = fd
+		fd.height, fd.heightOK = freezeList(x.vals, depth)
+		fd.visiting = false
+		if fd.heightOK {
+			o := newJSONOpts()
+			if b, err := appendJSON(nil, x, &o, 0); err == nil {
+				fd.json, fd.jsonOK = string(b), true
+			}
+		}
+		return fd.height, fd.heightOK
+	case []any:
+		return freezeList(x, depth)
+	case Tuple:
+		return freezeList(x, depth)
+	case nil, bool, string, bigInt, int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64, uintptr, float32, float64:
+		return 0, true
+	}
+	// Go maps, typed slices, functions, ...: not frozen, so no text of a
+	// dict holding one is kept.
+	return 0, false
+}
+
+func freezeList(l []any, depth int) (height int, ok bool) {
+	ok = true
+	for _, e := range l {
+		h, eok := freeze(e, depth+1)
+		height, ok = max(height, 1+h), ok && eok
+	}
+	return height, ok
+}
+
 const dictIndexThreshold = 8
 
 // Set sets key to v, keeping the key's first insertion position.
 func (d *Dict) Set(key string, v any) {
+	if d.frozen != nil {
+		panic("jinja: Set on a frozen Dict (see Freeze)")
+	}
 	if i, ok := d.find(key); ok {
 		d.vals[i] = v
 		return
@@ -128,7 +242,13 @@ type bigInt string
 
 // namespace is the mutable object namespace(...) creates; the only thing
 // {% set ns.attr = v %} may assign to.
-type namespace struct{ d Dict }
+type namespace struct {
+	d Dict
+	// room for the first attributes, so that namespace(...) is one
+	// allocation (templates use one or two attributes)
+	k [4]string
+	v [4]any
+}
 
 // ---- conversions --------------------------------------------------------
 
