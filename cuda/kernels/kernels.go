@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
-	"sync/atomic"
 	"unsafe"
 )
 
@@ -57,6 +56,7 @@ func (p *Packed) Panels() int { return (p.N + Panel - 1) / Panel }
 type CPU struct {
 	level   Level
 	threads int
+	crew    *crew
 }
 
 // NewCPU returns a CPU using threads goroutines per operation (0 = one per
@@ -65,7 +65,7 @@ func NewCPU(threads int) *CPU {
 	if threads <= 0 {
 		threads = runtime.GOMAXPROCS(0)
 	}
-	return &CPU{level: Detect(), threads: threads}
+	return &CPU{level: Detect(), threads: threads, crew: newCrew(threads - 1)}
 }
 
 // WithLevel returns a copy that runs at level l (at most the detected one).
@@ -73,7 +73,7 @@ func (c *CPU) WithLevel(l Level) (*CPU, error) {
 	if l < Generic || l > Detect() {
 		return nil, fmt.Errorf("kernels: level %v not supported by this CPU (best %v)", l, Detect())
 	}
-	return &CPU{level: l, threads: c.threads}, nil
+	return &CPU{level: l, threads: c.threads, crew: newCrew(c.threads - 1)}, nil
 }
 
 // Level is the instruction-set level in use.
@@ -96,8 +96,18 @@ func iptr(s []int32) *C.int32_t {
 	return (*C.int32_t)(unsafe.Pointer(&s[0]))
 }
 
-// parallel runs f over [0,n) split into at most c.threads ranges.
-func (c *CPU) parallel(n int, f func(lo, hi int)) { Parallel(c.threads, n, f) }
+// parallel runs f over [0,n) split into at most c.threads ranges, on the
+// crew.
+func (c *CPU) parallel(n int, f func(lo, hi int)) {
+	parts := min(c.threads, n)
+	if parts <= 1 {
+		if n > 0 {
+			f(0, n)
+		}
+		return
+	}
+	c.crew.run(parts-1, n, (n+parts-1)/parts, f)
+}
 
 // Parallel runs f over [0,n) split into at most threads contiguous ranges,
 // one goroutine each (the caller runs the first), and waits for all of
@@ -130,8 +140,8 @@ func Parallel(threads, n int, f func(lo, hi int)) {
 const chunksPerThread = 4
 
 // parallelChunks runs f over [0,n) in contiguous chunks that the calling
-// goroutine and threads−1 helpers take from a shared counter until none
-// are left, and waits for all of them. Which goroutine computes a chunk
+// goroutine and threads−1 crew helpers take from a shared counter until
+// none are left, and waits for all of them. Which goroutine computes a chunk
 // never changes what is computed, so results stay bitwise identical.
 func (c *CPU) parallelChunks(n int, f func(lo, hi int)) {
 	if c.threads <= 1 || n <= 1 {
@@ -140,27 +150,7 @@ func (c *CPU) parallelChunks(n int, f func(lo, hi int)) {
 		}
 		return
 	}
-	chunk := max(1, n/(c.threads*chunksPerThread))
-	var next atomic.Int64
-	work := func() {
-		for {
-			lo := int(next.Add(int64(chunk))) - chunk
-			if lo >= n {
-				return
-			}
-			f(lo, min(lo+chunk, n))
-		}
-	}
-	var wg sync.WaitGroup
-	for i := 1; i < min(c.threads, n); i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			work()
-		}()
-	}
-	work()
-	wg.Wait()
+	c.crew.run(min(c.threads, n)-1, n, max(1, n/(c.threads*chunksPerThread)), f)
 }
 
 // NewPacked allocates a zero n×k packed matrix.

@@ -26,7 +26,8 @@ func (c *CPU) MeasureBandwidth(bytes int, reps int) float64 {
 	rates := make([]float64, 0, reps)
 	for r := 0; r < reps; r++ {
 		start := time.Now()
-		c.parallel(n/4096, func(lo, hi int) {
+		// one goroutine per thread, all streaming at once
+		Parallel(c.threads, n/4096, func(lo, hi int) {
 			s := C.agl_sum(C.int(c.level), fptr(buf[lo*4096:]), C.int64_t((hi-lo)*4096))
 			sink.Add(uint32(s))
 		})
@@ -67,7 +68,8 @@ func (c *CPU) MeasureFMAPeak(reps int) float64 {
 	for r := 0; r < reps; r++ {
 		var flops atomic.Uint64
 		start := time.Now()
-		c.parallel(c.threads, func(lo, hi int) {
+		// one goroutine per thread, all at once
+		Parallel(c.threads, c.threads, func(lo, hi int) {
 			for i := lo; i < hi; i++ {
 				flops.Add(uint64(C.agl_fma_peak(C.int(c.level), iters)))
 			}
