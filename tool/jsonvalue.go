@@ -45,6 +45,25 @@ func (d *instDecoder) space() {
 	}
 }
 
+// separator consumes what follows a member or an element: a comma (more
+// follow: done false) or the closing byte (done true); anything else is
+// not JSON (ok false).
+func (d *instDecoder) separator(closing byte) (done, ok bool) {
+	d.space()
+	if d.pos >= len(d.data) {
+		return false, false
+	}
+	switch d.data[d.pos] {
+	case ',':
+		d.pos++
+		return false, true
+	case closing:
+		d.pos++
+		return true, true
+	}
+	return false, false
+}
+
 func (d *instDecoder) value(depth int) (any, bool) {
 	if d.pos >= len(d.data) || depth > maxInstanceDepth {
 		return nil, false
@@ -75,18 +94,12 @@ func (d *instDecoder) value(depth int) (any, bool) {
 				return nil, false
 			}
 			m[k] = v // a repeated key: the last one wins, as in encoding/json
-			d.space()
-			if d.pos >= len(d.data) {
+			done, ok := d.separator('}')
+			if !ok {
 				return nil, false
 			}
-			switch d.data[d.pos] {
-			case ',':
-				d.pos++
-			case '}':
-				d.pos++
+			if done {
 				return m, true
-			default:
-				return nil, false
 			}
 		}
 	case c == '[':
@@ -104,18 +117,12 @@ func (d *instDecoder) value(depth int) (any, bool) {
 				return nil, false
 			}
 			l = append(l, v)
-			d.space()
-			if d.pos >= len(d.data) {
+			done, ok := d.separator(']')
+			if !ok {
 				return nil, false
 			}
-			switch d.data[d.pos] {
-			case ',':
-				d.pos++
-			case ']':
-				d.pos++
+			if done {
 				return l, true
-			default:
-				return nil, false
 			}
 		}
 	case c == '"':

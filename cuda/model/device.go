@@ -135,9 +135,8 @@ func (m *Model) forwardDevice(kv *KVCache, seqs []Seq) ([][]float32, error) {
 	return m.dev.forward(kv.dev, seqs, T)
 }
 
-// checkBatch validates a Forward call and returns the number of tokens.
-// It is the device forward's copy of the checks the CPU Forward does
-// inline; the errors are the same.
+// checkBatch validates a Forward call (on either device) and returns the
+// number of tokens.
 func (m *Model) checkBatch(kv *KVCache, seqs []Seq) (int, error) {
 	c := m.cfg
 	if len(m.loaded) != len(m.shapes) {

@@ -460,15 +460,5 @@ func (g *deviceModel) run(kv *deviceKV, seqs []Seq, T int) ([][]float32, error) 
 	if err := d.Read(host, logits); err != nil {
 		return nil, err
 	}
-	out := make([][]float32, len(seqs))
-	r := 0
-	for i, s := range seqs {
-		n := 1
-		if s.AllLogits {
-			n = len(s.Tokens)
-		}
-		out[i] = host[r*V : (r+n)*V : (r+n)*V]
-		r += n
-	}
-	return out, nil
+	return splitLogits(host, seqs, V), nil
 }

@@ -2,7 +2,6 @@ package model
 
 import (
 	"errors"
-	"fmt"
 	"math"
 	"sync"
 
@@ -172,43 +171,13 @@ func (m *Model) Forward(kv *KVCache, seqs []Seq) ([][]float32, error) {
 	if m.dev != nil {
 		return m.forwardDevice(kv, seqs)
 	}
+	T, err := m.checkBatch(kv, seqs)
+	if err != nil || T == 0 {
+		return nil, err
+	}
 	c := m.cfg
-	if len(m.loaded) != len(m.shapes) {
-		miss := m.missing()
-		return nil, fmt.Errorf("%w: %d weights not set (first: %s)", ErrWeights, len(miss), miss[0])
-	}
-	if kv == nil || len(kv.K) != c.NumHiddenLayers {
-		return nil, fmt.Errorf("%w: KV cache does not match the model", ErrInput)
-	}
 	H, hd, nh, nkv := c.HiddenSize, c.HeadDim, c.NumAttentionHeads, c.NumKeyValueHeads
 	qd, kvd, inter := nh*hd, nkv*hd, c.IntermediateSize
-	T := 0
-	for i, s := range seqs {
-		if len(s.Tokens) == 0 {
-			return nil, fmt.Errorf("%w: sequence %d has no tokens", ErrInput, i)
-		}
-		end := s.Start + len(s.Tokens)
-		if s.Start < 0 || end > c.MaxPositionEmbeddings {
-			return nil, fmt.Errorf("%w: sequence %d positions [%d,%d) outside the context of %d", ErrInput, i, s.Start, end, c.MaxPositionEmbeddings)
-		}
-		if need := (end + kv.BlockSize - 1) / kv.BlockSize; len(s.Blocks) < need {
-			return nil, fmt.Errorf("%w: sequence %d has %d blocks, needs %d for %d positions", ErrInput, i, len(s.Blocks), need, end)
-		}
-		for _, b := range s.Blocks {
-			if b < 0 || int(b) >= kv.NumBlocks {
-				return nil, fmt.Errorf("%w: sequence %d: block %d outside the cache of %d", ErrInput, i, b, kv.NumBlocks)
-			}
-		}
-		for j, id := range s.Tokens {
-			if id < 0 || int(id) >= c.VocabSize {
-				return nil, fmt.Errorf("%w: sequence %d token %d: id %d outside the vocabulary of %d", ErrInput, i, j, id, c.VocabSize)
-			}
-		}
-		T += len(s.Tokens)
-	}
-	if T == 0 {
-		return nil, nil
-	}
 	b := &m.buf
 	b.x = grow(b.x, T*H)
 	b.h = grow(b.h, T*H)
@@ -301,8 +270,14 @@ func (m *Model) Forward(kv *KVCache, seqs []Seq) ([][]float32, error) {
 	b.logits = grow(b.logits, rows*V)
 	logits := b.logits
 	cpu.MatMul(logits, b.sel, rows, m.lmHead, nil)
+	return splitLogits(logits, seqs, V), nil
+}
+
+// splitLogits cuts the logits rows of a forward pass into each sequence's
+// share: all its tokens' rows when AllLogits, else its last token's.
+func splitLogits(logits []float32, seqs []Seq, V int) [][]float32 {
 	out := make([][]float32, len(seqs))
-	r = 0
+	r := 0
 	for i, s := range seqs {
 		n := 1
 		if s.AllLogits {
@@ -311,5 +286,5 @@ func (m *Model) Forward(kv *KVCache, seqs []Seq) ([][]float32, error) {
 		out[i] = logits[r*V : (r+n)*V : (r+n)*V]
 		r += n
 	}
-	return out, nil
+	return out
 }
