@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
-	"sync"
 
 	"github.com/agentrl/agentrl/cuda/kvcache"
 	"github.com/agentrl/agentrl/cuda/model"
@@ -358,18 +357,14 @@ func (s *sched) step() {
 	toks := make([]int32, len(due))
 	lps := make([]float32, len(due))
 	workers := min(len(s.smp), len(due))
-	var wg sync.WaitGroup
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+	s.m.CPU().Split(workers, func(lo, hi int) {
+		for w := lo; w < hi; w++ { // sampler w on one goroutine
 			for j := w; j < len(due); j += workers {
 				r := s.members[due[j]]
 				toks[j], lps[j] = s.smp[w].sample(logits[due[j]], &r.params, r.seenIfPenalized(), r.rng)
 			}
-		}()
-	}
-	wg.Wait()
+		}
+	})
 	for j, i := range due {
 		r := s.members[i]
 		tok, lp := toks[j], lps[j]

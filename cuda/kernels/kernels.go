@@ -96,6 +96,14 @@ func iptr(s []int32) *C.int32_t {
 	return (*C.int32_t)(unsafe.Pointer(&s[0]))
 }
 
+// Split runs f over [0,n) cut into at most Threads() contiguous ranges on
+// the CPU's threads (the caller and the kernels' helper goroutines), and
+// returns when all are done. Each range runs on one goroutine. It is for
+// work between kernel calls, such as sampling every sequence of a batch:
+// new goroutines would queue behind the helpers that wait, spinning, for
+// the next kernel.
+func (c *CPU) Split(n int, f func(lo, hi int)) { c.parallel(n, f) }
+
 // parallel runs f over [0,n) split into at most c.threads ranges, on the
 // crew.
 func (c *CPU) parallel(n int, f func(lo, hi int)) {
