@@ -106,6 +106,17 @@ func BenchmarkToolAgentTurnCancellable(b *testing.B) {
 	runTurnsCtx(ctx, b, loop, s, turns)
 }
 
+// copies returns n copies of s with indexes 0..n-1 and no IDs (the
+// Manager assigns them).
+func copies(s Sample, n int) []Sample {
+	out := make([]Sample, n)
+	for j := range out {
+		out[j] = s
+		out[j].ID, out[j].Index = "", j
+	}
+	return out
+}
+
 // BenchmarkManagerTurns runs ToolAgent trajectories through the Manager,
 // 64 in flight, under a cancellable context (as a trainer runs them): the
 // per-turn CPU cost when the process is busy with many trajectories,
@@ -117,11 +128,7 @@ func BenchmarkManagerTurns(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	samples := make([]Sample, n)
-	for j := range samples {
-		samples[j] = s
-		samples[j].ID, samples[j].Index = "", j
-	}
+	samples := copies(s, n)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	b.ReportAllocs()
@@ -243,11 +250,7 @@ func BenchmarkInFlightMemory(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		samples := make([]Sample, n)
-		for j := range samples {
-			samples[j] = s
-			samples[j].ID, samples[j].Index = "", j
-		}
+		samples := copies(s, n)
 		prompt, err := env.Tokenizer.EncodeChat(tokenizerContextTools(s, env.Tools.Schemas()))
 		if err != nil {
 			b.Fatal(err)
