@@ -374,7 +374,7 @@ func (e *Engine) publish(s *sched) {
 	}
 	st.WeightVersion = e.version.Load()
 	st.Asleep = s.asleep
-	st.KVPopulated = s.populated
+	st.KVPopulated = s.kv != nil && s.kv.Populated()
 	e.statsMu.Lock()
 	e.stats = st
 	e.statsMu.Unlock()

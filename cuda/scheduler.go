@@ -41,20 +41,18 @@ func (r *request) before(o *request) bool {
 }
 
 type sched struct {
-	e      *Engine
-	m      *model.Model
-	kv     *model.KVCache
-	blocks *kvcache.Manager
-	// populated: kv's memory is all mapped (or cannot be ahead of use).
-	populated bool
-	waiting   []*request // sorted by before
-	running   []*request // sorted by before
-	asleep    bool
-	arrival   int64
-	smp       []sampler // one per sampling goroutine
-	stats     Stats
-	batch     []model.Seq
-	members   []*request
+	e       *Engine
+	m       *model.Model
+	kv      *model.KVCache
+	blocks  *kvcache.Manager
+	waiting []*request // sorted by before
+	running []*request // sorted by before
+	asleep  bool
+	arrival int64
+	smp     []sampler // one per sampling goroutine
+	stats   Stats
+	batch   []model.Seq
+	members []*request
 }
 
 func newSched(e *Engine) (*sched, error) {
@@ -72,7 +70,7 @@ func (s *sched) allocCache() error {
 	if err != nil {
 		return err
 	}
-	s.kv, s.populated = kv, false
+	s.kv = kv
 	s.blocks = kvcache.New(s.e.blocks, s.e.opts.BlockSize)
 	return nil
 }
@@ -125,7 +123,7 @@ func (e *Engine) loop(s *sched) {
 			// pay page faults inside their steps; a closed channel makes the
 			// select return at once while there is some left.
 			var populate <-chan struct{}
-			if s.kv != nil && !s.populated {
+			if s.kv != nil && !s.kv.Populated() {
 				populate = closedChan
 			}
 			select {
@@ -137,7 +135,7 @@ func (e *Engine) loop(s *sched) {
 				s.shutdown()
 				return
 			case <-populate:
-				if s.populated = s.kv.Populate(populateStep); s.populated {
+				if s.kv.Populate(populateStep) {
 					e.publish(s)
 				}
 				continue

@@ -406,8 +406,9 @@ void agl_attention(int level, const float* q, int64_t t, int64_t nh, int64_t nkv
 			continue;
 		}
 		float mx = -INFINITY;
+		slot_iter ks = slots_from(table, bs);
 		for (int64_t p = 0; p < n; p++) {
-			int64_t slot = (int64_t)table[p / bs] * bs + p % bs;
+			int64_t slot = slot_next(&ks);
 			float s = agv_dot(level, qh, kc + slot * kvstride + kvh * hd, hd) * scale;
 			scratch[p] = s;
 			if (s > mx) mx = s;
@@ -420,8 +421,9 @@ void agl_attention(int level, const float* q, int64_t t, int64_t nh, int64_t nkv
 		}
 		memset(oh, 0, sizeof(float) * hd);
 		float inv = 1.0f / sum;
+		slot_iter vs = slots_from(table, bs);
 		for (int64_t p = 0; p < n; p++) {
-			int64_t slot = (int64_t)table[p / bs] * bs + p % bs;
+			int64_t slot = slot_next(&vs);
 			agv_axpy(level, oh, scratch[p] * inv, vc + slot * kvstride + kvh * hd, hd);
 		}
 	}

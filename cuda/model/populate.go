@@ -19,7 +19,7 @@ type populateCursor struct {
 //
 // Like Forward, it must not run concurrently with other uses of the cache.
 func (kv *KVCache) Populate(n int) bool {
-	if kv.dev != nil || kv.pop.done {
+	if kv.Populated() {
 		return true
 	}
 	for n > 0 && kv.pop.i < 2*len(kv.K) {
@@ -43,3 +43,6 @@ func (kv *KVCache) Populate(n int) bool {
 	kv.pop.done = kv.pop.i >= 2*len(kv.K)
 	return kv.pop.done
 }
+
+// Populated reports whether Populate has nothing left to do.
+func (kv *KVCache) Populated() bool { return kv.dev != nil || kv.pop.done }

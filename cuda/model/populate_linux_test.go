@@ -12,12 +12,9 @@ import (
 
 // resident counts the pages of a that are in memory.
 func resident(t *testing.T, a []float32) (in, all int) {
-	b := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(a))), len(a)*4)
-	addr := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
-	lo := (addr+4095)&^4095 - addr
-	hi := (addr+uintptr(len(b)))&^4095 - addr
-	vec := make([]byte, (hi-lo)/4096)
-	_, _, errno := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&b[lo])), uintptr(hi-lo), uintptr(unsafe.Pointer(&vec[0])))
+	b := pages(a, 0, uintptr(len(a))*4)
+	vec := make([]byte, len(b)/4096)
+	_, _, errno := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)), uintptr(unsafe.Pointer(&vec[0])))
 	require.Zero(t, errno)
 	for _, v := range vec {
 		if v&1 == 1 {
@@ -38,9 +35,7 @@ func TestPopulate(t *testing.T) {
 	// The heap may hand out memory that is already mapped: unmap it (a new
 	// cache is all zeros, which is what unmapped pages read as).
 	for _, a := range append(append([][]float32{}, kv.K...), kv.V...) {
-		b := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(a))), len(a)*4)
-		addr := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
-		require.NoError(t, unix.Madvise(b[(addr+4095)&^4095-addr:(addr+uintptr(len(b)))&^4095-addr], unix.MADV_DONTNEED))
+		require.NoError(t, unix.Madvise(pages(a, 0, uintptr(len(a))*4), unix.MADV_DONTNEED))
 	}
 	in, all := resident(t, kv.K[1])
 	require.Less(t, in, all/2, "unmapped")
