@@ -703,34 +703,54 @@ func (p *parser) parseCondExpr() (expr, error) {
 	return e1, nil
 }
 
-func (p *parser) parseOr() (expr, error) {
-	l, err := p.parseAnd()
+// leftAssoc parses one left-associative level of binary operators:
+// operand (op operand)*, where match consumes an operator and returns it
+// ("" when none follows) and mk folds each new operand in from the left.
+func (p *parser) leftAssoc(operand func() (expr, error), match func() string, mk func(op string, l, r expr) expr) (expr, error) {
+	l, err := operand()
 	if err != nil {
 		return nil, err
 	}
-	for p.skipName("or") {
-		r, err := p.parseAnd()
+	for op := match(); op != ""; op = match() {
+		r, err := operand()
 		if err != nil {
 			return nil, err
 		}
-		l = &orExpr{l: l, r: r}
+		l = mk(op, l, r)
 	}
 	return l, nil
 }
 
-func (p *parser) parseAnd() (expr, error) {
-	l, err := p.parseNot()
-	if err != nil {
-		return nil, err
-	}
-	for p.skipName("and") {
-		r, err := p.parseNot()
-		if err != nil {
-			return nil, err
+// nameOp matches the keyword operator name.
+func (p *parser) nameOp(name string) func() string {
+	return func() string {
+		if p.skipName(name) {
+			return name
 		}
-		l = &andExpr{l: l, r: r}
+		return ""
 	}
-	return l, nil
+}
+
+// ops matches any of the symbol operators.
+func (p *parser) ops(symbols ...string) func() string {
+	return func() string {
+		for _, op := range symbols {
+			if p.isOp(op) {
+				return p.advance().val
+			}
+		}
+		return ""
+	}
+}
+
+func newBinExpr(op string, l, r expr) expr { return &binExpr{op: op, l: l, r: r} }
+
+func (p *parser) parseOr() (expr, error) {
+	return p.leftAssoc(p.parseAnd, p.nameOp("or"), func(_ string, l, r expr) expr { return &orExpr{l: l, r: r} })
+}
+
+func (p *parser) parseAnd() (expr, error) {
+	return p.leftAssoc(p.parseNot, p.nameOp("and"), func(_ string, l, r expr) expr { return &andExpr{l: l, r: r} })
 }
 
 func (p *parser) parseNot() (expr, error) {
@@ -789,27 +809,16 @@ func (p *parser) parseCompare() (expr, error) {
 }
 
 func (p *parser) parseMath1() (expr, error) {
-	l, err := p.parseConcat()
-	if err != nil {
-		return nil, err
-	}
-	for p.isOp("+") || p.isOp("-") {
-		op := p.advance().val
-		r, err := p.parseConcat()
-		if err != nil {
-			return nil, err
+	return p.leftAssoc(p.parseConcat, p.ops("+", "-"), func(op string, l, r expr) expr {
+		if op != "+" {
+			return &binExpr{op: op, l: l, r: r}
 		}
-		if op == "+" {
-			if pc, ok := l.(*plusChain); ok {
-				pc.parts = append(pc.parts, r)
-				continue
-			}
-			l = &plusChain{parts: []expr{l, r}}
-			continue
+		if pc, ok := l.(*plusChain); ok {
+			pc.parts = append(pc.parts, r)
+			return pc
 		}
-		l = &binExpr{op: op, l: l, r: r}
-	}
-	return l, nil
+		return &plusChain{parts: []expr{l, r}}
+	})
 }
 
 func (p *parser) parseConcat() (expr, error) {
@@ -832,34 +841,11 @@ func (p *parser) parseConcat() (expr, error) {
 }
 
 func (p *parser) parseMath2() (expr, error) {
-	l, err := p.parsePow()
-	if err != nil {
-		return nil, err
-	}
-	for p.isOp("*") || p.isOp("/") || p.isOp("//") || p.isOp("%") {
-		op := p.advance().val
-		r, err := p.parsePow()
-		if err != nil {
-			return nil, err
-		}
-		l = &binExpr{op: op, l: l, r: r}
-	}
-	return l, nil
+	return p.leftAssoc(p.parsePow, p.ops("*", "/", "//", "%"), newBinExpr)
 }
 
 func (p *parser) parsePow() (expr, error) {
-	l, err := p.parseUnary(true)
-	if err != nil {
-		return nil, err
-	}
-	for p.skipOp("**") {
-		r, err := p.parseUnary(true)
-		if err != nil {
-			return nil, err
-		}
-		l = &binExpr{op: "**", l: l, r: r}
-	}
-	return l, nil
+	return p.leftAssoc(func() (expr, error) { return p.parseUnary(true) }, p.ops("**"), newBinExpr)
 }
 
 func (p *parser) parseUnary(withFilter bool) (expr, error) {
