@@ -172,6 +172,17 @@ func (cg *cgroup) create(memBytes int64, pids int) error {
 			return err
 		}
 	}
+	if err := cg.writeLimits(memBytes, pids); err != nil {
+		cg.remove()
+		return err
+	}
+	return nil
+}
+
+// writeLimits writes the limits into the cgroup's control files. Optional
+// files (swap accounting, oom.group) are written only where the kernel
+// created them.
+func (cg *cgroup) writeLimits(memBytes int64, pids int) error {
 	mem, np := strconv.FormatInt(memBytes, 10), strconv.Itoa(pids)
 	var writes [][2]string // file, value; "?" prefix: only where the file exists
 	if cg.v2 {
@@ -201,7 +212,6 @@ func (cg *cgroup) create(memBytes int64, pids int) error {
 			}
 		}
 		if err := os.WriteFile(file, []byte(w[1]), 0); err != nil && !optional {
-			cg.remove()
 			return err
 		}
 	}
