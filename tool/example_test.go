@@ -84,3 +84,27 @@ func ExampleLoadConfig() {
 	// [calc_gsm8k_reward]
 	// Current parsed answer='72' reward=1.0 1
 }
+
+func ExampleSet_SessionWith() {
+	ctx := context.Background()
+	set, err := tool.NewSet(tool.NewCalculator())
+	if err != nil {
+		panic(err)
+	}
+	// The observer sees each tool instance made and released (metrics of
+	// instances alive and their lifetime; agentloop turns these into
+	// trace events).
+	ss := set.SessionWith(nil, tool.SessionOptions{Observe: func(ev tool.InstanceEvent) {
+		fmt.Println(ev.Tool, "released:", ev.Released, "error:", ev.Err)
+	}})
+	for _, expr := range []string{`{"expression": "1+1"}`, `{"expression": 2}`} {
+		r := ss.Call(ctx, chat.ToolCall{Function: chat.FunctionCall{Name: "calculator", Arguments: expr}})
+		fmt.Println(tool.ErrorKind(r.Err))
+	}
+	_ = ss.Close(ctx)
+	// Output:
+	// calculator released: false error: <nil>
+	// ok
+	// invalid_arguments
+	// calculator released: true error: <nil>
+}

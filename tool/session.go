@@ -30,8 +30,9 @@ type CallResult struct {
 // created on its first call (with that tool's create kwargs) and released by
 // Close. Calls may run concurrently.
 type Session struct {
-	set    *Set
-	kwargs map[string]map[string]any
+	set     *Set
+	kwargs  map[string]map[string]any
+	observe func(InstanceEvent) // nil: no observer
 
 	mu      sync.Mutex
 	closed  bool
@@ -43,9 +44,10 @@ type Session struct {
 // instance is one tool's per-trajectory instance. lock is a one-slot
 // channel so that waiting for a concurrent Create can be cancelled.
 type instance struct {
-	lock    chan struct{}
-	id      string
-	created bool
+	lock      chan struct{}
+	id        string
+	created   bool
+	createdAt time.Time // when Create returned, for InstanceEvent.Lifetime
 }
 
 // Call runs one tool call: look the tool up, validate the arguments against
@@ -218,26 +220,58 @@ func (ss *Session) instanceID(ctx context.Context, e *entry) (string, error) {
 	if created {
 		return id, nil
 	}
-	id, err := e.tool.Create(ctx, ss.kwargs[e.name])
+	id, err := ss.create(ctx, e)
+	if err != nil {
+		return "", err
+	}
+	createdAt := time.Now()
+	ss.mu.Lock()
+	closed := ss.closed
+	if !closed {
+		in.id, in.created, in.createdAt = id, true, createdAt
+	}
+	ss.mu.Unlock()
+	if closed {
+		// Close already released everything it knew about; this instance was
+		// created by a call it had to abandon, so release it here.
+		_ = ss.release(context.WithoutCancel(ctx), e, id, createdAt)
+		return "", fmt.Errorf("tool %q: %w", e.name, ErrSessionClosed)
+	}
+	return id, nil
+}
+
+// create runs e's Create and reports it to the observer, a panic included
+// (the panic itself goes on to execute's recover).
+func (ss *Session) create(ctx context.Context, e *entry) (id string, err error) {
+	t0 := time.Now()
+	returned := false
+	if ss.observe != nil {
+		defer func() {
+			if !returned { // panicking: report it, then let it go on
+				err = fmt.Errorf("tool %q: %w in Create", e.name, ErrPanic)
+			}
+			ss.observe(InstanceEvent{Tool: e.name, Latency: time.Since(t0), Err: err})
+		}()
+	}
+	id, err = e.tool.Create(ctx, ss.kwargs[e.name])
+	returned = true
 	if err != nil {
 		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 			return "", ctxError(ctx, e.name, "during Create")
 		}
 		return "", fmt.Errorf("tool %q: %w: create instance: %w", e.name, ErrExecution, err)
 	}
-	ss.mu.Lock()
-	closed := ss.closed
-	if !closed {
-		in.id, in.created = id, true
-	}
-	ss.mu.Unlock()
-	if closed {
-		// Close already released everything it knew about; this instance was
-		// created by a call it had to abandon, so release it here.
-		_ = safeRelease(context.WithoutCancel(ctx), e, id)
-		return "", fmt.Errorf("tool %q: %w", e.name, ErrSessionClosed)
-	}
 	return id, nil
+}
+
+// release releases one instance and reports it to the observer.
+func (ss *Session) release(ctx context.Context, e *entry, id string, createdAt time.Time) error {
+	t0 := time.Now()
+	err := safeRelease(ctx, e, id)
+	if ss.observe != nil {
+		ss.observe(InstanceEvent{Tool: e.name, Released: true, Latency: time.Since(t0), Lifetime: t0.Sub(createdAt), Err: err})
+	}
+	return err
 }
 
 // Close releases every instance the session created and returns the joined
@@ -268,14 +302,15 @@ func (ss *Session) Close(ctx context.Context) error {
 		ss.mu.Lock()
 	}
 	type pending struct {
-		e  *entry
-		id string
+		e         *entry
+		id        string
+		createdAt time.Time
 	}
 	var todo []pending
 	for _, name := range ss.set.names { // set order: deterministic error order
 		in, ok := ss.inst[name]
 		if ok && in.created {
-			todo = append(todo, pending{ss.set.byName[name], in.id})
+			todo = append(todo, pending{ss.set.byName[name], in.id, in.createdAt})
 			in.created = false
 		}
 	}
@@ -283,7 +318,7 @@ func (ss *Session) Close(ctx context.Context) error {
 
 	rctx := context.WithoutCancel(ctx)
 	for _, p := range todo {
-		if err := safeRelease(rctx, p.e, p.id); err != nil {
+		if err := ss.release(rctx, p.e, p.id, p.createdAt); err != nil {
 			errs = append(errs, err)
 		}
 	}

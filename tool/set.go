@@ -8,6 +8,7 @@ import (
 	"io"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"golang.org/x/sync/semaphore"
@@ -180,7 +181,43 @@ type ContextCloser interface {
 // to the kwargs its Create gets (verl's tools_kwargs[name].create_kwargs);
 // tools without an entry get nil.
 func (s *Set) Session(createKwargs map[string]map[string]any) *Session {
-	return &Session{set: s, kwargs: createKwargs, inst: make(map[string]*instance)}
+	return s.SessionWith(createKwargs, SessionOptions{})
+}
+
+// SessionOptions configure a Session beyond its create kwargs.
+type SessionOptions struct {
+	// Observe, when set, receives an InstanceEvent after every Create and
+	// every Release of the session's tool instances. It is called without
+	// the session's lock held, possibly from several goroutines at once
+	// (concurrent calls, a call abandoned at its timeout that still
+	// creates its instance after Close), so it must be safe for
+	// concurrent use and fast.
+	Observe func(InstanceEvent)
+}
+
+// SessionWith is Session with options, such as an observer of the
+// session's tool instances (how agentloop reports them as trace events).
+func (s *Set) SessionWith(createKwargs map[string]map[string]any, opts SessionOptions) *Session {
+	return &Session{set: s, kwargs: createKwargs, inst: make(map[string]*instance), observe: opts.Observe}
+}
+
+// InstanceEvent reports one Create or Release of a tool instance in a
+// Session. Every instance a successful Create made is reported released
+// exactly once (by Close, or at once when its Create finished after
+// Close), also when Release fails; so created minus released is the
+// instances alive.
+type InstanceEvent struct {
+	Tool string
+	// Released is false for a Create, true for a Release.
+	Released bool
+	// Latency is how long Create or Release took.
+	Latency time.Duration
+	// Lifetime, on a Release, is the time since its Create returned.
+	Lifetime time.Duration
+	// Err is Create's or Release's error, wrapped as Session.Call reports
+	// it (ErrExecution, ErrTimeout, ErrCanceled, ErrPanic). A Create that
+	// failed made no instance and has no Release.
+	Err error
 }
 
 // acquire takes a concurrency slot and a rate token. The returned release

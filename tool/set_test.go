@@ -236,35 +236,36 @@ func TestCallErrorsAreValues(t *testing.T) {
 		ctx              func() (context.Context, context.CancelFunc)
 		is               error
 		text, errHas     string
+		kind             string // ErrorKind(r.Err)
 	}{
-		{name: "unknown tool", tool: "nope", args: `{}`, is: ErrUnknownTool,
+		{name: "unknown tool", tool: "nope", args: `{}`, is: ErrUnknownTool, kind: OutcomeUnknownTool,
 			text: `Error: unknown tool "nope"; available tools: echo, boom, createboom, fails, createfails, slow, deaf, limited`},
-		{name: "wrong type", tool: "echo", args: `{"expression": 12}`, is: ErrInvalidArguments,
+		{name: "wrong type", tool: "echo", args: `{"expression": 12}`, is: ErrInvalidArguments, kind: OutcomeInvalidArguments,
 			text: `Error: invalid arguments for tool "echo": /expression: expected string, got number`},
-		{name: "missing required", tool: "echo", args: `{}`, is: ErrInvalidArguments,
+		{name: "missing required", tool: "echo", args: `{}`, is: ErrInvalidArguments, kind: OutcomeInvalidArguments,
 			text: `Error: invalid arguments for tool "echo": /: missing required property "expression"`},
-		{name: "extra property and minimum", tool: "echo", args: `{"expression": "1", "n": 0, "zz": true}`, is: ErrInvalidArguments,
+		{name: "extra property and minimum", tool: "echo", args: `{"expression": "1", "n": 0, "zz": true}`, is: ErrInvalidArguments, kind: OutcomeInvalidArguments,
 			text: `Error: invalid arguments for tool "echo": /: unexpected property "zz"; /n: minimum: got 0, want 1`},
-		{name: "not JSON", tool: "echo", args: `{"expression": "1"`, is: ErrInvalidArguments,
+		{name: "not JSON", tool: "echo", args: `{"expression": "1"`, is: ErrInvalidArguments, kind: OutcomeInvalidArguments,
 			text: `Error: invalid arguments for tool "echo": arguments are not valid JSON: unexpected end of JSON input`},
-		{name: "not an object", tool: "echo", args: `["1"]`, is: ErrInvalidArguments,
+		{name: "not an object", tool: "echo", args: `["1"]`, is: ErrInvalidArguments, kind: OutcomeInvalidArguments,
 			text: `Error: invalid arguments for tool "echo": arguments must be a JSON object, got an array`},
-		{name: "panic in Execute", tool: "boom", args: `{}`, is: ErrPanic,
+		{name: "panic in Execute", tool: "boom", args: `{}`, is: ErrPanic, kind: OutcomePanic,
 			text: `Error: tool "boom" crashed (internal error)`, errHas: "assignment to entry in nil map"},
-		{name: "panic in Create", tool: "createboom", args: `{}`, is: ErrPanic,
+		{name: "panic in Create", tool: "createboom", args: `{}`, is: ErrPanic, kind: OutcomePanic,
 			text: `Error: tool "createboom" crashed (internal error)`, errHas: "in Create: no instance for you"},
-		{name: "execute error", tool: "fails", args: `{}`, is: ErrExecution,
+		{name: "execute error", tool: "fails", args: `{}`, is: ErrExecution, kind: OutcomeExecution,
 			text: `Error when executing tool "fails": disk full`},
-		{name: "create error", tool: "createfails", args: `{}`, is: ErrExecution,
+		{name: "create error", tool: "createfails", args: `{}`, is: ErrExecution, kind: OutcomeExecution,
 			text: `Error when executing tool "createfails": create instance: quota exceeded`},
-		{name: "timeout, tool honours ctx", tool: "slow", args: `{}`, is: ErrTimeout,
+		{name: "timeout, tool honours ctx", tool: "slow", args: `{}`, is: ErrTimeout, kind: OutcomeTimeout,
 			text: `Error: tool "slow" timed out`, errHas: "per-call timeout of 20ms"},
-		{name: "timeout, tool ignores ctx", tool: "deaf", args: `{}`, is: ErrTimeout,
+		{name: "timeout, tool ignores ctx", tool: "deaf", args: `{}`, is: ErrTimeout, kind: OutcomeTimeout,
 			text: `Error: tool "deaf" timed out`, errHas: "did not return"},
-		{name: "rate limited", tool: "limited", args: `{}`, is: ErrRateLimited,
+		{name: "rate limited", tool: "limited", args: `{}`, is: ErrRateLimited, kind: OutcomeRateLimited,
 			ctx:  func() (context.Context, context.CancelFunc) { return context.WithTimeout(ctx, time.Second) },
 			text: `Error: tool "limited" is rate limited; try again later`},
-		{name: "cancelled", tool: "echo", args: `{"expression": "1"}`, is: ErrCanceled,
+		{name: "cancelled", tool: "echo", args: `{"expression": "1"}`, is: ErrCanceled, kind: OutcomeCanceled,
 			ctx: func() (context.Context, context.CancelFunc) {
 				c, cancel := context.WithCancel(ctx)
 				cancel()
@@ -288,6 +289,7 @@ func TestCallErrorsAreValues(t *testing.T) {
 				defer cancel()
 				r := ss.Call(c, call(tc.tool, tc.args))
 				require.ErrorIs(t, r.Err, tc.is)
+				require.Equal(t, tc.kind, ErrorKind(r.Err))
 				require.Equal(t, tc.text, r.Text)
 				require.Equal(t, tc.tool, r.Name)
 				if tc.errHas != "" {

@@ -56,6 +56,49 @@ var (
 	ErrSessionClosed = errors.New("tool session closed")
 )
 
+// Outcomes of a tool call as ErrorKind names them: metric label values.
+const (
+	OutcomeOK               = "ok"
+	OutcomeUnknownTool      = "unknown_tool"
+	OutcomeInvalidArguments = "invalid_arguments"
+	OutcomeTimeout          = "timeout"
+	OutcomePanic            = "panic"
+	OutcomeRateLimited      = "rate_limited"
+	OutcomeExecution        = "execution_error"
+	OutcomeCanceled         = "canceled"
+	OutcomeSessionClosed    = "session_closed"
+	// OutcomeOther is an error that wraps none of the sentinels (one a
+	// caller made up, not one Session.Call returns).
+	OutcomeOther = "other"
+)
+
+// ErrorKind names the kind of a CallResult.Err: OutcomeOK for nil, else
+// the Outcome* of the sentinel it wraps. The names are few and fixed, so
+// they make good metric labels.
+func ErrorKind(err error) string {
+	switch {
+	case err == nil:
+		return OutcomeOK
+	case errors.Is(err, ErrUnknownTool):
+		return OutcomeUnknownTool
+	case errors.Is(err, ErrInvalidArguments):
+		return OutcomeInvalidArguments
+	case errors.Is(err, ErrTimeout):
+		return OutcomeTimeout
+	case errors.Is(err, ErrPanic):
+		return OutcomePanic
+	case errors.Is(err, ErrRateLimited):
+		return OutcomeRateLimited
+	case errors.Is(err, ErrCanceled):
+		return OutcomeCanceled
+	case errors.Is(err, ErrSessionClosed):
+		return OutcomeSessionClosed
+	case errors.Is(err, ErrExecution):
+		return OutcomeExecution
+	}
+	return OutcomeOther
+}
+
 // Limits bound how one tool is used across all sessions of a Set.
 //
 // MaxConcurrency caps the calls (Execute and Create) running at once; calls
