@@ -91,7 +91,9 @@ func (e *Episode) Start() bool {
 	if e.stop != "" {
 		return false
 	}
+	t0 := time.Now()
 	ids, err := e.env.Tokenizer.EncodeChat(e.cc)
+	e.Trace(Event{Kind: EventPrompt, Tokens: len(ids), Latency: time.Since(t0), Err: err})
 	if err != nil {
 		e.Fail(fmt.Errorf("agentloop: encoding the prompt of sample %d: %w", e.s.Index, err))
 		return false

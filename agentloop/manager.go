@@ -192,7 +192,7 @@ func (m *Manager) Stream(ctx context.Context, in <-chan Sample) <-chan Result {
 			case s, ok := <-in:
 				return s, ok
 			}
-		}, func(r Result) { out <- r })
+		}, func(r Result) { out <- r }, time.Time{})
 	}()
 	return out
 }
@@ -205,7 +205,12 @@ func (m *Manager) Stream(ctx context.Context, in <-chan Sample) <-chan Result {
 // is delivered at once with an ErrSample error for every rollout, since
 // two live rollouts with one id would be one request to the engine (abort
 // and sticky routing go by it) and one row to the trainer.
-func (m *Manager) dispatch(ctx context.Context, next func() (Sample, bool), deliver func(Result)) {
+//
+// Each rollout is traced queued, started and finished. queuedAt, when not
+// zero, is when the caller already traced every rollout queued (Generate
+// takes the whole batch in at once); otherwise a sample's rollouts are
+// queued as it is read.
+func (m *Manager) dispatch(ctx context.Context, next func() (Sample, bool), deliver func(Result), queuedAt time.Time) {
 	sem := semaphore.NewWeighted(int64(m.opts.Concurrency))
 	var g errgroup.Group
 	n := m.opts.N
@@ -233,10 +238,18 @@ func (m *Manager) dispatch(ctx context.Context, next func() (Sample, bool), deli
 			deliver(gs.res)
 			continue
 		}
+		queued := queuedAt
+		if queued.IsZero() {
+			queued = time.Now()
+			for _, s := range rs {
+				m.trace(Event{Kind: EventQueued, TrajectoryID: s.ID, Agent: m.agentName(s)})
+			}
+		}
 		var mu sync.Mutex
 		for r := 0; r < n; r++ {
-			work := func() {
+			work := func(start time.Time) {
 				t, err := m.runOne(ctx, rs[r])
+				m.traceFinished(rs[r], start, t, err)
 				liveMu.Lock()
 				delete(live, rs[r].ID)
 				liveMu.Unlock()
@@ -253,17 +266,54 @@ func (m *Manager) dispatch(ctx context.Context, next func() (Sample, bool), deli
 			if err := sem.Acquire(ctx, 1); err != nil {
 				// Cancelled: run inline so that the rollout still returns
 				// (at once, aborted) without unbounded goroutines.
-				work()
+				work(m.traceStarted(rs[r], queued))
 				continue
 			}
+			// Started is traced here, before the next sample is read and
+			// queued, and finished before the slot is released: in the
+			// trace's order, the queue and the rollouts running are exact.
+			start := m.traceStarted(rs[r], queued)
 			g.Go(func() error {
 				defer sem.Release(1)
-				work()
+				work(start)
 				return nil
 			})
 		}
 	}
 	_ = g.Wait() // work reports through deliver
+}
+
+func (m *Manager) trace(ev Event) {
+	if m.env.Trace != nil {
+		m.env.Trace(ev)
+	}
+}
+
+func (m *Manager) agentName(s Sample) string {
+	if s.AgentName == "" {
+		return m.opts.DefaultAgent
+	}
+	return s.AgentName
+}
+
+// traceStarted traces rollout s started after waiting since queued, and
+// returns the start time.
+func (m *Manager) traceStarted(s Sample, queued time.Time) time.Time {
+	start := time.Now()
+	m.trace(Event{Kind: EventStarted, TrajectoryID: s.ID, Agent: m.agentName(s), Latency: start.Sub(queued)})
+	return start
+}
+
+// traceFinished traces rollout s finished with what runOne returned.
+func (m *Manager) traceFinished(s Sample, start time.Time, t *trajectory.Trajectory, err error) {
+	if m.env.Trace == nil {
+		return
+	}
+	ev := Event{Kind: EventFinished, TrajectoryID: s.ID, Agent: m.agentName(s), Latency: time.Since(start), Stop: trajectory.StopError, Err: err}
+	if t != nil {
+		ev.Stop = t.StopReason
+	}
+	m.env.Trace(ev)
 }
 
 // claim marks the rollouts' ids live, or says which live rollout one of
@@ -439,14 +489,15 @@ func (m *Manager) score(ctx context.Context, s Sample, t *trajectory.Trajectory)
 	if in.Response, err = m.env.Tokenizer.Decode(t.ResponseIDs, true); err == nil {
 		in.ModelText, err = m.env.Tokenizer.Decode(policy, true)
 	}
+	var v float64
 	if err == nil {
-		var v float64
 		v, err = m.opts.Reward(ctx, in)
 		if err == nil {
 			t.Reward = &v
 		}
 	}
 	t.Timing.Reward = time.Since(t0)
+	m.trace(Event{Kind: EventReward, TrajectoryID: s.ID, Reward: v, Latency: t.Timing.Reward, Err: err})
 	if err != nil {
 		setExtra(t, ExtraRewardError, err.Error())
 		return fmt.Errorf("agentloop: reward of %s: %w", s.ID, err)
@@ -478,6 +529,16 @@ func (m *Manager) Generate(ctx context.Context, samples []Sample) (*Output, erro
 		return nil, err
 	}
 	out := &Output{Results: make([]Result, len(samples))}
+	// The whole batch is taken in at once: its rollouts are queued now.
+	queued := time.Now()
+	if m.env.Trace != nil {
+		for _, s := range samples {
+			for r := 0; r < m.opts.N; r++ {
+				rs := m.rolloutSample(s, r)
+				m.env.Trace(Event{Kind: EventQueued, TrajectoryID: rs.ID, Agent: m.agentName(rs)})
+			}
+		}
+	}
 	i := 0
 	m.dispatch(ctx, func() (Sample, bool) {
 		if i == len(samples) {
@@ -487,7 +548,7 @@ func (m *Manager) Generate(ctx context.Context, samples []Sample) (*Output, erro
 		return samples[i-1], true
 	}, func(r Result) {
 		out.Results[r.seq] = r // each group writes its own slot
-	})
+	}, queued)
 	for _, r := range out.Results { // in input order: the batch's row order
 		acc.Add(r)
 	}

@@ -101,6 +101,7 @@ type toolRun struct {
 	parser      parser.Parser
 	tools       *tool.Set
 	session     *tool.Session
+	sessionAt   time.Time // when the session opened, for EventSessionClose
 	interaction Interaction
 	interID     string
 	interActive bool
@@ -188,9 +189,29 @@ func (a *ToolAgent) pending(ctx context.Context, tr *toolRun, s Sample, p server
 		tr.interaction, tr.interID, tr.interActive = in, id, true
 	}
 	if tr.tools != nil {
-		tr.session = tr.tools.Session(s.ToolsKwargs)
+		var opts tool.SessionOptions
+		if a.env.Trace != nil {
+			opts.Observe = instanceObserver(a.env.Trace, s.ID)
+		}
+		tr.session = tr.tools.SessionWith(s.ToolsKwargs, opts)
+		tr.sessionAt = time.Now()
+		tr.Trace(Event{Kind: EventSessionOpen})
 	}
 	return true
+}
+
+// instanceObserver reports a session's tool instances as trace events.
+// It may run on a tool's goroutine after the trajectory ended (a call
+// abandoned at its timeout), so it holds only what never changes: the
+// trace hook and the trajectory id, not the Episode.
+func instanceObserver(trace TraceFunc, id string) func(tool.InstanceEvent) {
+	return func(ie tool.InstanceEvent) {
+		ev := Event{Kind: EventToolCreate, TrajectoryID: id, Tool: ie.Tool, Latency: ie.Latency, Err: ie.Err}
+		if ie.Released {
+			ev.Kind, ev.Latency = EventToolRelease, ie.Lifetime
+		}
+		trace(ev)
+	}
 }
 
 func (a *ToolAgent) pickInteraction(s Sample) (Interaction, error) {
@@ -303,7 +324,9 @@ func (a *ToolAgent) processTools(ctx context.Context, tr *toolRun) State {
 	added := make([]chat.Message, 0, len(calls)+len(tr.last.Errors))
 	good, bad := 0, len(tr.last.Errors)
 	for i, res := range results {
-		tr.Trace(Event{Kind: EventTool, Tool: res.Name, Latency: res.Duration, Err: res.Err})
+		text := tool.Truncate(res.Text, a.cfg.MaxToolResponseLength, a.cfg.truncateSide())
+		tr.Trace(Event{Kind: EventTool, Tool: res.Name, Latency: res.Duration, Err: res.Err,
+			Truncated: text != res.Text, Metrics: res.Metrics})
 		tr.CountToolCall(res.Err != nil)
 		if res.Err != nil {
 			if invalid(res.Err) {
@@ -319,7 +342,7 @@ func (a *ToolAgent) processTools(ctx context.Context, tr *toolRun) State {
 		tr.AddToolReward(res.Reward)
 		added = append(added, chat.Message{
 			Role:       chat.RoleTool,
-			Content:    tool.Truncate(res.Text, a.cfg.MaxToolResponseLength, a.cfg.truncateSide()),
+			Content:    text,
 			ToolCallID: run[i].ID,
 			Name:       run[i].Function.Name,
 		})
@@ -403,10 +426,12 @@ func (tr *toolRun) release(ctx context.Context) {
 	defer cancel()
 	stop, stopErr := tr.Stopped()
 	if tr.session != nil {
-		if err := tr.session.Close(rctx); err != nil && stopErr == nil && stop != trajectory.StopAborted {
+		err := tr.session.Close(rctx)
+		if err != nil && stopErr == nil && stop != trajectory.StopAborted {
 			tr.SetExtra(ExtraReleaseError, err.Error())
 		}
 		tr.session = nil
+		tr.Trace(Event{Kind: EventSessionClose, Latency: time.Since(tr.sessionAt), Err: err})
 	}
 	if tr.interActive {
 		tr.interActive = false
