@@ -4,6 +4,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/agentrl/agentrl/agentloop"
+	"github.com/agentrl/agentrl/tool"
 )
 
 // Options configure a Collector.
@@ -12,19 +13,26 @@ type Options struct {
 	Namespace string
 	// ConstLabels are added to every metric (a run or worker name, say).
 	ConstLabels prometheus.Labels
-	// LatencyBuckets are the histogram buckets, in seconds, of generate and
-	// tool latency; nil means exponential buckets from 1 ms to about 65 s.
+	// LatencyBuckets are the histogram buckets, in seconds, of generate,
+	// tool, reward, queue, trajectory and tool-session times; nil means
+	// exponential buckets from 1 ms to about 65 s.
 	LatencyBuckets []float64
 }
 
 // Collector is a prometheus.Collector of agent-loop metrics fed by trace
 // events. It is safe for concurrent use.
 type Collector struct {
+	// Loop steps.
 	trajectories    *prometheus.CounterVec
 	turns           prometheus.Histogram
+	promptLatency   prometheus.Histogram
+	promptTokens    prometheus.Counter
+	promptErrors    prometheus.Counter
 	toolCalls       *prometheus.CounterVec
 	attempted       prometheus.Counter
 	toolLatency     *prometheus.HistogramVec
+	truncated       *prometheus.CounterVec
+	limitKills      *prometheus.CounterVec
 	generateLatency prometheus.Histogram
 	generateCalls   *prometheus.CounterVec
 	generated       prometheus.Counter
@@ -32,13 +40,51 @@ type Collector struct {
 	parseErrors     prometheus.Counter
 	preempted       prometheus.Counter
 	interactions    *prometheus.CounterVec
+
+	// The Manager's rollouts.
+	queued         prometheus.Gauge
+	inFlight       *prometheus.GaugeVec
+	queueLatency   prometheus.Histogram
+	trajLatency    *prometheus.HistogramVec
+	rewardLatency  prometheus.Histogram
+	rewardOutcomes *prometheus.CounterVec
+
+	// Tool sessions and instances.
+	sessionsOpened   prometheus.Counter
+	sessionsClosed   *prometheus.CounterVec
+	sessionsActive   prometheus.Gauge
+	sessionLifetime  prometheus.Histogram
+	instCreated      *prometheus.CounterVec
+	instReleased     *prometheus.CounterVec
+	instActive       *prometheus.GaugeVec
+	instLifetime     *prometheus.HistogramVec
+	instCreateTiming *prometheus.HistogramVec
 }
 
-// Outcome label values of tool calls, generate calls and interactions.
+// Outcome label values of generate calls, interactions, rewards and tool
+// sessions. Tool calls and tool instances are labelled with
+// tool.ErrorKind's finer names (tool.OutcomeOK, tool.OutcomeTimeout,
+// tool.OutcomeInvalidArguments, ...).
 const (
 	OutcomeOK    = "ok"
 	OutcomeError = "error"
 )
+
+// Values of the "by" label of tool_results_truncated_total.
+const (
+	// TruncatedByLoop: the agent loop cut the result to
+	// max_tool_response_length (agentloop.Event.Truncated).
+	TruncatedByLoop = "agentloop"
+	// TruncatedByTool: the tool cut its own output and said so with a
+	// metric output_truncated of 1 (the python sandbox's output cap).
+	TruncatedByTool = "tool"
+)
+
+// LimitMetrics are the tool result metrics that report a sandbox limit
+// kill (1 when the run was killed for it), counted by
+// tool_limit_kills_total{limit}: tool/python's Outcome.Metrics reports all
+// three, tool/sandboxfusion's ObservationMetrics wall_timeout.
+var LimitMetrics = []string{"wall_timeout", "cpu_limit", "memory_limit"}
 
 // New returns a Collector; register it on a registry.
 func New(opts Options) *Collector {
@@ -56,25 +102,64 @@ func New(opts Options) *Collector {
 	h := func(name, help string, b []float64) prometheus.HistogramOpts {
 		return prometheus.HistogramOpts{Namespace: ns, Subsystem: "agentloop", Name: name, Help: help, ConstLabels: opts.ConstLabels, Buckets: b}
 	}
+	counter := func(name, help string) prometheus.Counter {
+		return prometheus.NewCounter(prometheus.CounterOpts(o(name, help)))
+	}
+	counters := func(name, help string, labels ...string) *prometheus.CounterVec {
+		return prometheus.NewCounterVec(prometheus.CounterOpts(o(name, help)), labels)
+	}
+	gauge := func(name, help string) prometheus.Gauge { return prometheus.NewGauge(prometheus.GaugeOpts(o(name, help))) }
 	return &Collector{
-		trajectories:    prometheus.NewCounterVec(prometheus.CounterOpts(o("trajectories_total", "Trajectories finished, by stop reason.")), []string{"stop_reason"}),
-		turns:           prometheus.NewHistogram(h("turns", "Assistant turns per finished trajectory.", prometheus.LinearBuckets(1, 1, 16))),
-		toolCalls:       prometheus.NewCounterVec(prometheus.CounterOpts(o("tool_calls_total", "Tool calls run, by tool and outcome (ok, error).")), []string{"tool", "outcome"}),
-		attempted:       prometheus.NewCounter(prometheus.CounterOpts(o("tool_calls_attempted_total", "Tool calls the model made: run, not run over the per-turn limit, or unparsable (Trajectory.ToolCalls)."))),
-		toolLatency:     prometheus.NewHistogramVec(h("tool_call_seconds", "Tool call latency, by tool.", buckets), []string{"tool"}),
+		trajectories: counters("trajectories_total", "Trajectories finished, by stop reason.", "stop_reason"),
+		turns:        prometheus.NewHistogram(h("turns", "Assistant turns per finished trajectory.", prometheus.LinearBuckets(1, 1, 16))),
+		// Rendering and tokenizing a prompt takes microseconds to
+		// milliseconds, far below the latency buckets.
+		promptLatency: prometheus.NewHistogram(h("prompt_encode_seconds", "Time to render the prompt with the chat template and tokenize it.",
+			prometheus.ExponentialBuckets(1e-5, 4, 10))),
+		promptTokens: counter("prompt_tokens_total", "Prompt tokens encoded (tool schemas included)."),
+		promptErrors: counter("prompt_encode_errors_total", "Prompts that could not be rendered or tokenized."),
+		toolCalls: counters("tool_calls_total", "Tool calls run, by tool and outcome (ok, unknown_tool, invalid_arguments, timeout, panic, rate_limited, execution_error, canceled, session_closed).",
+			"tool", "outcome"),
+		attempted:   counter("tool_calls_attempted_total", "Tool calls the model made: run, not run over the per-turn limit, or unparsable (Trajectory.ToolCalls)."),
+		toolLatency: prometheus.NewHistogramVec(h("tool_call_seconds", "Tool call latency, by tool.", buckets), []string{"tool"}),
+		truncated: counters("tool_results_truncated_total", "Tool results cut short, by tool and by whom: the loop (max_tool_response_length) or the tool itself.",
+			"tool", "by"),
+		limitKills: counters("tool_limit_kills_total", "Tool runs a sandbox killed, by tool and limit (wall_timeout, cpu_limit, memory_limit).",
+			"tool", "limit"),
 		generateLatency: prometheus.NewHistogram(h("generate_seconds", "Engine generate call latency (one assistant turn).", buckets)),
-		generateCalls:   prometheus.NewCounterVec(prometheus.CounterOpts(o("generate_calls_total", "Engine generate calls, by outcome and engine stop reason.")), []string{"outcome", "engine_stop"}),
-		generated:       prometheus.NewCounter(prometheus.CounterOpts(o("generated_tokens_total", "Tokens the policy sampled (response_mask 1)."))),
-		observed:        prometheus.NewCounter(prometheus.CounterOpts(o("observation_tokens_total", "Observation and glue tokens appended (response_mask 0)."))),
-		parseErrors:     prometheus.NewCounter(prometheus.CounterOpts(o("parse_errors_total", "Tool calls the parser could not read (fed back to the model)."))),
-		preempted:       prometheus.NewCounter(prometheus.CounterOpts(o("preemptions_total", "Generations resumed after an engine abort (partial rollout)."))),
-		interactions:    prometheus.NewCounterVec(prometheus.CounterOpts(o("interaction_replies_total", "Interaction (user simulator) replies, by outcome.")), []string{"outcome"}),
+		generateCalls:   counters("generate_calls_total", "Engine generate calls, by outcome and engine stop reason.", "outcome", "engine_stop"),
+		generated:       counter("generated_tokens_total", "Tokens the policy sampled (response_mask 1)."),
+		observed:        counter("observation_tokens_total", "Observation and glue tokens appended (response_mask 0)."),
+		parseErrors:     counter("parse_errors_total", "Tool calls the parser could not read (fed back to the model)."),
+		preempted:       counter("preemptions_total", "Generations resumed after an engine abort (partial rollout)."),
+		interactions:    counters("interaction_replies_total", "Interaction (user simulator) replies, by outcome.", "outcome"),
+
+		queued:         gauge("trajectories_queued", "Rollouts the Manager took in that wait for a concurrency slot."),
+		inFlight:       prometheus.NewGaugeVec(prometheus.GaugeOpts(o("trajectories_in_flight", "Rollouts running now, by agent name.")), []string{"agent"}),
+		queueLatency:   prometheus.NewHistogram(h("trajectory_queue_seconds", "Time a rollout waited for a concurrency slot.", buckets)),
+		trajLatency:    prometheus.NewHistogramVec(h("trajectory_seconds", "Rollout time from its start to its end, reward included, by agent name.", buckets), []string{"agent"}),
+		rewardLatency:  prometheus.NewHistogram(h("reward_seconds", "Reward function latency.", buckets)),
+		rewardOutcomes: counters("reward_calls_total", "Reward function calls, by outcome.", "outcome"),
+
+		sessionsOpened:   counter("tool_sessions_opened_total", "Tool sessions opened (one per trajectory with tools)."),
+		sessionsClosed:   counters("tool_sessions_closed_total", "Tool sessions closed, by outcome (error: an instance's release failed).", "outcome"),
+		sessionsActive:   gauge("tool_sessions_active", "Tool sessions open now."),
+		sessionLifetime:  prometheus.NewHistogram(h("tool_session_seconds", "Tool session lifetime, from open to its instances released.", buckets)),
+		instCreated:      counters("tool_instances_created_total", "Tool instance creations (Create), by tool and outcome (ok, execution_error, timeout, canceled, panic).", "tool", "outcome"),
+		instReleased:     counters("tool_instances_released_total", "Tool instance releases (Release), by tool and outcome (ok, error).", "tool", "outcome"),
+		instActive:       prometheus.NewGaugeVec(prometheus.GaugeOpts(o("tool_instances_active", "Tool instances alive now, by tool.")), []string{"tool"}),
+		instLifetime:     prometheus.NewHistogramVec(h("tool_instance_seconds", "Tool instance lifetime, from Create to Release, by tool.", buckets), []string{"tool"}),
+		instCreateTiming: prometheus.NewHistogramVec(h("tool_instance_create_seconds", "Tool instance Create latency, by tool.", buckets), []string{"tool"}),
 	}
 }
 
 func (c *Collector) collectors() []prometheus.Collector {
-	return []prometheus.Collector{c.trajectories, c.turns, c.toolCalls, c.attempted, c.toolLatency, c.generateLatency, c.generateCalls,
-		c.generated, c.observed, c.parseErrors, c.preempted, c.interactions}
+	return []prometheus.Collector{c.trajectories, c.turns, c.promptLatency, c.promptTokens, c.promptErrors,
+		c.toolCalls, c.attempted, c.toolLatency, c.truncated, c.limitKills,
+		c.generateLatency, c.generateCalls, c.generated, c.observed, c.parseErrors, c.preempted, c.interactions,
+		c.queued, c.inFlight, c.queueLatency, c.trajLatency, c.rewardLatency, c.rewardOutcomes,
+		c.sessionsOpened, c.sessionsClosed, c.sessionsActive, c.sessionLifetime,
+		c.instCreated, c.instReleased, c.instActive, c.instLifetime, c.instCreateTiming}
 }
 
 // Describe implements prometheus.Collector.
@@ -101,14 +186,26 @@ func outcome(err error) string {
 // Trace records one event; pass it as agentloop.Env.Trace.
 func (c *Collector) Trace(ev agentloop.Event) {
 	switch ev.Kind {
+	case agentloop.EventPrompt:
+		c.promptLatency.Observe(ev.Latency.Seconds())
+		c.promptTokens.Add(float64(ev.Tokens))
+		if ev.Err != nil {
+			c.promptErrors.Inc()
+		}
 	case agentloop.EventGenerate:
 		c.generateLatency.Observe(ev.Latency.Seconds())
 		c.generateCalls.WithLabelValues(outcome(ev.Err), string(ev.EngineStop)).Inc()
 		c.generated.Add(float64(ev.Tokens))
 		c.preempted.Add(float64(ev.Preempted))
 	case agentloop.EventTool:
-		c.toolCalls.WithLabelValues(ev.Tool, outcome(ev.Err)).Inc()
+		c.toolCalls.WithLabelValues(ev.Tool, tool.ErrorKind(ev.Err)).Inc()
 		c.toolLatency.WithLabelValues(ev.Tool).Observe(ev.Latency.Seconds())
+		if ev.Truncated {
+			c.truncated.WithLabelValues(ev.Tool, TruncatedByLoop).Inc()
+		}
+		if ev.Metrics != nil {
+			c.toolMetrics(ev.Tool, ev.Metrics)
+		}
 	case agentloop.EventParse:
 		c.parseErrors.Add(float64(ev.ParseErrors))
 		c.attempted.Add(float64(ev.Calls + ev.ParseErrors))
@@ -119,5 +216,49 @@ func (c *Collector) Trace(ev agentloop.Event) {
 	case agentloop.EventDone:
 		c.trajectories.WithLabelValues(string(ev.Stop)).Inc()
 		c.turns.Observe(float64(ev.Turn))
+
+	case agentloop.EventQueued:
+		c.queued.Inc()
+	case agentloop.EventStarted:
+		c.queued.Dec()
+		c.inFlight.WithLabelValues(ev.Agent).Inc()
+		c.queueLatency.Observe(ev.Latency.Seconds())
+	case agentloop.EventReward:
+		c.rewardLatency.Observe(ev.Latency.Seconds())
+		c.rewardOutcomes.WithLabelValues(outcome(ev.Err)).Inc()
+	case agentloop.EventFinished:
+		c.inFlight.WithLabelValues(ev.Agent).Dec()
+		c.trajLatency.WithLabelValues(ev.Agent).Observe(ev.Latency.Seconds())
+
+	case agentloop.EventSessionOpen:
+		c.sessionsOpened.Inc()
+		c.sessionsActive.Inc()
+	case agentloop.EventSessionClose:
+		c.sessionsActive.Dec()
+		c.sessionsClosed.WithLabelValues(outcome(ev.Err)).Inc()
+		c.sessionLifetime.Observe(ev.Latency.Seconds())
+	case agentloop.EventToolCreate:
+		c.instCreated.WithLabelValues(ev.Tool, tool.ErrorKind(ev.Err)).Inc()
+		c.instCreateTiming.WithLabelValues(ev.Tool).Observe(ev.Latency.Seconds())
+		if ev.Err == nil {
+			c.instActive.WithLabelValues(ev.Tool).Inc()
+		}
+	case agentloop.EventToolRelease:
+		c.instReleased.WithLabelValues(ev.Tool, outcome(ev.Err)).Inc()
+		c.instActive.WithLabelValues(ev.Tool).Dec()
+		c.instLifetime.WithLabelValues(ev.Tool).Observe(ev.Latency.Seconds())
+	}
+}
+
+// toolMetrics counts what a tool reported about its own run: limit kills
+// and output it cut itself.
+func (c *Collector) toolMetrics(name string, m map[string]float64) {
+	for _, k := range LimitMetrics {
+		if m[k] == 1 {
+			c.limitKills.WithLabelValues(name, k).Inc()
+		}
+	}
+	if m["output_truncated"] == 1 {
+		c.truncated.WithLabelValues(name, TruncatedByTool).Inc()
 	}
 }

@@ -23,6 +23,8 @@ import (
 	"github.com/agentrl/agentrl/agentloop"
 	"github.com/agentrl/agentrl/agentloop/agentprom"
 	"github.com/agentrl/agentrl/internal/arith"
+	"github.com/agentrl/agentrl/tool"
+	"github.com/agentrl/agentrl/tool/python"
 	"github.com/agentrl/agentrl/trajectory"
 )
 
@@ -112,9 +114,16 @@ func TestScrapeDuringRollout(t *testing.T) {
 				return err
 			}
 			scrapes++
-			// Mid-rollout, counts only grow towards the totals.
+			// Mid-rollout, counts only grow towards the totals, and no more
+			// rollouts run than Options.Concurrency allows.
 			if n := value(fams, "agentrl_agentloop_trajectories_total", nil); n > float64(2*len(tasks)) {
 				return fmt.Errorf("scraped %v trajectories mid-rollout, more than %d", n, 2*len(tasks))
+			}
+			if n := value(fams, "agentrl_agentloop_trajectories_in_flight", map[string]string{"agent": agentloop.ToolAgentName}); n < 0 || n > 4 {
+				return fmt.Errorf("scraped %v trajectories in flight, concurrency is 4", n)
+			}
+			if n := value(fams, "agentrl_agentloop_trajectories_queued", nil); n < 0 || n > float64(2*len(tasks)) {
+				return fmt.Errorf("scraped %v trajectories queued of %d", n, 2*len(tasks))
 			}
 			select {
 			case <-ctx.Done():
@@ -132,12 +141,13 @@ func TestScrapeDuringRollout(t *testing.T) {
 	fams, err := scrape(ts.URL)
 	require.NoError(t, err)
 	byStop := map[trajectory.StopReason]int{}
-	calls, toolErrs, policy, turns := 0, 0, 0, 0
+	calls, toolErrs, policy, turns, prompt := 0, 0, 0, 0, 0
 	for _, tr := range out.Trajectories {
 		byStop[tr.StopReason]++
 		calls += tr.ToolCalls
 		toolErrs += tr.ToolErrors
 		policy += tr.MaskOnes()
+		prompt += len(tr.PromptIDs)
 		turns++
 	}
 	require.Len(t, out.Trajectories, 2*len(tasks))
@@ -151,7 +161,7 @@ func TestScrapeDuringRollout(t *testing.T) {
 	// are those minus unparsable ones and ones over the per-turn limit,
 	// all of which count as errors.
 	run := value(fams, "agentrl_agentloop_tool_calls_total", nil)
-	runErrs := value(fams, "agentrl_agentloop_tool_calls_total", map[string]string{"outcome": "error"})
+	runErrs := run - value(fams, "agentrl_agentloop_tool_calls_total", map[string]string{"outcome": "ok"})
 	require.Equal(t, float64(calls), value(fams, "agentrl_agentloop_tool_calls_attempted_total", nil))
 	require.Positive(t, run)
 	require.Equal(t, float64(calls)-run, float64(toolErrs)-runErrs, "calls not run are errors")
@@ -160,6 +170,30 @@ func TestScrapeDuringRollout(t *testing.T) {
 	require.Equal(t, float64(policy), value(fams, "agentrl_agentloop_generated_tokens_total", nil))
 	require.Equal(t, value(fams, "agentrl_agentloop_generate_calls_total", nil), value(fams, "agentrl_agentloop_generate_seconds", nil))
 	require.Equal(t, float64(len(out.Trajectories)), value(fams, "agentrl_agentloop_trajectories_total", map[string]string{"run": "test"}))
+
+	// Prompt encoding: one per trajectory, its tokens the prompts'.
+	n := float64(len(out.Trajectories))
+	require.Equal(t, n, value(fams, "agentrl_agentloop_prompt_encode_seconds", nil))
+	require.Equal(t, float64(prompt), value(fams, "agentrl_agentloop_prompt_tokens_total", nil))
+	// The Manager's rollouts: all started and finished, each scored.
+	require.Zero(t, value(fams, "agentrl_agentloop_trajectories_queued", nil))
+	require.Zero(t, value(fams, "agentrl_agentloop_trajectories_in_flight", nil))
+	require.Equal(t, n, value(fams, "agentrl_agentloop_trajectory_queue_seconds", nil))
+	require.Equal(t, n, value(fams, "agentrl_agentloop_trajectory_seconds", map[string]string{"agent": agentloop.ToolAgentName}))
+	require.Equal(t, n, value(fams, "agentrl_agentloop_reward_calls_total", map[string]string{"outcome": "ok"}))
+	require.Equal(t, n, value(fams, "agentrl_agentloop_reward_seconds", nil))
+	// Tool sessions: one per trajectory, all closed; every instance made
+	// was released.
+	require.Equal(t, n, value(fams, "agentrl_agentloop_tool_sessions_opened_total", nil))
+	require.Equal(t, n, value(fams, "agentrl_agentloop_tool_sessions_closed_total", map[string]string{"outcome": "ok"}))
+	require.Equal(t, n, value(fams, "agentrl_agentloop_tool_session_seconds", nil))
+	require.Zero(t, value(fams, "agentrl_agentloop_tool_sessions_active", nil))
+	created := value(fams, "agentrl_agentloop_tool_instances_created_total", map[string]string{"tool": "calculator", "outcome": "ok"})
+	require.Positive(t, created)
+	require.LessOrEqual(t, created, n, "at most one calculator instance per trajectory")
+	require.Equal(t, created, value(fams, "agentrl_agentloop_tool_instances_released_total", map[string]string{"tool": "calculator", "outcome": "ok"}))
+	require.Equal(t, created, value(fams, "agentrl_agentloop_tool_instance_seconds", map[string]string{"tool": "calculator"}))
+	require.Zero(t, value(fams, "agentrl_agentloop_tool_instances_active", nil))
 }
 
 // Scripted events: outcomes and labels land where they belong.
@@ -173,13 +207,67 @@ func TestEvents(t *testing.T) {
 	c.Trace(agentloop.Event{Kind: agentloop.EventObservation, TrajectoryID: "a", Tokens: 7})
 	c.Trace(agentloop.Event{Kind: agentloop.EventInteraction, TrajectoryID: "a"})
 	c.Trace(agentloop.Event{Kind: agentloop.EventDone, TrajectoryID: "a", Turn: 3, Stop: trajectory.StopMaxTurns})
+	// Tool call outcomes by kind; results cut by the loop and by the
+	// tool; the python sandbox's limit kills, from its own metrics.
+	timeout := python.Outcome{WallTimeout: true, StdoutDropped: 10}.Metrics()
+	oom := python.Outcome{MemoryLimit: true}.Metrics()
+	c.Trace(agentloop.Event{Kind: agentloop.EventTool, Tool: "python", Metrics: timeout, Truncated: true})
+	c.Trace(agentloop.Event{Kind: agentloop.EventTool, Tool: "python", Metrics: oom})
+	c.Trace(agentloop.Event{Kind: agentloop.EventTool, Tool: "python", Metrics: python.Outcome{}.Metrics()})
+	c.Trace(agentloop.Event{Kind: agentloop.EventTool, Tool: "python", Err: fmt.Errorf("tool %q: %w", "python", tool.ErrTimeout)})
+	c.Trace(agentloop.Event{Kind: agentloop.EventTool, Tool: "python", Err: fmt.Errorf("tool %q: %w", "python", tool.ErrInvalidArguments)})
+	// The Manager: two rollouts queued, one started; a third finished.
+	for _, kind := range []agentloop.EventKind{agentloop.EventQueued, agentloop.EventQueued, agentloop.EventStarted} {
+		c.Trace(agentloop.Event{Kind: kind, Agent: "tool_agent"})
+	}
+	c.Trace(agentloop.Event{Kind: agentloop.EventQueued, Agent: "single_turn_agent"})
+	c.Trace(agentloop.Event{Kind: agentloop.EventStarted, Agent: "single_turn_agent"})
+	c.Trace(agentloop.Event{Kind: agentloop.EventReward, Err: io.EOF})
+	c.Trace(agentloop.Event{Kind: agentloop.EventFinished, Agent: "single_turn_agent", Latency: time.Second})
+	c.Trace(agentloop.Event{Kind: agentloop.EventPrompt, Tokens: 40, Latency: 50 * time.Microsecond})
+	c.Trace(agentloop.Event{Kind: agentloop.EventPrompt, Err: io.EOF})
+	// Sessions: two opened, one closed with a failed release; instances:
+	// one made, one failed to be made, one made and released.
+	c.Trace(agentloop.Event{Kind: agentloop.EventSessionOpen})
+	c.Trace(agentloop.Event{Kind: agentloop.EventSessionOpen})
+	c.Trace(agentloop.Event{Kind: agentloop.EventSessionClose, Latency: 3 * time.Second, Err: io.EOF})
+	c.Trace(agentloop.Event{Kind: agentloop.EventToolCreate, Tool: "python"})
+	c.Trace(agentloop.Event{Kind: agentloop.EventToolCreate, Tool: "python", Err: fmt.Errorf("%w: no sandbox", tool.ErrExecution)})
+	c.Trace(agentloop.Event{Kind: agentloop.EventToolCreate, Tool: "search"})
+	c.Trace(agentloop.Event{Kind: agentloop.EventToolRelease, Tool: "search", Latency: 2 * time.Second})
 	fams, err := reg.Gather()
 	require.NoError(t, err)
 	byName := map[string]*dto.MetricFamily{}
 	for _, f := range fams {
 		byName[f.GetName()] = f
 	}
-	require.Equal(t, 1.0, value(byName, "x_agentloop_tool_calls_total", map[string]string{"tool": "search", "outcome": "error"}))
+	require.Equal(t, 1.0, value(byName, "x_agentloop_tool_calls_total", map[string]string{"tool": "search", "outcome": tool.OutcomeOther}))
+	for kind, n := range map[string]float64{tool.OutcomeOK: 3, tool.OutcomeTimeout: 1, tool.OutcomeInvalidArguments: 1} {
+		require.Equal(t, n, value(byName, "x_agentloop_tool_calls_total", map[string]string{"tool": "python", "outcome": kind}), kind)
+	}
+	require.Equal(t, 1.0, value(byName, "x_agentloop_tool_results_truncated_total", map[string]string{"tool": "python", "by": agentprom.TruncatedByLoop}))
+	require.Equal(t, 1.0, value(byName, "x_agentloop_tool_results_truncated_total", map[string]string{"tool": "python", "by": agentprom.TruncatedByTool}))
+	require.Equal(t, 1.0, value(byName, "x_agentloop_tool_limit_kills_total", map[string]string{"tool": "python", "limit": "wall_timeout"}))
+	require.Equal(t, 1.0, value(byName, "x_agentloop_tool_limit_kills_total", map[string]string{"tool": "python", "limit": "memory_limit"}))
+	require.Equal(t, 2.0, value(byName, "x_agentloop_tool_limit_kills_total", nil))
+	require.Equal(t, 1.0, value(byName, "x_agentloop_trajectories_queued", nil))
+	require.Equal(t, 1.0, value(byName, "x_agentloop_trajectories_in_flight", map[string]string{"agent": "tool_agent"}))
+	require.Equal(t, 0.0, value(byName, "x_agentloop_trajectories_in_flight", map[string]string{"agent": "single_turn_agent"}))
+	require.Equal(t, 2.0, value(byName, "x_agentloop_trajectory_queue_seconds", nil))
+	require.Equal(t, 1.0, byName["x_agentloop_trajectory_seconds"].Metric[0].Histogram.GetSampleSum())
+	require.Equal(t, 1.0, value(byName, "x_agentloop_reward_calls_total", map[string]string{"outcome": "error"}))
+	require.Equal(t, 2.0, value(byName, "x_agentloop_prompt_encode_seconds", nil))
+	require.Equal(t, 40.0, value(byName, "x_agentloop_prompt_tokens_total", nil))
+	require.Equal(t, 1.0, value(byName, "x_agentloop_prompt_encode_errors_total", nil))
+	require.Equal(t, 2.0, value(byName, "x_agentloop_tool_sessions_opened_total", nil))
+	require.Equal(t, 1.0, value(byName, "x_agentloop_tool_sessions_active", nil))
+	require.Equal(t, 1.0, value(byName, "x_agentloop_tool_sessions_closed_total", map[string]string{"outcome": "error"}))
+	require.Equal(t, 3.0, byName["x_agentloop_tool_session_seconds"].Metric[0].Histogram.GetSampleSum())
+	require.Equal(t, 1.0, value(byName, "x_agentloop_tool_instances_active", map[string]string{"tool": "python"}))
+	require.Equal(t, 0.0, value(byName, "x_agentloop_tool_instances_active", map[string]string{"tool": "search"}))
+	require.Equal(t, 1.0, value(byName, "x_agentloop_tool_instances_created_total", map[string]string{"tool": "python", "outcome": tool.OutcomeExecution}))
+	require.Equal(t, 1.0, value(byName, "x_agentloop_tool_instances_released_total", map[string]string{"tool": "search", "outcome": "ok"}))
+	require.Equal(t, 2.0, byName["x_agentloop_tool_instance_seconds"].Metric[0].Histogram.GetSampleSum())
 	require.Equal(t, 5.0, value(byName, "x_agentloop_generated_tokens_total", nil))
 	require.Equal(t, 7.0, value(byName, "x_agentloop_observation_tokens_total", nil))
 	require.Equal(t, 2.0, value(byName, "x_agentloop_parse_errors_total", nil))
