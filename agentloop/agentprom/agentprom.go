@@ -108,7 +108,9 @@ func New(opts Options) *Collector {
 	counters := func(name, help string, labels ...string) *prometheus.CounterVec {
 		return prometheus.NewCounterVec(prometheus.CounterOpts(o(name, help)), labels)
 	}
-	gauge := func(name, help string) prometheus.Gauge { return prometheus.NewGauge(prometheus.GaugeOpts(o(name, help))) }
+	gauge := func(name, help string) prometheus.Gauge {
+		return prometheus.NewGauge(prometheus.GaugeOpts(o(name, help)))
+	}
 	return &Collector{
 		trajectories: counters("trajectories_total", "Trajectories finished, by stop reason.", "stop_reason"),
 		turns:        prometheus.NewHistogram(h("turns", "Assistant turns per finished trajectory.", prometheus.LinearBuckets(1, 1, 16))),
