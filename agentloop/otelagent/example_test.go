@@ -32,3 +32,34 @@ func Example() {
 	// agentrl.tool
 	// agentrl.trajectory
 }
+
+// Under a Manager the trajectory's span opens when the rollout starts and
+// ends when it finishes, after its reward; the prompt's encoding is a
+// child span.
+func Example_manager() {
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	defer tp.Shutdown(context.Background())
+
+	tr := otelagent.New(tp.Tracer("rollout"), otelagent.Options{})
+	for _, ev := range []agentloop.Event{
+		{Kind: agentloop.EventQueued, Agent: "single_turn_agent"},
+		{Kind: agentloop.EventStarted, Agent: "single_turn_agent", Latency: time.Millisecond},
+		{Kind: agentloop.EventPrompt, Tokens: 31, Latency: 80 * time.Microsecond},
+		{Kind: agentloop.EventGenerate, Turn: 1, Tokens: 12, Latency: 40 * time.Millisecond},
+		{Kind: agentloop.EventDone, Turn: 1, Stop: "completed"},
+		{Kind: agentloop.EventReward, Reward: 1, Latency: time.Millisecond},
+		{Kind: agentloop.EventFinished, Agent: "single_turn_agent", Stop: "completed"},
+	} {
+		ev.TrajectoryID = "0/0"
+		tr.Trace(ev)
+	}
+	for _, s := range exp.GetSpans() {
+		fmt.Println(s.Name)
+	}
+	// Output:
+	// agentrl.prompt
+	// agentrl.generate
+	// agentrl.reward
+	// agentrl.trajectory
+}

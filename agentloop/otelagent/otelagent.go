@@ -2,6 +2,7 @@ package otelagent
 
 import (
 	"context"
+	"sort"
 	"sync"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/agentrl/agentrl/agentloop"
+	"github.com/agentrl/agentrl/tool"
 )
 
 // Attribute keys. The gen_ai.* keys follow OpenTelemetry's semantic
@@ -28,8 +30,18 @@ const (
 	KeyReward            = attribute.Key("agentrl.reward")
 	KeyTokens            = attribute.Key("agentrl.tokens")
 	KeyOutputTokens      = attribute.Key("gen_ai.usage.output_tokens")
-	KeyOperation         = attribute.Key("gen_ai.operation.name")
-	KeyToolName          = attribute.Key("gen_ai.tool.name")
+	KeyInputTokens       = attribute.Key("gen_ai.usage.input_tokens")
+	KeyAgent             = attribute.Key("agentrl.agent")
+	KeyQueueSeconds      = attribute.Key("agentrl.queue_seconds")
+	KeyToolOutcome       = attribute.Key("agentrl.tool.outcome")
+	KeyToolTruncated     = attribute.Key("agentrl.tool.truncated")
+	KeyLifetimeSeconds   = attribute.Key("agentrl.lifetime_seconds")
+	KeyError             = attribute.Key("error.type")
+	// KeyToolMetricPrefix prefixes the tool result's own metrics
+	// (agentrl.tool.metric.wall_timeout, say) on tool spans.
+	KeyToolMetricPrefix = "agentrl.tool.metric."
+	KeyOperation        = attribute.Key("gen_ai.operation.name")
+	KeyToolName         = attribute.Key("gen_ai.tool.name")
 )
 
 // Span names.
@@ -38,6 +50,15 @@ const (
 	SpanGenerate    = "agentrl.generate"
 	SpanTool        = "agentrl.tool"
 	SpanInteraction = "agentrl.interaction"
+	// SpanPrompt is the prompt's rendering with the chat template and its
+	// tokenization.
+	SpanPrompt = "agentrl.prompt"
+	// SpanReward is Options.Reward scoring the trajectory (Manager).
+	SpanReward = "agentrl.reward"
+	// SpanToolCreate is a tool instance's Create; SpanToolInstance spans a
+	// tool instance's life, from Create to Release.
+	SpanToolCreate   = "agentrl.tool.create"
+	SpanToolInstance = "agentrl.tool.instance"
 )
 
 // Options configure a Tracer.
@@ -67,9 +88,26 @@ type trajSpan struct {
 	ctx                      context.Context
 	span                     trace.Span
 	turns                    int
+	inTokens                 int
 	outTokens, obsTokens     int
 	toolCalls, toolErrors    int
 	parseErrors, preemptions int
+	// managed: a Manager started the rollout (EventStarted), so the span
+	// ends at its EventFinished, after the reward, not at EventDone.
+	managed bool
+}
+
+// opens reports whether an event of a trajectory with no open span opens
+// one: the loop's steps and the Manager's start do. The others either
+// come before the start (queued) or may come after the end (a tool
+// instance released late by an abandoned call) and are dropped then.
+func opens(k agentloop.EventKind) bool {
+	switch k {
+	case agentloop.EventStarted, agentloop.EventPrompt, agentloop.EventGenerate, agentloop.EventParse,
+		agentloop.EventTool, agentloop.EventInteraction, agentloop.EventObservation, agentloop.EventDone:
+		return true
+	}
+	return false
 }
 
 // New returns a Tracer that makes spans with t.
@@ -92,8 +130,18 @@ func (t *Tracer) Trace(ev agentloop.Event) {
 	defer t.mu.Unlock()
 	ts := t.open[ev.TrajectoryID]
 	if ts == nil {
-		ctx, span := t.tracer.Start(t.parent, SpanTrajectory, trace.WithTimestamp(start),
-			trace.WithAttributes(KeyTrajectoryID.String(ev.TrajectoryID)))
+		if !opens(ev.Kind) {
+			return
+		}
+		// The Manager's start is the span's start (its Latency is the time
+		// queued, before it); a loop's first step (the prompt's encoding)
+		// started Latency before it was reported.
+		spanStart, at := start, []attribute.KeyValue{KeyTrajectoryID.String(ev.TrajectoryID)}
+		if ev.Kind == agentloop.EventStarted {
+			spanStart = now
+			at = append(at, KeyAgent.String(ev.Agent), KeyQueueSeconds.Float64(ev.Latency.Seconds()))
+		}
+		ctx, span := t.tracer.Start(t.parent, SpanTrajectory, trace.WithTimestamp(spanStart), trace.WithAttributes(at...))
 		ts = &trajSpan{ctx: ctx, span: span}
 		t.open[ev.TrajectoryID] = ts
 	}
@@ -101,6 +149,11 @@ func (t *Tracer) Trace(ev agentloop.Event) {
 		ts.turns = ev.Turn
 	}
 	switch ev.Kind {
+	case agentloop.EventStarted:
+		ts.managed = true
+	case agentloop.EventPrompt:
+		ts.inTokens += ev.Tokens
+		t.child(ts, SpanPrompt, start, now, ev.Err, KeyInputTokens.Int(ev.Tokens))
 	case agentloop.EventGenerate:
 		ts.outTokens += ev.Tokens
 		ts.preemptions += ev.Preempted
@@ -112,8 +165,19 @@ func (t *Tracer) Trace(ev agentloop.Event) {
 		if ev.Err != nil {
 			ts.toolErrors++
 		}
-		t.child(ts, SpanTool, start, now, ev.Err,
-			KeyTurn.Int(ev.Turn), KeyOperation.String("execute_tool"), KeyToolName.String(ev.Tool))
+		at := []attribute.KeyValue{KeyTurn.Int(ev.Turn), KeyOperation.String("execute_tool"), KeyToolName.String(ev.Tool),
+			KeyToolOutcome.String(tool.ErrorKind(ev.Err)), KeyToolTruncated.Bool(ev.Truncated)}
+		if len(ev.Metrics) > 0 {
+			keys := make([]string, 0, len(ev.Metrics))
+			for k := range ev.Metrics {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys) // a stable attribute order
+			for _, k := range keys {
+				at = append(at, attribute.Float64(KeyToolMetricPrefix+k, ev.Metrics[k]))
+			}
+		}
+		t.child(ts, SpanTool, start, now, ev.Err, at...)
 	case agentloop.EventInteraction:
 		t.child(ts, SpanInteraction, start, now, ev.Err, KeyTurn.Int(ev.Turn), KeyReward.Float64(ev.Reward))
 	case agentloop.EventParse:
@@ -125,8 +189,30 @@ func (t *Tracer) Trace(ev agentloop.Event) {
 		ts.span.AddEvent("observation", trace.WithTimestamp(now), trace.WithAttributes(
 			KeyTurn.Int(ev.Turn), KeyTokens.Int(ev.Tokens)))
 	case agentloop.EventDone:
+		if ts.managed {
+			// The Manager still scores it; EventFinished ends the span.
+			ts.span.AddEvent("done", trace.WithTimestamp(now), trace.WithAttributes(KeyStopReason.String(string(ev.Stop))))
+			return
+		}
 		t.end(ts, now, string(ev.Stop), ev.Err)
 		delete(t.open, ev.TrajectoryID)
+	case agentloop.EventReward:
+		t.child(ts, SpanReward, start, now, ev.Err, KeyReward.Float64(ev.Reward))
+	case agentloop.EventFinished:
+		t.end(ts, now, string(ev.Stop), ev.Err)
+		delete(t.open, ev.TrajectoryID)
+	case agentloop.EventSessionOpen:
+		ts.span.AddEvent("tool_session_open", trace.WithTimestamp(now))
+	case agentloop.EventSessionClose:
+		at := []attribute.KeyValue{KeyLifetimeSeconds.Float64(ev.Latency.Seconds())}
+		if ev.Err != nil {
+			at = append(at, KeyError.String(ev.Err.Error()))
+		}
+		ts.span.AddEvent("tool_session_close", trace.WithTimestamp(now), trace.WithAttributes(at...))
+	case agentloop.EventToolCreate:
+		t.child(ts, SpanToolCreate, start, now, ev.Err, KeyToolName.String(ev.Tool), KeyToolOutcome.String(tool.ErrorKind(ev.Err)))
+	case agentloop.EventToolRelease:
+		t.child(ts, SpanToolInstance, start, now, ev.Err, KeyToolName.String(ev.Tool))
 	}
 }
 
@@ -141,7 +227,7 @@ func (t *Tracer) child(ts *trajSpan, name string, start, end time.Time, err erro
 
 func (t *Tracer) end(ts *trajSpan, now time.Time, stop string, err error) {
 	ts.span.SetAttributes(
-		KeyStopReason.String(stop), KeyTurns.Int(ts.turns), KeyOutputTokens.Int(ts.outTokens),
+		KeyStopReason.String(stop), KeyTurns.Int(ts.turns), KeyInputTokens.Int(ts.inTokens), KeyOutputTokens.Int(ts.outTokens),
 		KeyObservationTokens.Int(ts.obsTokens), KeyCalls.Int(ts.toolCalls), KeyToolErrors.Int(ts.toolErrors),
 		KeyParseErrors.Int(ts.parseErrors), KeyPreempted.Int(ts.preemptions))
 	if err != nil {

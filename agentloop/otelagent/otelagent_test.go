@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/goleak"
 
 	"github.com/agentrl/agentrl/agentloop"
@@ -50,9 +51,13 @@ func TestSpansFromEvents(t *testing.T) {
 		ev.TrajectoryID = "traj-1"
 		tr.Trace(ev)
 	}
+	// The trajectory's span starts with the prompt's encoding.
+	step(2*time.Millisecond, agentloop.Event{Kind: agentloop.EventPrompt, Tokens: 30, Latency: 2 * time.Millisecond})
+	t1 := *now
 	step(100*time.Millisecond, agentloop.Event{Kind: agentloop.EventGenerate, Turn: 1, Tokens: 20, Latency: 100 * time.Millisecond, EngineStop: "stop"})
 	step(time.Millisecond, agentloop.Event{Kind: agentloop.EventParse, Turn: 1, Calls: 2, ParseErrors: 1})
-	step(30*time.Millisecond, agentloop.Event{Kind: agentloop.EventTool, Turn: 1, Tool: "calculator", Latency: 30 * time.Millisecond})
+	step(30*time.Millisecond, agentloop.Event{Kind: agentloop.EventTool, Turn: 1, Tool: "calculator", Latency: 30 * time.Millisecond,
+		Truncated: true, Metrics: map[string]float64{"wall_timeout": 1, "exit_code": -1}})
 	step(5*time.Millisecond, agentloop.Event{Kind: agentloop.EventTool, Turn: 1, Tool: "search", Latency: 5 * time.Millisecond, Err: errors.New("no index")})
 	step(time.Millisecond, agentloop.Event{Kind: agentloop.EventObservation, Turn: 1, Tokens: 12})
 	step(50*time.Millisecond, agentloop.Event{Kind: agentloop.EventGenerate, Turn: 2, Tokens: 7, Latency: 50 * time.Millisecond, EngineStop: "length", Preempted: 1})
@@ -60,7 +65,7 @@ func TestSpansFromEvents(t *testing.T) {
 	step(time.Millisecond, agentloop.Event{Kind: agentloop.EventDone, Turn: 2, Stop: trajectory.StopResponseLength})
 	require.Equal(t, 0, tr.Open())
 
-	spans := exp.GetSpans() // 2 generate, 2 tool, and the trajectory
+	spans := exp.GetSpans() // the prompt, 2 generate, 2 tool, and the trajectory
 	var root tracetest.SpanStub
 	byName := map[string][]tracetest.SpanStub{}
 	for _, s := range spans {
@@ -69,13 +74,19 @@ func TestSpansFromEvents(t *testing.T) {
 			root = s
 		}
 	}
-	require.Len(t, spans, 5)
+	require.Len(t, spans, 6)
 	require.Equal(t, t0, root.StartTime)
+	p := byName[otelagent.SpanPrompt]
+	require.Len(t, p, 1)
+	require.Equal(t, t0, p[0].StartTime)
+	require.Equal(t, t1, p[0].EndTime)
+	require.Equal(t, int64(30), attrs(p[0].Attributes)[otelagent.KeyInputTokens].AsInt64())
 	require.Equal(t, *now, root.EndTime)
 	a := attrs(root.Attributes)
 	require.Equal(t, "traj-1", a[otelagent.KeyTrajectoryID].AsString())
 	require.Equal(t, "response_length", a[otelagent.KeyStopReason].AsString())
 	require.Equal(t, int64(27), a[otelagent.KeyOutputTokens].AsInt64())
+	require.Equal(t, int64(30), a[otelagent.KeyInputTokens].AsInt64())
 	require.Equal(t, int64(12), a[otelagent.KeyObservationTokens].AsInt64())
 	require.Equal(t, int64(2), a[otelagent.KeyCalls].AsInt64())
 	require.Equal(t, int64(1), a[otelagent.KeyToolErrors].AsInt64())
@@ -97,8 +108,8 @@ func TestSpansFromEvents(t *testing.T) {
 	}
 	g := byName[otelagent.SpanGenerate]
 	require.Len(t, g, 2)
-	require.Equal(t, t0, g[0].StartTime)
-	require.Equal(t, t0.Add(100*time.Millisecond), g[0].EndTime)
+	require.Equal(t, t1, g[0].StartTime)
+	require.Equal(t, t1.Add(100*time.Millisecond), g[0].EndTime)
 	require.Equal(t, int64(20), attrs(g[0].Attributes)[otelagent.KeyOutputTokens].AsInt64())
 	require.Equal(t, "length", attrs(g[1].Attributes)[otelagent.KeyEngineStop].AsString())
 	tools := byName[otelagent.SpanTool]
@@ -106,8 +117,88 @@ func TestSpansFromEvents(t *testing.T) {
 	require.Equal(t, "calculator", attrs(tools[0].Attributes)[otelagent.KeyToolName].AsString())
 	require.Equal(t, 30*time.Millisecond, tools[0].EndTime.Sub(tools[0].StartTime))
 	require.Equal(t, codes.Unset, tools[0].Status.Code)
+	ta := attrs(tools[0].Attributes)
+	require.Equal(t, "ok", ta[otelagent.KeyToolOutcome].AsString())
+	require.True(t, ta[otelagent.KeyToolTruncated].AsBool())
+	require.Equal(t, 1.0, ta[otelagent.KeyToolMetricPrefix+"wall_timeout"].AsFloat64())
+	require.Equal(t, -1.0, ta[otelagent.KeyToolMetricPrefix+"exit_code"].AsFloat64())
+	require.Equal(t, "other", attrs(tools[1].Attributes)[otelagent.KeyToolOutcome].AsString())
 	require.Equal(t, codes.Error, tools[1].Status.Code)
 	require.Equal(t, "no index", tools[1].Status.Description)
+}
+
+// Under a Manager the trajectory's span runs from the rollout's start to
+// its finish, after the reward; the queue is an attribute; tool sessions
+// are span events and tool instances child spans; events that come
+// before the start or after the finish open nothing.
+func TestManagedSpans(t *testing.T) {
+	tr, exp, now := setup(t)
+	step := func(d time.Duration, ev agentloop.Event) {
+		*now = now.Add(d)
+		ev.TrajectoryID = "0/0"
+		tr.Trace(ev)
+	}
+	step(0, agentloop.Event{Kind: agentloop.EventQueued, Agent: "tool_agent"})
+	require.Zero(t, tr.Open(), "a queued rollout has no span yet")
+	step(5*time.Millisecond, agentloop.Event{Kind: agentloop.EventStarted, Agent: "tool_agent", Latency: 5 * time.Millisecond})
+	start := *now
+	step(time.Millisecond, agentloop.Event{Kind: agentloop.EventPrompt, Tokens: 9, Latency: time.Millisecond})
+	step(0, agentloop.Event{Kind: agentloop.EventSessionOpen})
+	step(10*time.Millisecond, agentloop.Event{Kind: agentloop.EventGenerate, Turn: 1, Tokens: 4, Latency: 10 * time.Millisecond})
+	step(3*time.Millisecond, agentloop.Event{Kind: agentloop.EventToolCreate, Tool: "python", Latency: 3 * time.Millisecond})
+	created := *now
+	step(7*time.Millisecond, agentloop.Event{Kind: agentloop.EventTool, Turn: 1, Tool: "python", Latency: 10 * time.Millisecond})
+	step(10*time.Millisecond, agentloop.Event{Kind: agentloop.EventGenerate, Turn: 2, Tokens: 3, Latency: 10 * time.Millisecond})
+	step(time.Millisecond, agentloop.Event{Kind: agentloop.EventToolRelease, Tool: "python", Latency: now.Add(time.Millisecond).Sub(created)})
+	step(0, agentloop.Event{Kind: agentloop.EventSessionClose, Latency: 22 * time.Millisecond})
+	step(0, agentloop.Event{Kind: agentloop.EventDone, Turn: 2, Stop: trajectory.StopCompleted})
+	require.Equal(t, 1, tr.Open(), "the Manager still scores it")
+	step(4*time.Millisecond, agentloop.Event{Kind: agentloop.EventReward, Reward: 1, Latency: 4 * time.Millisecond, Err: errors.New("grader down")})
+	step(0, agentloop.Event{Kind: agentloop.EventFinished, Agent: "tool_agent", Stop: trajectory.StopCompleted, Latency: now.Sub(start),
+		Err: errors.New("grader down")})
+	require.Zero(t, tr.Open())
+	end := *now
+	step(time.Second, agentloop.Event{Kind: agentloop.EventToolRelease, Tool: "late"})
+	require.Zero(t, tr.Open(), "a late release opens nothing")
+
+	byName := map[string][]tracetest.SpanStub{}
+	for _, s := range exp.GetSpans() {
+		byName[s.Name] = append(byName[s.Name], s)
+	}
+	for name, n := range map[string]int{otelagent.SpanTrajectory: 1, otelagent.SpanPrompt: 1, otelagent.SpanGenerate: 2,
+		otelagent.SpanToolCreate: 1, otelagent.SpanTool: 1, otelagent.SpanToolInstance: 1, otelagent.SpanReward: 1} {
+		require.Len(t, byName[name], n, name)
+	}
+	root := byName[otelagent.SpanTrajectory][0]
+	require.Equal(t, start, root.StartTime)
+	require.Equal(t, end, root.EndTime)
+	a := attrs(root.Attributes)
+	require.Equal(t, "tool_agent", a[otelagent.KeyAgent].AsString())
+	require.Equal(t, 0.005, a[otelagent.KeyQueueSeconds].AsFloat64())
+	require.Equal(t, "completed", a[otelagent.KeyStopReason].AsString())
+	require.Equal(t, int64(9), a[otelagent.KeyInputTokens].AsInt64())
+	require.Equal(t, codes.Error, root.Status.Code, "the reward failed")
+	var evNames []string
+	for _, e := range root.Events {
+		evNames = append(evNames, e.Name)
+	}
+	require.Equal(t, []string{"tool_session_open", "tool_session_close", "done", "exception"}, evNames, "exception: the error recorded")
+	inst := byName[otelagent.SpanToolInstance][0]
+	require.Equal(t, created, inst.StartTime, "the instance lives from its Create to its Release")
+	require.Equal(t, "python", attrs(inst.Attributes)[otelagent.KeyToolName].AsString())
+	cr := byName[otelagent.SpanToolCreate][0]
+	require.Equal(t, created, cr.EndTime)
+	require.Equal(t, 3*time.Millisecond, cr.EndTime.Sub(cr.StartTime))
+	rw := byName[otelagent.SpanReward][0]
+	require.Equal(t, codes.Error, rw.Status.Code)
+	require.Equal(t, end, rw.EndTime)
+	for _, s := range exp.GetSpans() {
+		if s.Name != otelagent.SpanTrajectory {
+			require.Equal(t, root.SpanContext.SpanID(), s.Parent.SpanID(), s.Name)
+			require.False(t, s.StartTime.Before(root.StartTime), s.Name)
+			require.False(t, s.EndTime.After(root.EndTime), s.Name)
+		}
+	}
 }
 
 // Trajectories that never report done are ended, as errors, by Close;
@@ -145,10 +236,15 @@ func TestRolloutSpans(t *testing.T) {
 	parent.End()
 	require.Zero(t, tr.Open())
 
-	var trajSpans, genSpans, toolSpans int
+	var trajSpans, genSpans, toolSpans, rewardSpans int
 	byID := map[string]tracetest.SpanStub{}
+	prompts := map[trace.SpanID]tracetest.SpanStub{} // by parent
 	for _, s := range exp.GetSpans() {
 		switch s.Name {
+		case otelagent.SpanPrompt:
+			prompts[s.Parent.SpanID()] = s
+		case otelagent.SpanReward:
+			rewardSpans++
 		case otelagent.SpanTrajectory:
 			trajSpans++
 			byID[attrs(s.Attributes)[otelagent.KeyTrajectoryID].AsString()] = s
@@ -169,9 +265,17 @@ func TestRolloutSpans(t *testing.T) {
 		require.Equal(t, int64(tj.ToolCalls), a[otelagent.KeyCalls].AsInt64(), tj.ID)
 		require.Equal(t, int64(tj.ToolErrors), a[otelagent.KeyToolErrors].AsInt64(), tj.ID)
 		require.Equal(t, int64(tj.MaskOnes()), a[otelagent.KeyOutputTokens].AsInt64(), "policy tokens of %s", tj.ID)
+		require.Equal(t, int64(len(tj.PromptIDs)), a[otelagent.KeyInputTokens].AsInt64(), tj.ID)
+		require.Equal(t, agentloop.ToolAgentName, a[otelagent.KeyAgent].AsString())
+		// The span covers the prompt's encoding.
+		p, ok := prompts[s.SpanContext.SpanID()]
+		require.True(t, ok, "no prompt span for %s", tj.ID)
+		require.False(t, p.StartTime.Before(s.StartTime), tj.ID)
+		require.Equal(t, int64(len(tj.PromptIDs)), attrs(p.Attributes)[otelagent.KeyInputTokens].AsInt64(), tj.ID)
 		calls += tj.ToolCalls
 	}
 	require.Equal(t, calls, toolSpans)
+	require.Equal(t, len(out.Trajectories), rewardSpans, "the reward runs inside the trajectory's span")
 	require.Positive(t, calls)
 	require.GreaterOrEqual(t, genSpans, 2*len(out.Trajectories))
 }
