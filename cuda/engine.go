@@ -394,6 +394,8 @@ func (e *Engine) validate(req *server.GenerateRequest) error {
 		return bad("repetition_penalty %v is negative", p.RepetitionPenalty)
 	case p.MaxNewTokens < 0:
 		return bad("max_new_tokens %d is negative", p.MaxNewTokens)
+	case p.PromptLogprobs && (p.PromptLogprobsFrom < 0 || p.PromptLogprobsFrom >= n):
+		return bad("prompt logprobs from position %d: outside the prompt of %d tokens", p.PromptLogprobsFrom, n)
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package cuda
 import (
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 
@@ -34,6 +35,12 @@ type request struct {
 
 	planned bool // in the step being planned, with chunk tokens
 	chunk   int
+
+	// Prompt logprobs (params.PromptLogprobs): plp[i] is the logprob of
+	// prompt position params.PromptLogprobsFrom+i, filled from the rows of
+	// the prefill chunks that cover them; plpDone once the last one is.
+	plp     []float32
+	plpDone bool
 }
 
 // before orders requests: higher priority first, then earlier arrival.
@@ -195,6 +202,13 @@ func (s *sched) run(op ctrlOp) {
 }
 
 func (s *sched) add(r *request) {
+	if r.params.PromptLogprobs {
+		r.plp = make([]float32, r.prompt-r.params.PromptLogprobsFrom)
+		for i := range r.plp {
+			r.plp[i] = float32(math.NaN())
+		}
+		r.plpDone = r.plpFirstRow() > r.prompt-2
+	}
 	s.arrival++
 	r.arrival = s.arrival
 	r.seenSet = map[int32]struct{}{}
@@ -222,6 +236,9 @@ func (r *request) output(reason server.StopReason, version int64) server.TokenOu
 	}
 	if r.params.Logprobs {
 		out.Logprobs = slices.Clone(r.logprobs)
+	}
+	if r.params.PromptLogprobs {
+		out.PromptLogprobs = slices.Clone(r.plp)
 	}
 	return out
 }
@@ -309,7 +326,7 @@ func (s *sched) plan() bool {
 	}
 	for i := 0; i < len(s.running) && budget > 0; i++ {
 		r := s.running[i]
-		n := min(len(r.tokens)-r.computed, budget)
+		n := min(len(r.tokens)-r.computed, budget, s.chunkCap(r))
 		// Make room for the positions this chunk writes; preempt the
 		// lowest-priority latest request (possibly r) until it fits.
 		preempted := false
@@ -337,7 +354,7 @@ func (s *sched) plan() bool {
 	}
 	for budget > 0 && len(s.waiting) > 0 && len(s.running) < s.e.opts.MaxSeqs {
 		r := s.waiting[0]
-		table, cached, err := s.blocks.Acquire(r.tokens)
+		table, cached, err := s.acquire(r)
 		if errors.Is(err, kvcache.ErrNoSpace) {
 			break
 		}
@@ -350,7 +367,7 @@ func (s *sched) plan() bool {
 			s.stats.CachedTokens += int64(r.cached)
 		}
 		s.running = insertSorted(s.running, r)
-		n := min(len(r.tokens)-r.computed, budget)
+		n := min(len(r.tokens)-r.computed, budget, s.chunkCap(r))
 		r.planned, r.chunk = true, n
 		budget -= n
 	}
@@ -358,7 +375,8 @@ func (s *sched) plan() bool {
 		if !r.planned || r.chunk == 0 {
 			continue
 		}
-		s.batch = append(s.batch, model.Seq{Tokens: r.tokens[r.computed : r.computed+r.chunk], Start: r.computed, Blocks: r.table.Blocks})
+		s.batch = append(s.batch, model.Seq{Tokens: r.tokens[r.computed : r.computed+r.chunk], Start: r.computed, Blocks: r.table.Blocks,
+			AllLogits: r.wantsPromptRows(r.computed, r.computed+r.chunk)})
 		s.members = append(s.members, r)
 	}
 	return len(s.batch) > 0
@@ -384,6 +402,7 @@ func (s *sched) forward() ([][]float32, bool) {
 	s.stats.BatchTokensMax = max(s.stats.BatchTokensMax, tokens)
 	s.stats.BatchSeqsMax = max(s.stats.BatchSeqsMax, len(s.batch))
 	s.stats.BatchSeqsSum += int64(len(s.batch))
+	s.promptLogprobs(logits)
 	s.due = s.due[:0]
 	for i, r := range s.members {
 		n := len(s.batch[i].Tokens)

@@ -32,6 +32,14 @@ type SamplingParams struct {
 	StopTokenIDs      []int32
 	Seed              *uint64
 	Logprobs          bool // return the logprob of every sampled token
+	// PromptLogprobs asks for the logprob of every prompt token from
+	// position PromptLogprobsFrom on (SGLang input_token_logprobs from
+	// logprob_start_len, vLLM prompt_logprobs from 0): each token's
+	// log-probability given the tokens before it, under the model's raw
+	// distribution (temperature 1, no penalty or truncation). Engines
+	// that cannot compute them leave TokenOutput.PromptLogprobs nil.
+	PromptLogprobs     bool
+	PromptLogprobsFrom int
 }
 
 // GenerateRequest is one token-in/token-out generation call.
@@ -59,6 +67,11 @@ type TokenOutput struct {
 	CachedTokens int
 	// WeightVersion is the version of the weights that produced these tokens.
 	WeightVersion int64
+	// PromptLogprobs[i] is the logprob of prompt token
+	// Params.PromptLogprobsFrom+i; nil unless requested (or the engine
+	// cannot compute them). Prompt position 0 has no tokens before it: its
+	// entry is NaN (null on the wire).
+	PromptLogprobs []float32
 }
 
 // LLMServer is a token-in/token-out engine: a remote server, a router over
