@@ -24,6 +24,10 @@ type sglGenerateRequest struct {
 	SamplingParams *sglSampling    `json:"sampling_params"`
 	ReturnLogprob  bool            `json:"return_logprob"`
 	TopLogprobsNum int             `json:"top_logprobs_num"`
+	// LogprobStartLen is where input_token_logprobs start in the prompt;
+	// -1 (the default) is its last token (sgl-project/sglang
+	// python/sglang/srt/managers/scheduler.py handle_generate_request).
+	LogprobStartLen *int `json:"logprob_start_len"`
 	// ReturnTextInLogprobs fills the third slot of each logprob entry with
 	// the token's text (sgl-project/sglang io_struct.py GenerateReqInput).
 	ReturnTextInLogprobs bool `json:"return_text_in_logprobs"`
@@ -72,6 +76,7 @@ type prepared struct {
 	returnIDs    bool // vLLM return_token_ids
 	includeUsage bool
 	textInLPs    bool     // SGLang return_text_in_logprobs
+	inputLPStart int      // SGLang logprob_start_len, resolved (return_logprob only)
 	stops        []string // OpenAI stop strings (completions, chat)
 	n            int      // OpenAI n: samples of the prompt (completions)
 	includeStop  bool     // vLLM include_stop_str_in_output
@@ -151,8 +156,36 @@ func (s *Server) readSGLangGenerate(r io.Reader) (prepared, error) {
 	if err := validParams(&params, "sampling_params.", "max_new_tokens"); err != nil {
 		return p, err
 	}
+	if in.ReturnLogprob {
+		if err := p.inputLogprobs(&params, in.LogprobStartLen); err != nil {
+			return p, err
+		}
+	}
 	p.req.Params = params
 	return p, nil
+}
+
+// inputLogprobs resolves SGLang's logprob_start_len against the prompt and
+// asks the engine for the prompt logprobs input_token_logprobs needs.
+// SGLang's scheduler reads -1 (or no value) as the prompt's last token and
+// rejects a start at or past the prompt's end; its output processor
+// (scheduler_output_processor_mixin.py, "Always pad the first one with
+// None") writes null for the start position's own logprob, so the engine
+// is asked from the position after it.
+func (p *prepared) inputLogprobs(params *server.SamplingParams, startLen *int) error {
+	n := len(p.req.PromptIDs)
+	start := n - 1
+	if startLen != nil && *startLen != -1 {
+		start = *startLen
+		if start < 0 || start >= n {
+			return badRequest("field %q: %d is outside the prompt of %d tokens (give -1 or 0 to %d)", "logprob_start_len", start, n, n-1)
+		}
+	}
+	p.inputLPStart = start
+	if start+1 < n {
+		params.PromptLogprobs, params.PromptLogprobsFrom = true, start+1
+	}
+	return nil
 }
 
 // apply sets the knobs the request gives, so that unset ones keep the
@@ -348,6 +381,7 @@ type sglMeta struct {
 	CompletionTokens    int             `json:"completion_tokens"`
 	CachedTokens        int             `json:"cached_tokens"`
 	WeightVersion       string          `json:"weight_version"`
+	InputTokenLogprobs  *logprobTriples `json:"input_token_logprobs,omitempty"`
 	OutputTokenLogprobs *logprobTriples `json:"output_token_logprobs,omitempty"`
 	E2ELatency          float64         `json:"e2e_latency"`
 }
@@ -474,8 +508,29 @@ func (s *Server) sglangBody(p prepared, out server.TokenOutput, start time.Time)
 			}
 			resp.MetaInfo.OutputTokenLogprobs.texts = texts
 		}
+		in := p.inputTriples(out)
+		if p.textInLPs && s.cfg.Chat != nil {
+			texts, err := s.tokenTexts(nil, in.ids)
+			if err != nil {
+				return nil, err
+			}
+			in.texts = texts
+		}
+		resp.MetaInfo.InputTokenLogprobs = in
 	}
 	return resp.appendJSON(make([]byte, 0, 256+len(resp.OutputIDs)*40)), nil
+}
+
+// inputTriples is input_token_logprobs: the prompt from logprob_start_len
+// on, the first entry's logprob null as SGLang writes it.
+func (p prepared) inputTriples(out server.TokenOutput) *logprobTriples {
+	ids := p.req.PromptIDs[p.inputLPStart:]
+	lps := make([]float32, 1, len(ids))
+	lps[0] = float32(math.NaN())
+	if p.req.Params.PromptLogprobs {
+		lps = append(lps, out.PromptLogprobs...)
+	}
+	return &logprobTriples{lps: lps, ids: ids}
 }
 
 // tokenTexts appends each token's own text to texts.
@@ -502,6 +557,14 @@ func checkOutput(out server.TokenOutput, req server.GenerateRequest) error {
 	if req.Params.Logprobs && len(out.Logprobs) != len(out.TokenIDs) {
 		return &server.Error{Server: "engine", Op: "generate",
 			Err: fmt.Errorf("engine returned %d logprobs for %d tokens: %w", len(out.Logprobs), len(out.TokenIDs), server.ErrBadResponse)}
+	}
+	if p := req.Params; p.PromptLogprobs && len(out.PromptLogprobs) != len(req.PromptIDs)-p.PromptLogprobsFrom {
+		if out.PromptLogprobs == nil {
+			return &server.Error{Server: "engine", Op: "generate", Status: http.StatusNotImplemented,
+				Err: errors.New("this engine does not compute prompt logprobs")}
+		}
+		return &server.Error{Server: "engine", Op: "generate",
+			Err: fmt.Errorf("engine returned %d prompt logprobs for %d positions: %w", len(out.PromptLogprobs), len(req.PromptIDs)-p.PromptLogprobsFrom, server.ErrBadResponse)}
 	}
 	return nil
 }

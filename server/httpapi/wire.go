@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"encoding/json"
+	"math"
 	"net/http"
 	"strconv"
 
@@ -47,7 +48,11 @@ func (l *logprobTriples) appendJSON(b []byte) []byte {
 			b = append(b, ',')
 		}
 		b = append(b, '[')
-		b = appendFloat(b, l.lps[i])
+		if math.IsNaN(float64(l.lps[i])) {
+			b = append(b, "null"...) // a position without a logprob (the first input token)
+		} else {
+			b = appendFloat(b, l.lps[i])
+		}
 		b = append(b, ',')
 		b = strconv.AppendInt(b, int64(id), 10)
 		if l.texts != nil {
@@ -80,6 +85,10 @@ func (r *sglGenerateResponse) appendJSON(b []byte) []byte {
 	if m.WeightVersion != "" { // a streamed event before the end does not know it yet
 		b = append(b, `,"weight_version":`...)
 		b = appendString(b, m.WeightVersion)
+	}
+	if m.InputTokenLogprobs != nil {
+		b = append(b, `,"input_token_logprobs":`...)
+		b = m.InputTokenLogprobs.appendJSON(b)
 	}
 	if m.OutputTokenLogprobs != nil {
 		b = append(b, `,"output_token_logprobs":`...)

@@ -480,7 +480,23 @@ func (s *Server) run(ctx context.Context, req server.GenerateRequest, turn int, 
 	if req.Params.Logprobs && out.Logprobs == nil {
 		out.Logprobs = []float32{}
 	}
+	if req.Params.PromptLogprobs {
+		from := min(max(req.Params.PromptLogprobsFrom, 0), len(req.PromptIDs))
+		for p := from; p < len(req.PromptIDs); p++ {
+			out.PromptLogprobs = append(out.PromptLogprobs, DefaultPromptLogprob(req.PromptIDs[p], p))
+		}
+	}
 	return out, nil
+}
+
+// DefaultPromptLogprob is the prompt logprob servertest reports for token t
+// at prompt position p: NaN at position 0 (nothing precedes it), else a
+// deterministic value in (-1, 0).
+func DefaultPromptLogprob(t int32, p int) float32 {
+	if p == 0 {
+		return float32(math.NaN())
+	}
+	return DefaultLogprob(t, 1<<20+p)
 }
 
 // DefaultLogprob is the logprob servertest reports for token t at output

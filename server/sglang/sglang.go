@@ -97,6 +97,9 @@ func (c *Client) Generate(ctx context.Context, req server.GenerateRequest) (serv
 		return server.TokenOutput{}, err
 	}
 	out, err := ParseGenerateResponse(data, req.Params.Logprobs)
+	if err == nil && req.Params.PromptLogprobs {
+		out.PromptLogprobs, err = parseInputLogprobs(data, req)
+	}
 	if err != nil {
 		return server.TokenOutput{}, c.t.Errorf("generate", http.StatusOK, false, err)
 	}
@@ -190,6 +193,44 @@ func ParseGenerateResponse(data []byte, wantLogprobs bool) (server.TokenOutput, 
 		return out, err
 	}
 	return out, nil
+}
+
+// parseInputLogprobs reads meta_info.input_token_logprobs of a request
+// that asked for prompt logprobs from p = PromptLogprobsFrom: SGLang
+// returns the prompt from logprob_start_len = max(p-1, 0), the first
+// entry's logprob null (no logprob: NaN here), and each entry's token id
+// must be the prompt's.
+func parseInputLogprobs(data []byte, req server.GenerateRequest) ([]float32, error) {
+	var r struct {
+		MetaInfo struct {
+			InputTokenLogprobs json.RawMessage `json:"input_token_logprobs"`
+		} `json:"meta_info"`
+	}
+	if err := json.Unmarshal(data, &r); err != nil {
+		return nil, httpclient.BadResponse("invalid /generate response JSON: %v", err)
+	}
+	if !isSet(r.MetaInfo.InputTokenLogprobs) {
+		return nil, httpclient.BadResponse("prompt logprobs were requested but meta_info.input_token_logprobs is missing")
+	}
+	lps, ids, err := parseLogprobTriples(r.MetaInfo.InputTokenLogprobs)
+	if err != nil {
+		return nil, httpclient.BadResponse("meta_info.input_token_logprobs%v", err)
+	}
+	from := req.Params.PromptLogprobsFrom
+	start := max(from-1, 0)
+	if want := len(req.PromptIDs) - start; len(ids) != want {
+		return nil, httpclient.BadResponse("meta_info.input_token_logprobs has %d entries for the %d prompt tokens from %d", len(ids), want, start)
+	}
+	for i, id := range ids {
+		if id != req.PromptIDs[start+i] {
+			return nil, httpclient.BadResponse("meta_info.input_token_logprobs[%d] is for token %d but the prompt's token %d is %d", i, id, start+i, req.PromptIDs[start+i])
+		}
+	}
+	if from == 0 {
+		lps[0] = float32(math.NaN()) // position 0: nothing precedes it
+		return lps, nil
+	}
+	return lps[1:], nil
 }
 
 // parseFinishReason accepts {"type": ...} objects and bare strings.

@@ -69,8 +69,16 @@ func appendGenerateRequest(b []byte, req server.GenerateRequest) ([]byte, error)
 		b = strconv.AppendUint(b, *p.Seed, 10)
 	}
 	b = append(b, `},"return_logprob":`...)
-	b = strconv.AppendBool(b, p.Logprobs)
-	b = append(b, `,"logprob_start_len":-1`...)
+	b = strconv.AppendBool(b, p.Logprobs || p.PromptLogprobs)
+	if p.PromptLogprobs {
+		// SGLang writes null for the start position's own logprob
+		// (scheduler_output_processor_mixin.py pads the first with None):
+		// start one before the first wanted position.
+		b = append(b, `,"logprob_start_len":`...)
+		b = strconv.AppendInt(b, int64(max(p.PromptLogprobsFrom-1, 0)), 10)
+	} else {
+		b = append(b, `,"logprob_start_len":-1`...)
+	}
 	if req.Priority != 0 {
 		b = append(b, `,"priority":`...)
 		b = strconv.AppendInt(b, int64(req.Priority), 10)
