@@ -42,8 +42,9 @@ type Options struct {
 	// the error wraps model.ErrNoCUDA). New runs where its model is.
 	Device model.Device
 	// Weights is how Open stores a CPU model's matrices: model.WeightsAuto
-	// (default: bf16 for a bf16 checkpoint, else fp32), WeightsBF16 or
-	// WeightsF32. Activations and the KV cache are fp32 either way.
+	// (default: bf16 for a bf16 checkpoint, else fp32), WeightsBF16,
+	// WeightsF32 or WeightsInt8 (llama.cpp's Q8_0 values, quantized at
+	// load). Activations and the KV cache are fp32 in every case.
 	Weights model.WeightType
 }
 

@@ -41,7 +41,7 @@ func runBenchEngine(ctx context.Context, args []string, stdout, stderr io.Writer
 	conc := fs.Int("concurrency", 32, "sequences in the aggregate decode measurement")
 	bwBytes := fs.Int("bandwidth-bytes", 1<<30, "buffer size for the memory bandwidth measurement")
 	device := fs.String("device", "cpu", "where the engine runs: cpu, or cuda (needs a binary built with -tags cuda; the CPU bounds are then not measured)")
-	weights := fs.String("weights", "auto", "how the CPU model stores its matrices: bf16, fp32, or auto (the checkpoint's: bf16 for a bf16 checkpoint)")
+	weights := fs.String("weights", "auto", "how the CPU model stores its matrices: bf16, fp32, int8 (llama.cpp's Q8_0 values, quantized at load), or auto (the checkpoint's: bf16 for a bf16 checkpoint)")
 	kvMem := fs.Int64("kv-memory", 0, "KV cache bytes (default: the engine's default, 1 GiB)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -91,13 +91,16 @@ func runBenchEngine(ctx context.Context, args []string, stdout, stderr io.Writer
 	kvBytes := float64(int64(st.KVBlocks) * cfg.BytesPerBlock(benchBlockSize))
 	wtype := e.Model().Weights()
 	elem := 4.0
-	if wtype == model.WeightsBF16 {
+	switch wtype {
+	case model.WeightsBF16:
 		elem = 2
+	case model.WeightsInt8:
+		elem = 34.0 / 32 // an int8 per weight and an fp16 scale per 32
 	}
-	// Memory the weights take: a bf16 model's tied head is the embedding
-	// itself; an fp32 one packs a copy of it.
+	// Memory the weights take: a bf16 or int8 model's tied head is the
+	// embedding itself; an fp32 one packs a copy of it.
 	storedBytes := elem * float64(cfg.NumParams())
-	if cfg.TieWordEmbeddings && wtype != model.WeightsBF16 {
+	if cfg.TieWordEmbeddings && wtype == model.WeightsF32 {
 		storedBytes += elem * float64(cfg.VocabSize*cfg.HiddenSize)
 	}
 
@@ -105,9 +108,12 @@ func runBenchEngine(ctx context.Context, args []string, stdout, stderr io.Writer
 	var bw, peak, fma float64
 	if dev == model.CPU {
 		bw = cpu.MeasureBandwidth(*bwBytes, *reps)
-		if wtype == model.WeightsBF16 {
+		switch wtype {
+		case model.WeightsBF16:
 			peak = cpu.MeasureGEMMBF16(*prefillN, 2*cfg.IntermediateSize, cfg.HiddenSize, *reps)
-		} else {
+		case model.WeightsInt8:
+			peak = cpu.MeasureGEMMQ8(*prefillN, 2*cfg.IntermediateSize, cfg.HiddenSize, *reps)
+		default:
 			peak = cpu.MeasureGEMM(*prefillN, 2*cfg.IntermediateSize, cfg.HiddenSize, *reps)
 		}
 		fma = cpu.MeasureFMAPeak(*reps)

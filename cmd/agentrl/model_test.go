@@ -110,6 +110,11 @@ func TestBenchEngine(t *testing.T) {
 	require.Equal(t, 0, code, errOut)
 	require.Contains(t, out, "bf16 weights")
 	require.Contains(t, out, "batch-1 decode")
+	code, out, errOut = runCmd(t, "bench", "engine", "--model", dir, "--reps", "1", "--decode-tokens", "4",
+		"--prefill-tokens", "16", "--concurrency", "2", "--bandwidth-bytes", "1048576", "--weights", "int8", "--kv-memory", "1048576")
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "int8 weights")
+	require.Contains(t, out, "batch-1 decode")
 	code, _, errOut = runCmd(t, "bench", "engine", "--model", dir, "--weights", "int2")
 	require.Equal(t, 1, code)
 	require.Contains(t, errOut, "--weights")

@@ -17,6 +17,14 @@
 // call; the AVX-512F, AVX2 and generic paths emulate the same 16 lanes
 // exactly, so every level gives the same bits.
 //
+// int8 weights (Q8, MatMulQ8) hold llama.cpp's Q8_0 values (int8 with an
+// fp16 scale per 32 weights, quantized as ggml's quantize_row_q8_0_ref) in
+// a panel layout of their own. Products quantize each token's activations
+// per 32 too and sum a block's products exactly in int32 — vpdpbusd where
+// the CPU has AVX-512 VNNI, vpmaddubsw/vpmaddwd at AVX2, a loop otherwise —
+// then accumulate the scaled block sums in one float32 chain: every path,
+// batch and thread count gives the same bits.
+//
 // OpenBLAS is measured against the GEMM kernel (build tag openblas) but
 // never linked: on one core it is as fast on prefill shapes and 1.7×
 // slower at 32 rows.

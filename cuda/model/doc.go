@@ -13,7 +13,7 @@
 // each checkpoint tensor goes in the fused weight layout (q|k|v, gate|up),
 // NewWeights allocates the slots a config has, and Decode is the layer
 // sequence over the Ops a backend implements on its own activation and
-// weight types — the CPU kernels (fp32 or bf16 weights), the GPU device,
+// weight types — the CPU kernels (fp32, bf16 or int8 weights), the GPU device,
 // and package train's kernels, which save what the backward pass reads.
 // A new architecture quirk changes Decode, and every backend runs it.
 //
@@ -29,6 +29,14 @@
 // intermediate copy. bf16 models are checked against PyTorch in float64 on
 // the same bf16 weights (../testdata/reference_bf16.py) to ≤ 2e-2 relative
 // error (≈1e-2 measured, no greedy token differing).
+//
+// WeightsInt8 quantizes matrices and the embedding table at load, from any
+// checkpoint type, to llama.cpp's Q8_0 values (kernels.Q8: an int8 per
+// weight, an fp16 scale per 32, 34/32 bytes), in parallel through the same
+// bounded per-job buffers (no full-precision copy); a tied head is the
+// embedding. Against PyTorch in float64 on the unquantized weights the
+// logits stay within 1e-1 relative error (≈4–6e-2 measured), with argmax
+// flips only at near ties (TestReferenceNumericsInt8).
 //
 // In a binary built with the `cuda` tag a model can live on the GPU
 // (device.go): LoadOn(dir, CUDA, nil) or NewOn uploads the weights to

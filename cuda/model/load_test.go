@@ -47,6 +47,8 @@ func TestLoadWeightTypes(t *testing.T) {
 		wantF32 := set(WeightsF32, false)
 		wantF32OfBF16 := set(WeightsF32, true)
 		wantBF16OfBF16 := set(WeightsBF16, true) // norms are bf16 in a bf16 checkpoint too
+		wantInt8 := set(WeightsInt8, false)
+		wantInt8OfBF16 := set(WeightsInt8, true)
 		for _, tc := range []struct {
 			dir  string
 			wt   WeightType
@@ -58,6 +60,8 @@ func TestLoadWeightTypes(t *testing.T) {
 			{bf16Dir, WeightsAuto, WeightsBF16, wantBF16OfBF16},
 			{bf16Dir, WeightsBF16, WeightsBF16, wantBF16OfBF16},
 			{bf16Dir, WeightsF32, WeightsF32, wantF32OfBF16},
+			{f32Dir, WeightsInt8, WeightsInt8, wantInt8},
+			{bf16Dir, WeightsInt8, WeightsInt8, wantInt8OfBF16},
 		} {
 			m, err := LoadWith(tc.dir, cpu, LoadOptions{Weights: tc.wt})
 			require.NoError(t, err)
@@ -75,7 +79,7 @@ func TestLoadWeightTypes(t *testing.T) {
 	require.ErrorContains(t, err, `unknown weight type "int3"`)
 	_, err = ParseWeightType("fp8")
 	require.ErrorContains(t, err, "fp8")
-	for s, want := range map[string]WeightType{"": WeightsAuto, "BF16": WeightsBF16, "f32": WeightsF32} {
+	for s, want := range map[string]WeightType{"": WeightsAuto, "BF16": WeightsBF16, "f32": WeightsF32, "int8": WeightsInt8, "Q8_0": WeightsInt8} {
 		got, err := ParseWeightType(s)
 		require.NoError(t, err)
 		require.Equal(t, want, got)
@@ -89,7 +93,7 @@ func TestLoadWeightTypes(t *testing.T) {
 func TestLoadTruncatedWhileOpen(t *testing.T) {
 	cfg := tinyConfig()
 	for _, dt := range []safetensors.DType{safetensors.F32, safetensors.BF16} {
-		for _, wt := range []WeightType{WeightsF32, WeightsBF16} {
+		for _, wt := range []WeightType{WeightsF32, WeightsBF16, WeightsInt8} {
 			dir := t.TempDir()
 			require.NoError(t, WriteRandomDir(dir, cfg, 1, WriteOptions{DType: dt}))
 			set, err := safetensors.OpenDir(dir)

@@ -22,7 +22,7 @@ type Model struct {
 	invFreq []float32
 
 	w  *Weights[*cpuWeight] // nil after DropWeights
-	wt WeightType           // how matrices are stored (fp32 or bf16)
+	wt WeightType           // how matrices are stored (fp32, bf16 or int8)
 
 	mu  sync.Mutex // one Forward at a time: scratch buffers are shared
 	ops cpuOps
@@ -38,6 +38,7 @@ type cpuWeight struct {
 	vec []float32
 	mat *kernels.Packed
 	bf  *kernels.BF16
+	q8  *kernels.Q8 // int8 models: every matrix and the embedding table
 }
 
 // New returns a model with zero fp32 weights for cfg; set them with
@@ -45,6 +46,18 @@ type cpuWeight struct {
 func New(cfg *Config, cpu *kernels.CPU) (*Model, error) { return NewWith(cfg, cpu, WeightsF32) }
 
 func (m *Model) alloc() {
+	if m.wt == WeightsInt8 {
+		m.w, _ = NewWeights(m.cfg, func(s Slot, rows, cols int) (*cpuWeight, error) {
+			if s.Matrix() || s == SlotEmbed {
+				return &cpuWeight{q8: kernels.NewQ8(rows, cols)}, nil
+			}
+			return &cpuWeight{vec: make([]float32, rows*cols)}, nil
+		})
+		if m.cfg.TieWordEmbeddings {
+			m.w.LMHead = m.w.Embed // the same int8 rows: no copy
+		}
+		return
+	}
 	if m.wt == WeightsBF16 {
 		m.w, _ = NewWeights(m.cfg, func(s Slot, rows, cols int) (*cpuWeight, error) {
 			if s.Matrix() || s == SlotEmbed {
@@ -249,9 +262,12 @@ func (o *cpuOps) Embed(dst []float32, table *cpuWeight) {
 	t := 0
 	for _, s := range o.seqs {
 		for _, id := range s.Tokens {
-			if table.bf != nil {
+			switch {
+			case table.bf != nil:
 				table.bf.RowFloat32(dst[t*H:(t+1)*H], int(id))
-			} else {
+			case table.q8 != nil:
+				table.q8.RowFloat32(dst[t*H:(t+1)*H], int(id))
+			default:
 				copy(dst[t*H:(t+1)*H], table.vec[int(id)*H:(int(id)+1)*H])
 			}
 			t++
@@ -266,6 +282,10 @@ func (o *cpuOps) MatMul(dst, x []float32, w, bias *cpuWeight) {
 	}
 	if w.bf != nil {
 		o.cpu.MatMulBF16(dst, x, len(x)/w.bf.K, w.bf, b)
+		return
+	}
+	if w.q8 != nil {
+		o.cpu.MatMulQ8(dst, x, len(x)/w.q8.K, w.q8, b)
 		return
 	}
 	o.cpu.MatMul(dst, x, len(x)/w.mat.K, w.mat, b)

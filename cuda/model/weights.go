@@ -94,6 +94,8 @@ func (m *Model) SetTensor(name string, shape []int64, data []float32) error {
 		m.cpu.PackRows(w.mat, p.Row, data, int(want[0]))
 	case w.bf != nil:
 		kernels.ToBF16(w.bf.Data[p.Row*w.bf.K:p.Row*w.bf.K+len(data)], data)
+	case w.q8 != nil:
+		w.q8.QuantizeRows(p.Row, data, int(want[0]))
 	default:
 		// Row is the offset inside a fused bias vector (0 otherwise).
 		copy(w.vec[p.Row:], data)
@@ -141,9 +143,17 @@ const (
 	// per token of fp32. Other checkpoint types are rounded to bf16 at
 	// load.
 	WeightsBF16 WeightType = "bf16"
+	// WeightsInt8 quantizes matrices and the embedding table at load, from
+	// any checkpoint type, to int8 with one fp16 scale per block of 32
+	// weights: llama.cpp's Q8_0 values (kernels.Q8), 34/32 bytes a weight.
+	// Products quantize the activations per block of 32 too (as llama.cpp's
+	// Q8_0 dot product does) and sum them exactly in int32, with AVX-512
+	// VNNI (vpdpbusd) where the CPU has it. A tied head is the embedding.
+	WeightsInt8 WeightType = "int8"
 )
 
-// ParseWeightType parses "bf16", "fp32" ("f32") or "" / "auto".
+// ParseWeightType parses "bf16", "fp32" ("f32"), "int8" ("q8_0") or "" /
+// "auto".
 func ParseWeightType(s string) (WeightType, error) {
 	switch strings.ToLower(s) {
 	case "", "auto":
@@ -152,8 +162,10 @@ func ParseWeightType(s string) (WeightType, error) {
 		return WeightsF32, nil
 	case "bf16", "bfloat16":
 		return WeightsBF16, nil
+	case "int8", "q8_0", "q8":
+		return WeightsInt8, nil
 	}
-	return "", fmt.Errorf("model: unknown weight type %q (want bf16, fp32 or auto)", s)
+	return "", fmt.Errorf("model: unknown weight type %q (want bf16, fp32, int8 or auto)", s)
 }
 
 // NewWith is New with the matrices stored as wt (WeightsAuto means fp32:
@@ -162,9 +174,9 @@ func NewWith(cfg *Config, cpu *kernels.CPU, wt WeightType) (*Model, error) {
 	switch wt {
 	case WeightsAuto:
 		wt = WeightsF32
-	case WeightsF32, WeightsBF16:
+	case WeightsF32, WeightsBF16, WeightsInt8:
 	default:
-		return nil, fmt.Errorf("model: unknown weight type %q (want bf16 or fp32)", wt)
+		return nil, fmt.Errorf("model: unknown weight type %q (want bf16, int8 or fp32)", wt)
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -217,8 +229,8 @@ func LoadWith(dir string, cpu *kernels.CPU, o LoadOptions) (*Model, error) {
 		}
 		m, err = NewWith(cfg, cpu, wt)
 	default:
-		if o.Weights == WeightsBF16 {
-			return nil, fmt.Errorf("model: bf16 weights are CPU only (device %s stores fp32)", o.Device)
+		if o.Weights == WeightsBF16 || o.Weights == WeightsInt8 {
+			return nil, fmt.Errorf("model: %s weights are CPU only (device %s stores fp32)", o.Weights, o.Device)
 		}
 		m, err = NewOn(cfg, o.Device, cpu)
 	}
@@ -362,7 +374,7 @@ func (m *Model) loadJobs(set *safetensors.Set) []loadJob {
 			rows, cols = int(info.Shape[0]), int(info.Shape[1])
 		}
 		step := max(1, loadPiece/max(1, cols*4))
-		if dst.mat != nil {
+		if dst.mat != nil || dst.q8 != nil {
 			step = (step + kernels.Panel - 1) / kernels.Panel * kernels.Panel // whole panels: no shared cache lines
 		}
 		for r := 0; r < rows; r += step {
@@ -434,6 +446,10 @@ func (j *loadJob) run(buf *[]float32) error {
 		j.cpu.PackRows(w.mat, j.row+j.r0, v, j.r1-j.r0)
 	case w.bf != nil:
 		kernels.ToBF16(w.bf.Data[(j.row+j.r0)*j.cols:(j.row+j.r1)*j.cols], v)
+	case w.q8 != nil:
+		// Quantized from this job's bounded buffer: no full-precision copy
+		// of the tensor is ever held.
+		w.q8.QuantizeRows(j.row+j.r0, v, j.r1-j.r0)
 	default:
 		copy(w.vec[j.row+j.r0*j.cols:], v)
 	}
