@@ -4,6 +4,15 @@
 // abort, health, memory release/resume, weight updates from disk, cache
 // flushes and pause/continue.
 //
+// GenerateStream (server.Streamer) asks /generate for an event stream and
+// hands out the tokens, with their logprobs, as the server sends them. SGLang
+// streams either the whole output so far in every event (its default) or
+// only the new tokens (--incremental-streaming-output); the client tells
+// the two apart by the completion_tokens count each event carries and
+// emits only what is new either way. Its result equals Generate's. Closing
+// the stream (ctx ending) makes SGLang abort the request; an abort is sent
+// too, as Generate does.
+//
 // Calls reuse connections (DefaultHTTPClient), carry the request id in
 // X-SMG-Routing-Key for sticky routing, retry with exponential backoff and
 // jitter only where resending cannot duplicate work (connect errors, 429 and

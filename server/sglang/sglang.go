@@ -84,7 +84,7 @@ func (c *Client) Generate(ctx context.Context, req server.GenerateRequest) (serv
 		// Without a known rid a cancelled call could not be aborted.
 		req.RequestID = httpclient.NewRequestID()
 	}
-	body, err := appendGenerateRequest(make([]byte, 0, 256+len(req.PromptIDs)*7), req)
+	body, err := appendGenerateRequest(make([]byte, 0, 256+len(req.PromptIDs)*7), req, false)
 	if err != nil {
 		return server.TokenOutput{}, c.t.Errorf("generate", 0, false, err)
 	}

@@ -16,8 +16,8 @@ import (
 // encoding/json was the largest cost of a loopback round trip.
 
 // appendGenerateRequest writes the /generate body for req; see
-// encodeGenerate for the mapping.
-func appendGenerateRequest(b []byte, req server.GenerateRequest) ([]byte, error) {
+// encodeGenerate for the mapping. stream asks for an event stream.
+func appendGenerateRequest(b []byte, req server.GenerateRequest, stream bool) ([]byte, error) {
 	p := req.Params
 	topP, topK, rep := p.TopP, p.TopK, p.RepetitionPenalty
 	if topP == 0 {
@@ -83,7 +83,9 @@ func appendGenerateRequest(b []byte, req server.GenerateRequest) ([]byte, error)
 		b = append(b, `,"priority":`...)
 		b = strconv.AppendInt(b, int64(req.Priority), 10)
 	}
-	b = append(b, `,"stream":false}`...)
+	b = append(b, `,"stream":`...)
+	b = strconv.AppendBool(b, stream)
+	b = append(b, '}')
 	return b, nil
 }
 

@@ -59,7 +59,7 @@ func TestAppendGenerateRequestMatchesEncodingJSON(t *testing.T) {
 		p.Logprobs = r.IntN(2) == 0
 		req.Priority = r.IntN(3) - 1
 
-		got, err := appendGenerateRequest(nil, req)
+		got, err := appendGenerateRequest(nil, req, false)
 		require.NoError(t, err)
 		var ref refRequest
 		ref.RID, ref.InputIDs = req.RequestID, req.PromptIDs
@@ -89,7 +89,7 @@ func TestAppendGenerateRequestMatchesEncodingJSON(t *testing.T) {
 		require.NoError(t, err)
 		require.JSONEq(t, string(want), string(got))
 	}
-	_, err := appendGenerateRequest(nil, server.GenerateRequest{Params: server.SamplingParams{Temperature: math.NaN()}})
+	_, err := appendGenerateRequest(nil, server.GenerateRequest{Params: server.SamplingParams{Temperature: math.NaN()}}, false)
 	require.ErrorIs(t, err, server.ErrBadRequest)
 }
 
