@@ -5,6 +5,13 @@
 // /health. Logprobs are read defensively: vLLM's shapes changed between
 // versions (content entries with token_id, or "token_id:N" tokens).
 //
+// GenerateStream (server.Streamer) asks the same endpoint for an event
+// stream (with stream_options include_usage) and hands out each event's new
+// tokens and logprobs as they arrive; its result equals Generate's. Builds
+// whose /inference/v1/generate does not stream yet answer the whole
+// response, which is emitted as one chunk. Closing the stream (ctx ending)
+// makes vLLM abort the request; an abort is sent too, as Generate does.
+//
 // Calls reuse connections (DefaultHTTPClient), carry the request id in
 // X-Session-ID for vllm-router's sticky routing, retry with exponential
 // backoff and jitter only where resending cannot duplicate work (connect

@@ -133,23 +133,31 @@ func samplingOf(p server.SamplingParams, logprobs int) (sampling, error) {
 }
 
 type generateRequest struct {
-	RequestID      string   `json:"request_id"`
-	TokenIDs       []int32  `json:"token_ids"`
-	Model          string   `json:"model,omitempty"`
-	SamplingParams sampling `json:"sampling_params"`
-	Stream         bool     `json:"stream"`
-	Priority       *int     `json:"priority,omitempty"`
+	RequestID      string         `json:"request_id"`
+	TokenIDs       []int32        `json:"token_ids"`
+	Model          string         `json:"model,omitempty"`
+	SamplingParams sampling       `json:"sampling_params"`
+	Stream         bool           `json:"stream"`
+	StreamOptions  *streamOptions `json:"stream_options,omitempty"`
+	Priority       *int           `json:"priority,omitempty"`
+}
+
+// streamOptions asks a stream for a last usage event (prompt and cached
+// token counts).
+type streamOptions struct {
+	IncludeUsage bool `json:"include_usage"`
 }
 
 type completionsRequest struct {
 	sampling
-	Model                  string  `json:"model,omitempty"`
-	Prompt                 []int32 `json:"prompt"`
-	RequestID              string  `json:"request_id"`
-	ReturnTokenIDs         bool    `json:"return_token_ids"`
-	ReturnTokensAsTokenIDs bool    `json:"return_tokens_as_token_ids"`
-	Stream                 bool    `json:"stream"`
-	Priority               *int    `json:"priority,omitempty"`
+	Model                  string         `json:"model,omitempty"`
+	Prompt                 []int32        `json:"prompt"`
+	RequestID              string         `json:"request_id"`
+	ReturnTokenIDs         bool           `json:"return_token_ids"`
+	ReturnTokensAsTokenIDs bool           `json:"return_tokens_as_token_ids"`
+	Stream                 bool           `json:"stream"`
+	StreamOptions          *streamOptions `json:"stream_options,omitempty"`
+	Priority               *int           `json:"priority,omitempty"`
 }
 
 // Generate calls /inference/v1/generate (or /v1/completions, see Client).
@@ -255,6 +263,8 @@ type generateResponse struct {
 		TokenIDs     *[]int32        `json:"token_ids"`
 		Logprobs     json.RawMessage `json:"logprobs"`
 	} `json:"choices"`
+	// Newer vLLM builds (token_in_token_out/serving.py) send usage.
+	Usage *streamUsage `json:"usage"`
 	// Extensions of agentrl's httpapi; absent on vLLM.
 	CachedTokens  int   `json:"num_cached_tokens"`
 	WeightVersion int64 `json:"weight_version"`
@@ -280,9 +290,19 @@ func ParseGenerateResponse(data []byte, wantLogprobs bool) (server.TokenOutput, 
 			return out, err
 		}
 	}
-	out.CachedTokens = r.CachedTokens
+	if r.Usage != nil {
+		out.PromptTokens = r.Usage.PromptTokens
+		if r.Usage.PromptTokensDetails != nil {
+			out.CachedTokens = r.Usage.PromptTokensDetails.CachedTokens
+		}
+	}
+	if r.CachedTokens != 0 {
+		out.CachedTokens = r.CachedTokens
+	}
+	if r.PromptTokens != 0 {
+		out.PromptTokens = r.PromptTokens
+	}
 	out.WeightVersion = r.WeightVersion
-	out.PromptTokens = r.PromptTokens
 	return out, nil
 }
 
@@ -416,14 +436,47 @@ func parseLogprob(raw json.RawMessage) (float32, error) {
 	return float32(f), nil
 }
 
+// completionLogprobs is a /v1/completions choice's logprobs.
+type completionLogprobs struct {
+	TokenLogprobs []json.RawMessage `json:"token_logprobs"`
+	Tokens        []string          `json:"tokens"`
+}
+
+// parseCompletionLogprobs reads lp for the tokens ids, checking the token
+// each entry names ("token_id:N", with return_tokens_as_token_ids).
+func parseCompletionLogprobs(lp *completionLogprobs, ids []int32) ([]float32, error) {
+	switch {
+	case lp == nil && len(ids) > 0:
+		return nil, httpclient.BadResponse("logprobs were requested but choices[0].logprobs is null")
+	case lp == nil:
+		return []float32{}, nil
+	case len(lp.TokenLogprobs) != len(ids):
+		return nil, httpclient.BadResponse("choices[0].logprobs.token_logprobs has %d entries for %d token_ids", len(lp.TokenLogprobs), len(ids))
+	}
+	lps := make([]float32, len(ids))
+	for i, raw := range lp.TokenLogprobs {
+		var err error
+		if lps[i], err = parseLogprob(raw); err != nil {
+			return nil, httpclient.BadResponse("choices[0].logprobs.token_logprobs[%d]: %v", i, err)
+		}
+		if i >= len(lp.Tokens) {
+			continue
+		}
+		if id, ok := strings.CutPrefix(lp.Tokens[i], "token_id:"); ok {
+			n, err := strconv.ParseInt(id, 10, 32)
+			if err == nil && int32(n) != ids[i] {
+				return nil, httpclient.BadResponse("choices[0].logprobs.tokens[%d] is token %d but token_ids[%d] is %d", i, n, i, ids[i])
+			}
+		}
+	}
+	return lps, nil
+}
+
 type completionsResponse struct {
 	Choices []struct {
-		FinishReason *string  `json:"finish_reason"`
-		TokenIDs     *[]int32 `json:"token_ids"`
-		Logprobs     *struct {
-			TokenLogprobs []json.RawMessage `json:"token_logprobs"`
-			Tokens        []string          `json:"tokens"`
-		} `json:"logprobs"`
+		FinishReason *string             `json:"finish_reason"`
+		TokenIDs     *[]int32            `json:"token_ids"`
+		Logprobs     *completionLogprobs `json:"logprobs"`
 	} `json:"choices"`
 	Usage *struct {
 		PromptTokens        int `json:"prompt_tokens"`
@@ -447,29 +500,8 @@ func ParseCompletionsResponse(data []byte, wantLogprobs bool) (server.TokenOutpu
 		return out, err
 	}
 	if wantLogprobs {
-		switch {
-		case ch.Logprobs == nil && len(out.TokenIDs) > 0:
-			return out, httpclient.BadResponse("logprobs were requested but choices[0].logprobs is null")
-		case ch.Logprobs == nil:
-			out.Logprobs = []float32{}
-		case len(ch.Logprobs.TokenLogprobs) != len(out.TokenIDs):
-			return out, httpclient.BadResponse("choices[0].logprobs.token_logprobs has %d entries for %d token_ids", len(ch.Logprobs.TokenLogprobs), len(out.TokenIDs))
-		default:
-			out.Logprobs = make([]float32, len(out.TokenIDs))
-			for i, raw := range ch.Logprobs.TokenLogprobs {
-				if out.Logprobs[i], err = parseLogprob(raw); err != nil {
-					return out, httpclient.BadResponse("choices[0].logprobs.token_logprobs[%d]: %v", i, err)
-				}
-				if i >= len(ch.Logprobs.Tokens) {
-					continue
-				}
-				if id, ok := strings.CutPrefix(ch.Logprobs.Tokens[i], "token_id:"); ok {
-					n, err := strconv.ParseInt(id, 10, 32)
-					if err == nil && int32(n) != out.TokenIDs[i] {
-						return out, httpclient.BadResponse("choices[0].logprobs.tokens[%d] is token %d but token_ids[%d] is %d", i, n, i, out.TokenIDs[i])
-					}
-				}
-			}
+		if out.Logprobs, err = parseCompletionLogprobs(ch.Logprobs, out.TokenIDs); err != nil {
+			return out, err
 		}
 	}
 	if r.Usage != nil {
