@@ -170,7 +170,7 @@ func (s *Server) readChat(r io.Reader) (preparedChat, error) {
 	if p.stops, err = s.stopStrings(&in.samplingKnobs); err != nil {
 		return p, err
 	}
-	if p.n, err = in.takeN(in.Stream); err != nil {
+	if p.n, err = in.takeN(); err != nil {
 		return p, err
 	}
 	sp := in.vllmSampling
@@ -356,9 +356,8 @@ func (s *Server) handleChatCompletions(w http.ResponseWriter, r *http.Request) {
 		writeRequestError(w, err)
 		return
 	}
-	if st, ok := s.engine.(server.Streamer); ok && p.stream &&
-		len(p.stops) == 0 && !p.logprobs && !p.returnIDs && p.n <= 1 {
-		s.streamChat(w, r, st, p)
+	if p.stream {
+		s.streamChat(w, r, s.streamer(), p)
 		return
 	}
 	outs, ok := s.runSamples(w, r, &p.prepared)
@@ -396,62 +395,30 @@ func (s *Server) handleChatCompletions(w http.ResponseWriter, r *http.Request) {
 		tokenIDs = nonNil(out.TokenIDs)
 	}
 	finish := turn.finish
-	if !p.stream {
-		msg := &chatMessage{Role: chat.RoleAssistant, Content: &turn.content}
-		if len(turn.calls) > 0 && turn.content == "" {
-			msg.Content = nil
-		}
-		if turn.reasoning != "" {
-			msg.ReasoningContent = &turn.reasoning
-		}
-		msg.ToolCalls = turn.calls
-		resp.Choices = []chatChoice{{Message: msg, Logprobs: lps, FinishReason: &finish, TokenIDs: tokenIDs}}
-		resp.Usage = u
-		writeJSON(w, http.StatusOK, resp)
-		return
+	msg := &chatMessage{Role: chat.RoleAssistant, Content: &turn.content}
+	if len(turn.calls) > 0 && turn.content == "" {
+		msg.Content = nil
 	}
-	// The engine returns whole turns, so the stream is the turn's parts in
-	// order: role, reasoning, content, each tool call, finish, usage.
-	resp.Object = "chat.completion.chunk"
-	chunk := func(delta *chatMessage, lps *chatChoiceLogprobs, finish *string) chatResponse {
-		c := resp
-		c.PromptTokenIDs = nil
-		c.Choices = []chatChoice{{Delta: delta, Logprobs: lps, FinishReason: finish}}
-		return c
-	}
-	empty := ""
-	events := []any{}
-	first := chunk(&chatMessage{Role: chat.RoleAssistant, Content: &empty}, nil, nil)
-	first.PromptTokenIDs = resp.PromptTokenIDs
-	events = append(events, first)
 	if turn.reasoning != "" {
-		events = append(events, chunk(&chatMessage{ReasoningContent: &turn.reasoning}, nil, nil))
+		msg.ReasoningContent = &turn.reasoning
 	}
-	if turn.content != "" || lps != nil {
-		c := chunk(&chatMessage{Content: &turn.content}, lps, nil)
-		c.Choices[0].TokenIDs = tokenIDs
-		events = append(events, c)
-	}
-	for i, tc := range turn.calls {
-		tc.Index = &i
-		events = append(events, chunk(&chatMessage{ToolCalls: []chatToolCall{tc}}, nil, nil))
-	}
-	events = append(events, chunk(&chatMessage{}, nil, &finish))
-	if p.includeUsage {
-		c := resp
-		c.Choices = []chatChoice{}
-		c.Usage = u
-		events = append(events, c)
-	}
-	writeSSE(w, events)
+	msg.ToolCalls = turn.calls
+	resp.Choices = []chatChoice{{Message: msg, Logprobs: lps, FinishReason: &finish, TokenIDs: tokenIDs}}
+	resp.Usage = u
+	writeJSON(w, http.StatusOK, resp)
 }
 
 func (s *Server) chatLogprobs(p preparedChat, out server.TokenOutput) (*chatChoiceLogprobs, error) {
 	if !p.logprobs {
 		return nil, nil
 	}
-	lps := &chatChoiceLogprobs{Content: make([]chatLogprobEntry, len(out.TokenIDs))}
-	for i, id := range out.TokenIDs {
+	return s.chatLogprobEntries(out.TokenIDs, out.Logprobs)
+}
+
+// chatLogprobEntries is the logprobs.content of ids.
+func (s *Server) chatLogprobEntries(ids []int32, logprobs []float32) (*chatChoiceLogprobs, error) {
+	lps := &chatChoiceLogprobs{Content: make([]chatLogprobEntry, len(ids))}
+	for i, id := range ids {
 		tok, err := s.cfg.Chat.Tokenizer.Decode([]int32{id}, false)
 		if err != nil {
 			return nil, fmt.Errorf("decoding token %d: %w", id, err)
@@ -460,7 +427,7 @@ func (s *Server) chatLogprobs(p preparedChat, out server.TokenOutput) (*chatChoi
 		for j := 0; j < len(tok); j++ {
 			b[j] = int(tok[j])
 		}
-		lps.Content[i] = chatLogprobEntry{Token: tok, Logprob: finiteLogprob(out.Logprobs[i]), Bytes: b, TopLogprobs: []int{}}
+		lps.Content[i] = chatLogprobEntry{Token: tok, Logprob: finiteLogprob(logprobs[i]), Bytes: b, TopLogprobs: []int{}}
 	}
 	return lps, nil
 }

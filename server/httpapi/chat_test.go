@@ -239,7 +239,6 @@ func TestChatRequestErrors(t *testing.T) {
 		{`{"messages":[]}`, "at least one message"},
 		{`{"messages":[{"role":"robot","content":"x"}]}`, `"messages[0].role": unknown role "robot"`},
 		{`{"messages":[{"role":"user","content":"x"}],"tool_choice":"required"}`, "tool_choice"},
-		{`{"messages":[{"role":"user","content":"x"}],"n":3,"stream":true}`, "n"},
 		{`{"messages":[{"role":"user","content":"x"}],"top_logprobs":2}`, "top_logprobs"},
 		{`{"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_object"}}`, "response_format"},
 		{`{"messages":[{"role":"user","content":"x"}],"logprobs":3}`, `field "logprobs"`},

@@ -302,16 +302,53 @@ func TestOpenAIClientStopStrings(t *testing.T) {
 	require.NoError(t, err)
 	require.NotContains(t, prev, ". ")
 
-	stream := c.Chat.Completions.NewStreaming(ctx, openai.ChatCompletionNewParams{Model: "qwen3",
+	// Streamed with logprobs: the same content, a logprob per token
+	// kept, the same finish.
+	stream := c.Chat.Completions.NewStreaming(ctx, openai.ChatCompletionNewParams{Model: "qwen3", Logprobs: openai.Bool(true),
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Hi")},
+		Stop:     openai.ChatCompletionNewParamsStopUnion{OfStringArray: []string{"now", ". "}}})
+	var acc openai.ChatCompletionAccumulator
+	chunks := 0
+	for stream.Next() {
+		require.True(t, acc.AddChunk(stream.Current()))
+		chunks++
+	}
+	require.NoError(t, stream.Err())
+	require.NoError(t, stream.Close())
+	require.Greater(t, chunks, 3, "a chunk per token, not one at the end")
+	require.Equal(t, "Hello world", acc.Choices[0].Message.Content)
+	require.Equal(t, "stop", acc.Choices[0].FinishReason)
+	require.Len(t, acc.Choices[0].Logprobs.Content, n)
+
+	stream = c.Chat.Completions.NewStreaming(ctx, openai.ChatCompletionNewParams{Model: "qwen3",
 		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Hi")},
 		Stop:     openai.ChatCompletionNewParamsStopUnion{OfString: openai.String("Goodbye")}})
-	var acc openai.ChatCompletionAccumulator
+	acc = openai.ChatCompletionAccumulator{}
 	for stream.Next() {
 		acc.AddChunk(stream.Current())
 	}
 	require.NoError(t, stream.Err())
 	require.NoError(t, stream.Close())
 	require.Equal(t, "Hello world. ", acc.Choices[0].Message.Content)
+
+	// /v1/completions streamed with a stop string: the text before it and
+	// the string as stop_reason in the last chunk.
+	cstream := c.Completions.NewStreaming(ctx, openai.CompletionNewParams{Model: "qwen3",
+		Prompt: openai.CompletionNewParamsPromptUnion{OfString: openai.String("Hi")},
+		Stop:   openai.CompletionNewParamsStopUnion{OfString: openai.String(" Goodbye")}, MaxTokens: openai.Int(50)})
+	var ctext strings.Builder
+	var last openai.CompletionChoice
+	for cstream.Next() {
+		for _, ch := range cstream.Current().Choices {
+			ctext.WriteString(ch.Text)
+			last = ch
+		}
+	}
+	require.NoError(t, cstream.Err())
+	require.NoError(t, cstream.Close())
+	require.Equal(t, "Hello world.", ctext.String())
+	require.Equal(t, openai.CompletionChoiceFinishReasonStop, last.FinishReason)
+	require.Equal(t, `" Goodbye"`, last.JSON.ExtraFields["stop_reason"].Raw())
 
 	cresp, err := c.Completions.New(ctx, openai.CompletionNewParams{Model: "qwen3",
 		Prompt: openai.CompletionNewParamsPromptUnion{OfString: openai.String("Hi")},
@@ -350,12 +387,35 @@ func TestOpenAIClientCompletionsN(t *testing.T) {
 	require.Equal(t, map[uint64]bool{7: true, 8: true, 9: true}, seeds)
 	require.Equal(t, 3*int64(len(tok.Encode(" world"))+1), resp.Usage.CompletionTokens)
 
-	stream := c.Completions.NewStreaming(ctx, openai.CompletionNewParams{Model: "qwen3", N: openai.Int(2),
-		Prompt: openai.CompletionNewParamsPromptUnion{OfString: openai.String("Hello")}})
+	// Streamed, the samples' chunks interleave, each naming its index;
+	// each index's text is its non-streamed text.
+	stream := c.Completions.NewStreaming(ctx, openai.CompletionNewParams{Model: "qwen3", N: openai.Int(2), Seed: openai.Int(7),
+		Prompt: openai.CompletionNewParamsPromptUnion{OfString: openai.String("Hello")}, MaxTokens: openai.Int(20),
+		Logprobs: openai.Int(1), StreamOptions: openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)}})
+	texts := map[int64]string{}
+	lps := map[int64]int{}
+	finished := map[int64]string{}
+	var streamedUsage int64
 	for stream.Next() {
+		cur := stream.Current()
+		if cur.Usage.CompletionTokens > 0 {
+			streamedUsage = cur.Usage.CompletionTokens
+		}
+		for _, ch := range cur.Choices {
+			texts[ch.Index] += ch.Text
+			lps[ch.Index] += len(ch.Logprobs.TokenLogprobs)
+			if ch.FinishReason != "" {
+				finished[ch.Index] = string(ch.FinishReason)
+			}
+		}
 	}
-	require.Equal(t, "n", apiError(t, stream.Err(), 400).Param)
+	require.NoError(t, stream.Err())
 	require.NoError(t, stream.Close())
+	require.Equal(t, map[int64]string{0: resp.Choices[0].Text, 1: resp.Choices[1].Text}, texts)
+	n := len(tok.Encode(" world")) + 1
+	require.Equal(t, map[int64]int{0: n, 1: n}, lps)
+	require.Equal(t, map[int64]string{0: "stop", 1: "stop"}, finished)
+	require.Equal(t, int64(2*n), streamedUsage)
 }
 
 func TestOpenAIClientChatN(t *testing.T) {
@@ -375,4 +435,30 @@ func TestOpenAIClientChatN(t *testing.T) {
 		require.Len(t, ch.Logprobs.Content, len(ids))
 	}
 	require.Equal(t, int64(2*len(ids)), resp.Usage.CompletionTokens)
+
+	// Streamed: the SDK's accumulator puts each index's deltas together.
+	stream := c.Chat.Completions.NewStreaming(context.Background(), openai.ChatCompletionNewParams{Model: "qwen3", N: openai.Int(2),
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Weather in Paris?")},
+		Tools:    []openai.ChatCompletionToolParam{weatherTool}, Logprobs: openai.Bool(true)})
+	var acc openai.ChatCompletionAccumulator
+	indexes := map[int64]bool{}
+	for stream.Next() {
+		cur := stream.Current()
+		for _, ch := range cur.Choices {
+			indexes[ch.Index] = true
+		}
+		require.True(t, acc.AddChunk(cur))
+	}
+	require.NoError(t, stream.Err())
+	require.NoError(t, stream.Close())
+	require.Equal(t, map[int64]bool{0: true, 1: true}, indexes)
+	require.Len(t, acc.Choices, 2)
+	for i, ch := range acc.Choices {
+		require.Equal(t, int64(i), ch.Index)
+		require.Equal(t, "tool_calls", ch.FinishReason)
+		require.Len(t, ch.Message.ToolCalls, 1)
+		require.Equal(t, "get_weather", ch.Message.ToolCalls[0].Function.Name)
+		require.JSONEq(t, `{"city":"Paris"}`, ch.Message.ToolCalls[0].Function.Arguments)
+		require.Len(t, ch.Logprobs.Content, len(ids))
+	}
 }

@@ -13,7 +13,7 @@ const maxSamples = 64
 
 // takeN reads OpenAI's n and clears it from k (the knobs' own check
 // refuses n > 1 where samples cannot be returned).
-func (k *samplingKnobs) takeN(stream bool) (int, error) {
+func (k *samplingKnobs) takeN() (int, error) {
 	if k.N == nil {
 		return 1, nil
 	}
@@ -22,8 +22,6 @@ func (k *samplingKnobs) takeN(stream bool) (int, error) {
 	switch {
 	case n < 1 || n > maxSamples:
 		return 0, badRequest(`field "n": must be in [1, %d], got %d`, maxSamples, n)
-	case n > 1 && stream:
-		return 0, badRequest(`field "n": n > 1 is not supported with "stream"`)
 	}
 	return n, nil
 }
@@ -33,19 +31,11 @@ func (k *samplingKnobs) takeN(stream bool) (int, error) {
 // with seed+i when a seed is set so that the samples differ yet repeat. On
 // failure it has written the error.
 func (s *Server) runSamples(w http.ResponseWriter, r *http.Request, p *prepared) ([]server.TokenOutput, bool) {
-	n := max(p.n, 1)
-	outs := make([]server.TokenOutput, n)
-	errs := make([]error, n)
+	reqs := sampleRequests(p)
+	outs := make([]server.TokenOutput, len(reqs))
+	errs := make([]error, len(reqs))
 	var wg sync.WaitGroup
-	for i := range n {
-		req := p.req
-		if n > 1 {
-			req.RequestID = p.req.RequestID + "-" + strconv.Itoa(i)
-			if req.Params.Seed != nil {
-				seed := *req.Params.Seed + uint64(i)
-				req.Params.Seed = &seed
-			}
-		}
+	for i, req := range reqs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -63,4 +53,22 @@ func (s *Server) runSamples(w http.ResponseWriter, r *http.Request, p *prepared)
 		}
 	}
 	return outs, true
+}
+
+// sampleRequests are the engine requests of p's n samples (see runSamples).
+func sampleRequests(p *prepared) []server.GenerateRequest {
+	n := max(p.n, 1)
+	reqs := make([]server.GenerateRequest, n)
+	for i := range n {
+		req := p.req
+		if n > 1 {
+			req.RequestID = p.req.RequestID + "-" + strconv.Itoa(i)
+			if req.Params.Seed != nil {
+				seed := *req.Params.Seed + uint64(i)
+				req.Params.Seed = &seed
+			}
+		}
+		reqs[i] = req
+	}
+	return reqs
 }

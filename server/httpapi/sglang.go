@@ -221,29 +221,6 @@ func (p *prepared) identify(id string, priority *int) {
 	}
 }
 
-func (p prepared) generateRequest() server.GenerateRequest { return p.req }
-
-// generate reads and parses a generation request, runs it on the engine and
-// checks the output. When it returns false it has written the error response.
-func generate[P interface{ generateRequest() server.GenerateRequest }](s *Server, w http.ResponseWriter, r *http.Request,
-	parse func(*Server, io.Reader) (P, error)) (p P, out server.TokenOutput, ok bool) {
-	var err error
-	if p, err = parse(s, r.Body); err != nil {
-		writeRequestError(w, err)
-		return p, out, false
-	}
-	req := p.generateRequest()
-	out, err = s.engine.Generate(r.Context(), req)
-	if err == nil {
-		err = checkOutput(out, req)
-	}
-	if err != nil {
-		writeEngineError(w, err)
-		return p, out, false
-	}
-	return p, out, true
-}
-
 func isSet(raw json.RawMessage) bool {
 	return len(raw) > 0 && string(bytes.TrimSpace(raw)) != "null"
 }

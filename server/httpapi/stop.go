@@ -46,13 +46,28 @@ func (k *samplingKnobs) takeStopStrings(field string) ([]string, error) {
 	return out, nil
 }
 
-// firstStop returns where the earliest stop string starts in text and
-// which one it is, or -1.
+// firstStop returns where the stop string that completes earliest in text
+// starts, and which one it is, or -1. Ties go to the earlier string of the
+// list: the match a check after every appended token would find first, as
+// vLLM's check_stop_strings picks it (vllm-project/vllm
+// vllm/v1/engine/detokenizer.py, tests/detokenizer/test_check_stop_strings.py).
 func firstStop(text string, stops []string) (int, string) {
-	at, which := -1, ""
+	return stopFrom(text, 0, stops)
+}
+
+// stopFrom is firstStop over the matches that end after byte from: a
+// caller that already searched text[:from] finds only the new ones.
+func stopFrom(text string, from int, stops []string) (int, string) {
+	at, end, which := -1, 0, ""
 	for _, s := range stops {
-		if i := strings.Index(text, s); i >= 0 && (at < 0 || i < at || (i == at && len(s) > len(which))) {
-			at, which = i, s
+		lo := max(0, from-len(s)+1)
+		i := strings.Index(text[lo:], s)
+		if i < 0 {
+			continue
+		}
+		i += lo
+		if at < 0 || i+len(s) < end {
+			at, end, which = i, i+len(s), s
 		}
 	}
 	return at, which
@@ -72,8 +87,7 @@ func (s *Server) cutAtStopString(out *server.TokenOutput, stops []string, skipSp
 	if err != nil {
 		return "", err
 	}
-	at, which := firstStop(text, stops)
-	if at < 0 {
+	if at, _ := firstStop(text, stops); at < 0 {
 		return "", nil
 	}
 	// The shortest prefix of tokens whose text holds the stop string. Each
@@ -97,6 +111,13 @@ func (s *Server) cutAtStopString(out *server.TokenOutput, stops []string, skipSp
 		out.Logprobs = out.Logprobs[:lo]
 	}
 	out.StopReason = server.StopEOS
+	// The string the kept text completes first: decoding is not always
+	// prefix-stable (a character completed by a later token).
+	kept, err := s.cfg.Chat.Tokenizer.Decode(out.TokenIDs, skipSpecial)
+	if err != nil {
+		return "", err
+	}
+	_, which := firstStop(kept, stops)
 	return which, nil
 }
 
@@ -120,4 +141,113 @@ func (s *Server) stopStrings(k *samplingKnobs) ([]string, error) {
 		err = badRequest(`field "stop": stop strings need a tokenizer, and this server has none (use stop_token_ids)`)
 	}
 	return stops, err
+}
+
+// stopScanner applies stop strings to text as it is decoded, for streams:
+// add takes each decoded piece and hands out the text that can no longer
+// be cut. Without include, a tail of the text that is a proper prefix of a
+// stop string is held back, since the next piece may complete the stop
+// string and the text must then end before it; everything else leaves at
+// once. (vLLM's incremental detokenizer holds back a fixed
+// max(len(stop))-1 characters, vllm-project/vllm
+// vllm/v1/engine/detokenizer.py@001999d2f360c2c5da23a916510c273b1a73d06c
+// IncrementalDetokenizer.get_next_output_text; holding back only a
+// possible start releases the same text, sooner.) With include, the text
+// ends after the stop string, so nothing before it can be cut.
+//
+// Each stop string has a Knuth-Morris-Pratt automaton whose state is the
+// longest prefix of it that the text ends with: the state after each byte
+// says both whether the string completed there and how much to hold
+// back, in time linear in the text whatever the strings are.
+type stopScanner struct {
+	stops    []string
+	fail     [][]int // KMP failure function of each stop string
+	state    []int
+	include  bool
+	text     strings.Builder
+	released int    // bytes of text handed out
+	matched  string // the stop string, once one matched
+}
+
+func newStopScanner(stops []string, include bool) *stopScanner {
+	s := &stopScanner{stops: stops, include: include, fail: make([][]int, len(stops)), state: make([]int, len(stops))}
+	for i, st := range stops {
+		f := make([]int, len(st))
+		for j, k := 1, 0; j < len(st); j++ {
+			for k > 0 && st[j] != st[k] {
+				k = f[k-1]
+			}
+			if st[j] == st[k] {
+				k++
+			}
+			f[j] = k
+		}
+		s.fail[i] = f
+	}
+	return s
+}
+
+// add appends piece and returns the text that became final; matched
+// reports that a stop string completed (the text ends at it, or after it
+// with include, and nothing more is added). The string that completes at
+// the earliest byte wins, ties going to the earlier one of the list, as
+// in vLLM's check_stop_strings.
+func (s *stopScanner) add(piece string) (out string, matched bool) {
+	if s.matched != "" {
+		return "", true
+	}
+	for b := 0; b < len(piece); b++ {
+		c := piece[b]
+		for i, st := range s.stops {
+			k := s.state[i]
+			for k > 0 && st[k] != c {
+				k = s.fail[i][k-1]
+			}
+			if st[k] == c {
+				k++
+			}
+			s.state[i] = k
+			if k == len(st) && s.matched == "" {
+				s.matched = st
+			}
+		}
+		if s.matched != "" {
+			end := s.text.Len() + b + 1 // just after the stop string
+			s.text.WriteString(piece[:b+1])
+			if !s.include {
+				end -= len(s.matched)
+			}
+			text := s.text.String()
+			out = text[min(s.released, end):end]
+			s.released = end
+			return out, true
+		}
+	}
+	s.text.WriteString(piece)
+	end := s.text.Len()
+	if !s.include {
+		held := 0
+		for _, k := range s.state {
+			held = max(held, k)
+		}
+		end -= held
+	}
+	if end <= s.released {
+		return "", false
+	}
+	out = s.text.String()[s.released:end]
+	s.released = end
+	return out, false
+}
+
+// flush hands out what add held back: the generation ended without a
+// stop string completing.
+func (s *stopScanner) flush() string {
+	if s.matched != "" {
+		return ""
+	}
+	text := s.text.String()
+	out := text[s.released:]
+	s.released = len(text)
+	return out
 }

@@ -1,17 +1,21 @@
 package httpapi
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
 	"github.com/agentrl/agentrl/chat"
 	"github.com/agentrl/agentrl/parser"
 	"github.com/agentrl/agentrl/server"
+	"github.com/agentrl/agentrl/server/internal/wire"
 	"github.com/agentrl/agentrl/tokenizer"
 )
 
@@ -190,79 +194,635 @@ func (d *textDecoder) add(all, added []int32) (string, error) {
 	return piece, nil
 }
 
-// streamCompletions answers a streamed /v1/completions (one sample, no stop
-// strings, logprobs or token ids: those stream as one chunk) with a text
-// delta per chunk the engine emits, as vLLM streams, then the last delta
-// with finish_reason and stop_reason and, on include_usage, the usage.
-// The newest token is decoded only once the next one arrives: it may be a
-// stop token that the response leaves out of the text.
-func (s *Server) streamCompletions(w http.ResponseWriter, r *http.Request, st server.Streamer, p prepared) {
-	sse := newSSEStream(w)
-	head := completionResponse{ID: "cmpl-" + p.req.RequestID, Object: "text_completion", Created: time.Now().Unix(), Model: s.cfg.Model}
-	dec := s.newTextDecoder(p.skipSpecial)
+// streamer is the engine as a server.Streamer; an engine that only
+// returns whole outputs streams them as one chunk at the end.
+func (s *Server) streamer() server.Streamer {
+	if st, ok := s.engine.(server.Streamer); ok {
+		return st
+	}
+	return wholeStreamer{s.engine}
+}
+
+// wholeStreamer streams an engine without GenerateStream: no chunk until
+// the end, where the caller takes the final output's tokens as the tail.
+type wholeStreamer struct{ server.LLMServer }
+
+func (w wholeStreamer) GenerateStream(ctx context.Context, req server.GenerateRequest, _ func(server.Chunk) error) (server.TokenOutput, error) {
+	return w.Generate(ctx, req)
+}
+
+// sharedSSE serializes the events of the samples of one request, which
+// stream from one goroutine each.
+type sharedSSE struct {
+	mu    sync.Mutex
+	sse   *sseStream
+	first bool // an event was sent
+}
+
+// send encodes the event that build returns (first says no event was sent
+// before) and writes it.
+func (l *sharedSSE) send(build func(first bool) any) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	b, err := json.Marshal(build(!l.first))
+	if err != nil {
+		return fmt.Errorf("encoding a streamed event: %w", err)
+	}
+	l.first = true
+	if err := l.sse.event(b); err != nil {
+		return fmt.Errorf("%w: %w", errClientGone, err)
+	}
+	return nil
+}
+
+// streamEach runs run for every request at once, one goroutine each, and
+// returns the first failure; the others are cancelled then. It returns
+// once every run has.
+func streamEach(ctx context.Context, reqs []server.GenerateRequest, run func(ctx context.Context, i int, req server.GenerateRequest) error) error {
+	if len(reqs) == 1 {
+		return run(ctx, 0, reqs[0])
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	var (
-		ids      []int32
-		decoded  int // ids[:decoded] are in streamed
-		streamed strings.Builder
+		wg    sync.WaitGroup
+		once  sync.Once
+		first error
 	)
-	send := func(ch completionChoice) error {
-		ev := head
-		ev.Choices = []completionChoice{ch}
-		b, err := json.Marshal(ev)
-		if err != nil {
-			return fmt.Errorf("encoding a streamed event: %w", err)
+	for i, req := range reqs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := run(ctx, i, req); err != nil {
+				once.Do(func() {
+					first = err
+					cancel()
+				})
+			}
+		}()
+	}
+	wg.Wait()
+	return first
+}
+
+// errStopString is what emit returns to end a generation whose text
+// completed a stop string: the engine stops there, as vLLM's stop checker
+// ends the request after the token that completed it.
+var errStopString = errors.New("stop string matched")
+
+// choiceText turns one sample's streamed tokens into the text a response
+// carries: decoded as they come, cut at the first stop string, less a
+// final stop token when the response leaves it out.
+type choiceText struct {
+	dec   *textDecoder // nil without a tokenizer: no text
+	stops *stopScanner
+	// trim leaves out a last token that stopped the generation, when
+	// isStop says it is one (the end-of-turn token is not content).
+	trim    bool
+	isStop  func(int32) bool
+	ids     []int32
+	lps     []float32
+	textIDs []int32 // the ids decoded so far
+	pending bool    // ids' last token may be a stop token: decoded once another follows
+}
+
+func (s *Server) newChoiceText(skipSpecial bool, stops []string, include, trim bool, isStop func(int32) bool) *choiceText {
+	return &choiceText{dec: s.newTextDecoder(skipSpecial), stops: newStopScanner(stops, include), trim: trim, isStop: isStop}
+}
+
+// decode adds id's text and returns what became final.
+func (c *choiceText) decode(id int32) (string, bool, error) {
+	if c.dec == nil {
+		return "", false, nil
+	}
+	c.textIDs = append(c.textIDs, id)
+	piece, err := c.dec.add(c.textIDs, c.textIDs[len(c.textIDs)-1:])
+	if err != nil {
+		return "", false, fmt.Errorf("decoding the output: %w", err)
+	}
+	out, matched := c.stops.add(piece)
+	return out, matched, nil
+}
+
+// take adds the tokens of a chunk and returns the text that became final
+// and how many of the tokens are kept: all of them, or those up to the one
+// that completed a stop string (matched), after which nothing is added.
+func (c *choiceText) take(ids []int32, lps []float32) (text string, kept int, matched bool, err error) {
+	var b strings.Builder
+	for j, id := range ids {
+		if c.pending {
+			c.pending = false
+			piece, m, err := c.decode(c.ids[len(c.ids)-1])
+			b.WriteString(piece)
+			if err != nil || m {
+				return b.String(), j, m, err
+			}
 		}
-		if err := sse.event(b); err != nil {
+		c.ids = append(c.ids, id)
+		if lps != nil {
+			c.lps = append(c.lps, lps[j])
+		}
+		if c.trim && c.isStop(id) {
+			c.pending = true
+			continue
+		}
+		piece, m, err := c.decode(id)
+		b.WriteString(piece)
+		if err != nil || m {
+			return b.String(), j + 1, m, err
+		}
+	}
+	return b.String(), len(ids), false, nil
+}
+
+// end takes the final output: the tokens it holds beyond the chunks (an
+// engine may batch its tail into it), then the held-back text. It returns
+// the tail kept, the rest of the text, and the sample's output as the
+// response reports it (cut at a stop string, which counts as a stop).
+func (c *choiceText) end(out server.TokenOutput, matched bool) (tail []int32, tailLps []float32, text string, final server.TokenOutput, err error) {
+	final = out
+	from := len(c.ids)
+	if !matched {
+		if len(out.TokenIDs) < from {
+			return nil, nil, "", final, &server.Error{Server: "engine", Op: "generate",
+				Err: fmt.Errorf("engine streamed %d tokens but returned %d: %w", from, len(out.TokenIDs), server.ErrBadResponse)}
+		}
+		var lps []float32
+		if out.Logprobs != nil {
+			lps = out.Logprobs[from:]
+		}
+		var kept int
+		text, kept, matched, err = c.take(out.TokenIDs[from:], lps)
+		if err != nil {
+			return nil, nil, "", final, err
+		}
+		tail = out.TokenIDs[from : from+kept]
+		if lps != nil {
+			tailLps = lps[:kept]
+		}
+	}
+	if c.pending && !matched {
+		c.pending = false
+		last := c.ids[len(c.ids)-1]
+		if out.StopReason != server.StopEOS {
+			// Not what stopped the generation: it is text.
+			piece, m, err := c.decode(last)
+			if err != nil {
+				return nil, nil, "", final, err
+			}
+			text += piece
+			matched = m
+		}
+	}
+	text += c.stops.flush()
+	final.TokenIDs, final.Logprobs = c.ids, c.lps
+	if final.TokenIDs == nil {
+		final.TokenIDs = []int32{}
+	}
+	if matched {
+		final.StopReason = server.StopEOS
+	}
+	return tail, tailLps, text, final, nil
+}
+
+// streamGenerate runs one sample through st: chunk gets each chunk's kept
+// tokens and final text, and the result is the sample's output with its
+// last tokens and text (see choiceText.end). A stop string ends the
+// generation early and is reported as matched.
+func streamGenerate(ctx context.Context, st server.Streamer, req server.GenerateRequest, c *choiceText,
+	chunk func(text string, ids []int32, lps []float32) error) (tail []int32, tailLps []float32, text string, out server.TokenOutput, err error) {
+	emit := func(ch server.Chunk) error {
+		if req.Params.Logprobs && len(ch.Logprobs) != len(ch.TokenIDs) {
+			return &server.Error{Server: "engine", Op: "generate",
+				Err: fmt.Errorf("engine streamed %d logprobs for %d tokens: %w", len(ch.Logprobs), len(ch.TokenIDs), server.ErrBadResponse)}
+		}
+		if len(ch.TokenIDs) == 0 {
+			return nil
+		}
+		lps := ch.Logprobs
+		if !req.Params.Logprobs {
+			lps = nil
+		}
+		text, kept, matched, err := c.take(ch.TokenIDs, lps)
+		if err != nil {
+			return err
+		}
+		var klps []float32
+		if lps != nil {
+			klps = lps[:kept]
+		}
+		if err := chunk(text, ch.TokenIDs[:kept], klps); err != nil {
+			return err
+		}
+		if matched {
+			return errStopString
+		}
+		return nil
+	}
+	out, err = st.GenerateStream(ctx, req, emit)
+	matched := errors.Is(err, errStopString)
+	if err != nil && !matched {
+		return nil, nil, "", out, err
+	}
+	if !matched {
+		if err := checkOutput(out, req); err != nil {
+			return nil, nil, "", out, err
+		}
+	}
+	if !req.Params.Logprobs {
+		out.Logprobs = nil
+	}
+	return c.end(out, matched)
+}
+
+// streamCompletions answers a streamed /v1/completions as vLLM streams it
+// (vllm-project/vllm vllm/entrypoints/openai/serving_completion.py
+// completion_stream_generator): per chunk of tokens the engine samples, an
+// event with the text they complete (held back only where a stop string
+// may start), their logprobs and, on return_token_ids, their ids (the
+// prompt's in the sample's first event); the last event of a sample adds
+// finish_reason and stop_reason. With n > 1 the samples run at once and
+// their events interleave, each choice naming its index. On include_usage
+// a last event has the usage of all the samples.
+func (s *Server) streamCompletions(w http.ResponseWriter, r *http.Request, st server.Streamer, p prepared) {
+	sse := &sharedSSE{sse: newSSEStream(w)}
+	head := completionResponse{ID: "cmpl-" + p.req.RequestID, Object: "text_completion", Created: time.Now().Unix(), Model: s.cfg.Model}
+	reqs := sampleRequests(&p)
+	outs := make([]server.TokenOutput, len(reqs))
+	err := streamEach(r.Context(), reqs, func(ctx context.Context, i int, req server.GenerateRequest) error {
+		c := s.newChoiceText(p.skipSpecial, p.stops, p.includeStop, p.trimStop, func(id int32) bool {
+			return contains(req.Params.StopTokenIDs, id) || (s.cfg.Chat != nil && contains(s.cfg.Chat.Tokenizer.EOSTokenIDs(), id))
+		})
+		offset, sent := 0, false
+		send := func(text string, ids []int32, lps []float32, finish *string, stopReason any, weights int64) error {
+			ch := completionChoice{Index: i, Text: text, FinishReason: finish, StopReason: stopReason}
+			if p.returnIDs {
+				ch.TokenIDs = nonNil(ids)
+				if !sent {
+					ch.PromptTokenID = p.req.PromptIDs
+				}
+			}
+			if p.logprobs {
+				ch.Logprobs, offset = s.completionLogprobs(p, ids, lps, offset)
+			}
+			sent = true
+			return sse.send(func(bool) any {
+				ev := head
+				ev.Choices, ev.WeightVersion = []completionChoice{ch}, weights
+				return ev
+			})
+		}
+		tail, tailLps, text, out, err := streamGenerate(ctx, st, req, c, func(text string, ids []int32, lps []float32) error {
+			if text == "" && (len(ids) == 0 || !(p.returnIDs || p.logprobs)) {
+				return nil
+			}
+			return send(text, ids, lps, nil, nil, 0)
+		})
+		if err != nil {
+			return err
+		}
+		outs[i] = out
+		fr := finishString(out.StopReason)
+		var stopReason any
+		if m := c.stops.matched; m != "" {
+			stopReason = m // vLLM: the matched stop string
+		} else if n := len(out.TokenIDs); n > 0 && out.StopReason == server.StopEOS && contains(req.Params.StopTokenIDs, out.TokenIDs[n-1]) {
+			stopReason = out.TokenIDs[n-1] // the stop_token_id, but null for EOS
+		}
+		return send(text, tail, tailLps, &fr, stopReason, out.WeightVersion)
+	})
+	if err == nil && p.includeUsage {
+		u := samplesUsage(len(p.req.PromptIDs), outs)
+		err = sse.send(func(bool) any {
+			ev := head
+			ev.Choices, ev.Usage, ev.WeightVersion = []completionChoice{}, u, outs[0].WeightVersion
+			return ev
+		})
+	}
+	if err != nil {
+		if !errors.Is(err, errClientGone) {
+			sse.sse.fail(err)
+		}
+		return
+	}
+	sse.sse.done()
+}
+
+// samplesUsage is the usage of a request's samples: completion tokens
+// summed, cached tokens the most any sample found.
+func samplesUsage(prompt int, outs []server.TokenOutput) *usage {
+	completion, cached := 0, 0
+	for _, o := range outs {
+		completion += len(o.TokenIDs)
+		cached = max(cached, o.CachedTokens)
+	}
+	u := &usage{PromptTokens: prompt, CompletionTokens: completion, TotalTokens: prompt + completion}
+	u.PromptTokensDetails = &struct {
+		CachedTokens int `json:"cached_tokens"`
+	}{cached}
+	return u
+}
+
+// streamChat answers a streamed chat request as vLLM streams it
+// (vllm-project/vllm vllm/entrypoints/openai/serving_chat.py
+// chat_completion_stream_generator): for each sample, its role first, then
+// per chunk of tokens the engine samples a delta with the reasoning and
+// content they complete and the tool calls that became final (through the
+// streaming tool-call parser, which holds back text that may still become
+// a call; a call leaves whole, with its index, once written), with the
+// tokens' logprobs and, on return_token_ids, their ids; the last delta of
+// a sample carries its finish_reason. Stop strings apply to the raw text
+// before parsing, as in vLLM, and end the generation where they complete.
+// With n > 1 the samples run at once and interleave, each choice naming
+// its index. On include_usage a last event has the usage.
+func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, st server.Streamer, p preparedChat) {
+	// Check the parser before anything is sent.
+	if p.parse || s.cfg.Chat.Reasoning {
+		if _, err := parser.NewStream(s.chatFormat(p), parser.Options{ThinkAware: s.cfg.Chat.Reasoning, Tools: p.tools}); err != nil {
+			writeEngineError(w, fmt.Errorf("%w: tool parser: %v", server.ErrBadRequest, err))
+			return
+		}
+	}
+	sse := &sharedSSE{sse: newSSEStream(w)}
+	head := chatResponse{ID: "chatcmpl-" + p.req.RequestID, Object: "chat.completion.chunk", Created: time.Now().Unix(), Model: s.cfg.Model}
+	reqs := sampleRequests(&p.prepared)
+	outs := make([]server.TokenOutput, len(reqs))
+	err := streamEach(r.Context(), reqs, func(ctx context.Context, i int, req server.GenerateRequest) error {
+		cs := &chatStream{s: s, p: &p, sse: sse, head: head, index: i}
+		return cs.run(ctx, st, req, &outs[i])
+	})
+	if err == nil && p.includeUsage {
+		u := samplesUsage(len(p.req.PromptIDs), outs)
+		err = sse.send(func(bool) any {
+			ev := head
+			ev.Choices, ev.Usage = []chatChoice{}, u
+			return ev
+		})
+	}
+	if err != nil {
+		if !errors.Is(err, errClientGone) {
+			sse.sse.fail(err)
+		}
+		return
+	}
+	sse.sse.done()
+}
+
+// chatFormat is the parser format of p's turns: the server's tool parser,
+// or, when calls are not parsed, hermes only to split the reasoning.
+func (s *Server) chatFormat(p preparedChat) string {
+	if !p.parse {
+		return "hermes"
+	}
+	return s.cfg.Chat.ToolParser
+}
+
+// chatStream is one sample of a streamed chat answer.
+type chatStream struct {
+	s     *Server
+	p     *preparedChat
+	sse   *sharedSSE
+	head  chatResponse
+	index int
+
+	prs       *parser.Stream // nil: the text is all content
+	roleSent  bool
+	raw       strings.Builder // the text given to the parser
+	content   strings.Builder // content sent
+	callsSent int
+}
+
+func (c *chatStream) run(ctx context.Context, st server.Streamer, req server.GenerateRequest, result *server.TokenOutput) error {
+	s, p := c.s, c.p
+	skipSpecial := p.skipSpecial
+	if p.parse || s.cfg.Chat.Reasoning {
+		// As chatTurn does: parsers see special tokens (some formats are
+		// written in them), plain text does not.
+		prs, err := parser.NewStream(s.chatFormat(*p), parser.Options{ThinkAware: s.cfg.Chat.Reasoning, Tools: p.tools})
+		if err != nil {
+			return fmt.Errorf("%w: tool parser: %v", server.ErrBadRequest, err)
+		}
+		c.prs, skipSpecial = prs, false
+	}
+	ct := s.newChoiceText(skipSpecial, p.stops, false, true, func(id int32) bool { return contains(req.Params.StopTokenIDs, id) })
+	tail, tailLps, text, out, err := streamGenerate(ctx, st, req, ct, func(text string, ids []int32, lps []float32) error {
+		d, err := c.delta(text)
+		if err != nil {
+			return err
+		}
+		return c.send(d, ids, lps, nil)
+	})
+	if err != nil {
+		return err
+	}
+	*result = out
+	d, err := c.delta(text)
+	if err != nil {
+		return err
+	}
+	if c.prs != nil {
+		c.closeParser(&d)
+	}
+	finish := finishString(out.StopReason)
+	if c.callsSent > 0 && out.StopReason == server.StopEOS {
+		finish = "tool_calls"
+	}
+	if d == nil {
+		d = &chatMessage{}
+	}
+	return c.send(d, tail, tailLps, &finish)
+}
+
+// delta is what text adds to the answer: content, or through the parser
+// reasoning, content and finished calls; nil when nothing.
+func (c *chatStream) delta(text string) (*chatMessage, error) {
+	if text == "" {
+		return nil, nil
+	}
+	if c.prs == nil {
+		c.content.WriteString(text)
+		return &chatMessage{Content: &text}, nil
+	}
+	c.raw.WriteString(text)
+	u, err := c.prs.Feed(text)
+	if err != nil {
+		return nil, fmt.Errorf("parsing the output: %w", err)
+	}
+	return c.update(u), nil
+}
+
+// update turns a parser update into a delta (nil when empty).
+func (c *chatStream) update(u parser.Update) *chatMessage {
+	var d chatMessage
+	if u.Reasoning != "" {
+		d.ReasoningContent = &u.Reasoning
+	}
+	if u.Content != "" {
+		c.content.WriteString(u.Content)
+		d.Content = &u.Content
+	}
+	if c.p.parse {
+		for _, call := range u.Calls {
+			i := c.callsSent
+			c.callsSent++
+			tc := chatToolCall{Index: &i, ID: "call_" + newRequestID()[:24], Type: "function"}
+			tc.Function.Name, tc.Function.Arguments = call.Function.Name, call.Function.Arguments
+			d.ToolCalls = append(d.ToolCalls, tc)
+		}
+	}
+	if d.ReasoningContent == nil && d.Content == nil && d.ToolCalls == nil {
+		return nil
+	}
+	return &d
+}
+
+// closeParser ends the turn into d: what the parser still held. A turn
+// whose calls were not to be parsed, or with a malformed call, is content
+// as written (as chatTurn answers): the content sent is then a prefix of
+// it, since the parser held back the calls' text.
+func (c *chatStream) closeParser(d **chatMessage) {
+	u, res := c.prs.Close()
+	asText := (!c.p.parse && len(res.Calls) > 0) || (len(res.Errors) > 0 && c.callsSent == 0)
+	if asText {
+		want := c.raw.String()
+		if c.s.cfg.Chat.Reasoning {
+			want = stripReasoning(want)
+		}
+		if rest, ok := strings.CutPrefix(want, c.content.String()); ok {
+			u.Content = rest
+		}
+		u.Calls = nil
+	}
+	more := c.update(u)
+	if more == nil {
+		return
+	}
+	if *d == nil {
+		*d = more
+		return
+	}
+	// Both the last text and the parser's rest: one delta.
+	m := *d
+	if more.ReasoningContent != nil {
+		r := derefOr(m.ReasoningContent) + *more.ReasoningContent
+		m.ReasoningContent = &r
+	}
+	if more.Content != nil {
+		t := derefOr(m.Content) + *more.Content
+		m.Content = &t
+	}
+	m.ToolCalls = append(m.ToolCalls, more.ToolCalls...)
+}
+
+func derefOr(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// send writes a delta (nil: none) with the tokens it came with; a sample's
+// first event carries the role (and, the stream's first, the prompt's ids
+// on return_token_ids, as vLLM sends them).
+func (c *chatStream) send(d *chatMessage, ids []int32, lps []float32, finish *string) error {
+	p := c.p
+	withTokens := len(ids) > 0 && (p.logprobs || p.returnIDs)
+	if d == nil && finish == nil && !withTokens {
+		return nil
+	}
+	if d == nil {
+		d = &chatMessage{}
+	}
+	if !c.roleSent {
+		c.roleSent = true
+		empty := ""
+		err := c.sse.send(func(first bool) any {
+			ev := c.head
+			ev.Choices = []chatChoice{{Index: c.index, Delta: &chatMessage{Role: chat.RoleAssistant, Content: &empty}}}
+			if first && p.returnIDs {
+				ev.PromptTokenIDs = p.req.PromptIDs
+			}
+			return ev
+		})
+		if err != nil {
+			return err
+		}
+	}
+	ch := chatChoice{Index: c.index, Delta: d, FinishReason: finish}
+	if p.logprobs && len(ids) > 0 {
+		lp, err := c.s.chatLogprobEntries(ids, lps)
+		if err != nil {
+			return err
+		}
+		ch.Logprobs = lp
+	}
+	if p.returnIDs {
+		ch.TokenIDs = ids
+	}
+	return c.sse.send(func(bool) any {
+		ev := c.head
+		ev.Choices = []chatChoice{ch}
+		return ev
+	})
+}
+
+// streamVLLMGenerate answers a streamed /inference/v1/generate as vLLM
+// streams it (vllm-project/vllm
+// vllm/entrypoints/serve/disagg/serving.py@0001948bc76939369ca855c90b36d81256477e85
+// ServingTokens.serve_tokens_stream_generator): an event per chunk of
+// tokens the engine samples, {"request_id", "choices": [{"index",
+// "logprobs", "finish_reason": null, "token_ids": the chunk's}]}, then one
+// with finish_reason (and the tokens the final output adds, if any) and
+// agentrl's num_cached_tokens and weight_version, and on
+// stream_options.include_usage {"request_id", "choices": [], "usage"}.
+func (s *Server) streamVLLMGenerate(w http.ResponseWriter, r *http.Request, st server.Streamer, p prepared) {
+	sse := newSSEStream(w)
+	req := p.req
+	sent := 0
+	emit := func(c server.Chunk) error {
+		if req.Params.Logprobs && len(c.Logprobs) != len(c.TokenIDs) {
+			return &server.Error{Server: "engine", Op: "generate",
+				Err: fmt.Errorf("engine streamed %d logprobs for %d tokens: %w", len(c.Logprobs), len(c.TokenIDs), server.ErrBadResponse)}
+		}
+		if len(c.TokenIDs) == 0 {
+			return nil
+		}
+		sent += len(c.TokenIDs)
+		b := appendVLLMStreamChunk(make([]byte, 0, 128+len(c.TokenIDs)*80), req.RequestID, c.TokenIDs, c.Logprobs, p.logprobs, "")
+		if err := sse.event(append(b, '}')); err != nil {
 			return fmt.Errorf("%w: %w", errClientGone, err)
 		}
 		return nil
 	}
-	emit := func(c server.Chunk) error {
-		ids = append(ids, c.TokenIDs...)
-		if dec == nil || len(ids)-1 <= decoded {
-			return nil
-		}
-		piece, err := dec.add(ids[:len(ids)-1], ids[decoded:len(ids)-1])
-		if err != nil {
-			return fmt.Errorf("decoding the output: %w", err)
-		}
-		decoded = len(ids) - 1
-		if piece == "" {
-			return nil
-		}
-		streamed.WriteString(piece)
-		return send(completionChoice{Text: piece})
-	}
-	out, err := st.GenerateStream(r.Context(), p.req, emit)
+	out, err := st.GenerateStream(r.Context(), req, emit)
 	if err == nil {
-		err = checkOutput(out, p.req)
+		err = checkOutput(out, req)
 	}
-	var ch completionChoice
-	if err == nil {
-		ch, err = s.completionChoice(p, &out)
+	if err == nil && len(out.TokenIDs) < sent {
+		err = &server.Error{Server: "engine", Op: "generate",
+			Err: fmt.Errorf("engine streamed %d tokens but returned %d: %w", sent, len(out.TokenIDs), server.ErrBadResponse)}
 	}
 	if err == nil {
-		rest, ok := strings.CutPrefix(ch.Text, streamed.String())
-		if !ok {
-			err = fmt.Errorf("the final text %q does not extend the streamed text %q", ch.Text, streamed.String())
+		var lps []float32
+		if p.logprobs {
+			lps = out.Logprobs[sent:]
 		}
-		ch.Text = rest
-	}
-	if err == nil {
-		head.WeightVersion = out.WeightVersion
-		err = send(ch)
+		b := appendVLLMStreamChunk(make([]byte, 0, 192), req.RequestID, out.TokenIDs[sent:], lps, p.logprobs, finishString(out.StopReason))
+		b = append(b, `,"num_cached_tokens":`...)
+		b = strconv.AppendInt(b, int64(out.CachedTokens), 10)
+		b = append(b, `,"weight_version":`...)
+		b = strconv.AppendInt(b, out.WeightVersion, 10)
+		if err = sse.event(append(b, '}')); err != nil {
+			err = fmt.Errorf("%w: %w", errClientGone, err)
+		}
 	}
 	if err == nil && p.includeUsage {
 		n := len(out.TokenIDs)
-		u := &usage{PromptTokens: len(p.req.PromptIDs), CompletionTokens: n, TotalTokens: len(p.req.PromptIDs) + n}
-		u.PromptTokensDetails = &struct {
-			CachedTokens int `json:"cached_tokens"`
-		}{out.CachedTokens}
-		ev := head
-		ev.Choices, ev.Usage, ev.WeightVersion = []completionChoice{}, u, out.WeightVersion
-		var b []byte
-		if b, err = json.Marshal(ev); err == nil {
-			err = sse.event(b)
+		b := appendString([]byte(`{"request_id":`), req.RequestID)
+		b = fmt.Appendf(b, `,"choices":[],"usage":{"prompt_tokens":%d,"completion_tokens":%d,"total_tokens":%d}}`,
+			len(req.PromptIDs), n, len(req.PromptIDs)+n)
+		if err = sse.event(b); err != nil {
+			err = fmt.Errorf("%w: %w", errClientGone, err)
 		}
 	}
 	if err != nil {
@@ -274,150 +834,28 @@ func (s *Server) streamCompletions(w http.ResponseWriter, r *http.Request, st se
 	sse.done()
 }
 
-// streamChat answers a streamed chat request (one sample, no stop strings,
-// logprobs or token ids: those stream as one chunk, whole turn, for now)
-// with content and reasoning deltas as the engine emits tokens, as vLLM
-// streams: the role first, then the deltas (the streaming parser holds
-// back text that may still become a tool call), then the tool calls of the
-// final parse, the finish reason and, on include_usage, the usage. The newest
-// token is decoded only once the next arrives: it may be the end-of-turn
-// token, which is not content.
-func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, st server.Streamer, p preparedChat) {
-	sse := newSSEStream(w)
-	head := chatResponse{ID: "chatcmpl-" + p.req.RequestID, Object: "chat.completion.chunk", Created: time.Now().Unix(), Model: s.cfg.Model}
-	// As chatTurn does: parsers see special tokens (some formats are
-	// written in them), plain text does not.
-	var prs *parser.Stream
-	skipSpecial := p.skipSpecial
-	if p.parse || s.cfg.Chat.Reasoning {
-		format := s.cfg.Chat.ToolParser
-		if !p.parse {
-			format = "hermes" // only splits reasoning; calls are not parsed
-		}
-		var err error
-		if prs, err = parser.NewStream(format, parser.Options{ThinkAware: s.cfg.Chat.Reasoning, Tools: p.tools}); err != nil {
-			writeEngineError(w, fmt.Errorf("%w: tool parser: %v", server.ErrBadRequest, err))
-			return
-		}
-		skipSpecial = false
+// appendVLLMStreamChunk writes a streamed /inference/v1/generate event up
+// to its last closing brace (left to the caller, which may add fields):
+// one choice, index 0, with ids and (on logprobs) their logprobs, and
+// finish_reason null while finish is "".
+func appendVLLMStreamChunk(b []byte, rid string, ids []int32, lps []float32, logprobs bool, finish string) []byte {
+	b = append(b, `{"request_id":`...)
+	b = appendString(b, rid)
+	b = append(b, `,"choices":[{"index":0,"logprobs":`...)
+	if logprobs {
+		b = append(b, `{"content":`...)
+		b = (&vllmContent{ids: ids, lps: lps}).appendJSON(b)
+		b = append(b, '}')
+	} else {
+		b = append(b, "null"...)
 	}
-	dec := s.newTextDecoder(skipSpecial)
-	var (
-		ids       []int32
-		decoded   int
-		streamed  strings.Builder // content sent
-		reasoning strings.Builder // reasoning sent
-		roleSent  bool
-	)
-	sendEv := func(ev chatResponse) error {
-		b, err := json.Marshal(ev)
-		if err != nil {
-			return fmt.Errorf("encoding a streamed event: %w", err)
-		}
-		if err := sse.event(b); err != nil {
-			return fmt.Errorf("%w: %w", errClientGone, err)
-		}
-		return nil
+	b = append(b, `,"finish_reason":`...)
+	if finish == "" {
+		b = append(b, "null"...)
+	} else {
+		b = appendString(b, finish)
 	}
-	send := func(delta *chatMessage, finish *string) error {
-		if !roleSent {
-			roleSent = true
-			empty := ""
-			ev := head
-			ev.Choices = []chatChoice{{Delta: &chatMessage{Role: chat.RoleAssistant, Content: &empty}}}
-			if err := sendEv(ev); err != nil {
-				return err
-			}
-		}
-		ev := head
-		ev.Choices = []chatChoice{{Delta: delta, FinishReason: finish}}
-		return sendEv(ev)
-	}
-	emit := func(c server.Chunk) error {
-		ids = append(ids, c.TokenIDs...)
-		if len(ids)-1 <= decoded {
-			return nil
-		}
-		piece, err := dec.add(ids[:len(ids)-1], ids[decoded:len(ids)-1])
-		if err != nil {
-			return fmt.Errorf("decoding the output: %w", err)
-		}
-		decoded = len(ids) - 1
-		if piece == "" {
-			return nil
-		}
-		if prs == nil {
-			streamed.WriteString(piece)
-			return send(&chatMessage{Content: &piece}, nil)
-		}
-		// Tool calls are sent from the final parse, once the whole turn
-		// is known (a malformed call turns the whole text into content).
-		u, err := prs.Feed(piece)
-		if err != nil {
-			return fmt.Errorf("parsing the output: %w", err)
-		}
-		if u.Reasoning != "" {
-			reasoning.WriteString(u.Reasoning)
-			if err := send(&chatMessage{ReasoningContent: &u.Reasoning}, nil); err != nil {
-				return err
-			}
-		}
-		if u.Content != "" {
-			streamed.WriteString(u.Content)
-			return send(&chatMessage{Content: &u.Content}, nil)
-		}
-		return nil
-	}
-	out, err := st.GenerateStream(r.Context(), p.req, emit)
-	if err == nil {
-		err = checkOutput(out, p.req)
-	}
-	var turn chatResult
-	if err == nil {
-		if turn, err = s.chatTurn(p, out); err != nil {
-			err = fmt.Errorf("decoding the output: %w", err)
-		}
-	}
-	if err == nil {
-		rest, ok := strings.CutPrefix(turn.reasoning, reasoning.String())
-		if !ok {
-			err = fmt.Errorf("the final reasoning %q does not extend the streamed reasoning %q", turn.reasoning, reasoning.String())
-		} else if rest != "" {
-			err = send(&chatMessage{ReasoningContent: &rest}, nil)
-		}
-	}
-	if err == nil {
-		rest, ok := strings.CutPrefix(turn.content, streamed.String())
-		if !ok {
-			err = fmt.Errorf("the final content %q does not extend the streamed content %q", turn.content, streamed.String())
-		} else if rest != "" {
-			err = send(&chatMessage{Content: &rest}, nil)
-		}
-	}
-	for i := 0; err == nil && i < len(turn.calls); i++ {
-		tc := turn.calls[i]
-		tc.Index = &i
-		err = send(&chatMessage{ToolCalls: []chatToolCall{tc}}, nil)
-	}
-	if err == nil {
-		finish := turn.finish
-		err = send(&chatMessage{}, &finish)
-	}
-	if err == nil && p.includeUsage {
-		u := &usage{PromptTokens: len(p.req.PromptIDs), CompletionTokens: len(out.TokenIDs),
-			TotalTokens: len(p.req.PromptIDs) + len(out.TokenIDs)}
-		u.PromptTokensDetails = &struct {
-			CachedTokens int `json:"cached_tokens"`
-		}{out.CachedTokens}
-		ev := head
-		ev.Choices, ev.Usage = []chatChoice{}, u
-		err = sendEv(ev)
-	}
-	if err != nil {
-		if !errors.Is(err, errClientGone) {
-			sse.fail(err)
-		}
-		return
-	}
-	sse.done()
+	b = append(b, `,"token_ids":`...)
+	b = wire.AppendIDs(b, nonNil(ids))
+	return append(b, "}]"...)
 }

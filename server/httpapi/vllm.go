@@ -63,6 +63,7 @@ type vllmGenerateRequest struct {
 	Model          string          `json:"model"`
 	SamplingParams *vllmSampling   `json:"sampling_params"`
 	Stream         bool            `json:"stream"`
+	StreamOptions  *streamOptions  `json:"stream_options"`
 	Priority       *int            `json:"priority"`
 }
 
@@ -106,6 +107,9 @@ func (s *Server) readVLLMGenerate(r io.Reader) (prepared, error) {
 		return prepared{}, err
 	}
 	p := prepared{stream: in.Stream}
+	if in.StreamOptions != nil {
+		p.includeUsage = in.StreamOptions.IncludeUsage
+	}
 	p.identify(in.RequestID, in.Priority)
 	switch {
 	case b.hasIDs:
@@ -173,8 +177,21 @@ func finishString(r server.StopReason) string {
 }
 
 func (s *Server) handleVLLMGenerate(w http.ResponseWriter, r *http.Request) {
-	p, out, ok := generate(s, w, r, (*Server).readVLLMGenerate)
-	if !ok {
+	p, err := s.readVLLMGenerate(r.Body)
+	if err != nil {
+		writeRequestError(w, err)
+		return
+	}
+	if p.stream {
+		s.streamVLLMGenerate(w, r, s.streamer(), p)
+		return
+	}
+	out, err := s.engine.Generate(r.Context(), p.req)
+	if err == nil {
+		err = checkOutput(out, p.req)
+	}
+	if err != nil {
+		writeEngineError(w, err)
 		return
 	}
 	ch := vllmGenerateChoice{FinishReason: finishString(out.StopReason), TokenIDs: nonNil(out.TokenIDs)}
@@ -186,10 +203,6 @@ func (s *Server) handleVLLMGenerate(w http.ResponseWriter, r *http.Request) {
 	resp := vllmGenerateResponse{RequestID: p.req.RequestID, Choices: []vllmGenerateChoice{ch},
 		CachedTokens: out.CachedTokens, WeightVersion: out.WeightVersion}
 	body := resp.appendJSON(make([]byte, 0, 256+len(out.TokenIDs)*80))
-	if p.stream {
-		writeSSE(w, []any{json.RawMessage(body)})
-		return
-	}
 	writeRawJSON(w, http.StatusOK, body)
 }
 
@@ -311,7 +324,7 @@ func (s *Server) readCompletions(r io.Reader) (prepared, error) {
 		return p, err
 	}
 	p.includeStop = in.IncludeStopStrInOutput
-	if p.n, err = in.takeN(in.Stream); err != nil {
+	if p.n, err = in.takeN(); err != nil {
 		return p, err
 	}
 	if p.req.Params, err = in.vllmSampling.params(""); err != nil {
@@ -333,8 +346,8 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 		writeRequestError(w, err)
 		return
 	}
-	if st, ok := s.engine.(server.Streamer); ok && p.stream && len(p.stops) == 0 && !p.logprobs && !p.returnIDs {
-		s.streamCompletions(w, r, st, p)
+	if p.stream {
+		s.streamCompletions(w, r, s.streamer(), p)
 		return
 	}
 	outs, ok := s.runSamples(w, r, &p)
@@ -362,16 +375,6 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 	}{cached}
 	resp := completionResponse{ID: "cmpl-" + p.req.RequestID, Object: "text_completion", Created: time.Now().Unix(),
 		Model: s.cfg.Model, Choices: choices, Usage: u, WeightVersion: out.WeightVersion}
-	if p.stream {
-		resp.Usage = nil
-		events := []any{resp}
-		if p.includeUsage {
-			events = append(events, completionResponse{ID: resp.ID, Object: resp.Object, Created: resp.Created,
-				Model: resp.Model, Choices: []completionChoice{}, Usage: u})
-		}
-		writeSSE(w, events)
-		return
-	}
 	writeJSON(w, http.StatusOK, resp)
 }
 
@@ -410,29 +413,34 @@ func (s *Server) completionChoice(p prepared, out *server.TokenOutput) (completi
 		ch.TokenIDs = nonNil(out.TokenIDs)
 	}
 	if p.logprobs {
-		lp := &completionLogprobs{
-			TextOffset:    make([]int, len(out.TokenIDs)),
-			TokenLogprobs: make([]float32, len(out.TokenIDs)),
-			Tokens:        make([]string, len(out.TokenIDs)),
-			TopLogprobs:   make([]map[string]float32, len(out.TokenIDs)),
-		}
-		off := 0
-		for i, id := range out.TokenIDs {
-			tok := tokenAsID(id)
-			if !p.tokensAsIDs && s.cfg.Chat != nil {
-				if t, err := s.cfg.Chat.Tokenizer.Decode([]int32{id}, false); err == nil {
-					tok = t
-				}
-			}
-			lp.TextOffset[i] = off
-			off += len(tok)
-			lp.Tokens[i] = tok
-			lp.TokenLogprobs[i] = finiteLogprob(out.Logprobs[i])
-			lp.TopLogprobs[i] = map[string]float32{tok: lp.TokenLogprobs[i]}
-		}
-		ch.Logprobs = lp
+		ch.Logprobs, _ = s.completionLogprobs(p, out.TokenIDs, out.Logprobs, 0)
 	}
 	return ch, nil
+}
+
+// completionLogprobs is the logprobs of ids, the first of which starts at
+// byte offset of the text, and the offset after them.
+func (s *Server) completionLogprobs(p prepared, ids []int32, lps []float32, offset int) (*completionLogprobs, int) {
+	lp := &completionLogprobs{
+		TextOffset:    make([]int, len(ids)),
+		TokenLogprobs: make([]float32, len(ids)),
+		Tokens:        make([]string, len(ids)),
+		TopLogprobs:   make([]map[string]float32, len(ids)),
+	}
+	for i, id := range ids {
+		tok := tokenAsID(id)
+		if !p.tokensAsIDs && s.cfg.Chat != nil {
+			if t, err := s.cfg.Chat.Tokenizer.Decode([]int32{id}, false); err == nil {
+				tok = t
+			}
+		}
+		lp.TextOffset[i] = offset
+		offset += len(tok)
+		lp.Tokens[i] = tok
+		lp.TokenLogprobs[i] = finiteLogprob(lps[i])
+		lp.TopLogprobs[i] = map[string]float32{tok: lp.TokenLogprobs[i]}
+	}
+	return lp, offset
 }
 
 // ---- vLLM control endpoints ----------------------------------------------
