@@ -90,8 +90,10 @@ func metricsURL(t *testing.T, stderr *syncBuffer) string {
 }
 
 // rollout --metrics-addr: while both trajectories wait on the engine,
-// /metrics shows them in flight on the router's server and none
-// finished.
+// /metrics shows them in flight on the router's server and in the agent
+// loop, and none finished; once the engine lets one through, it shows
+// one finished and one in flight; the counts match the trajectories the
+// rollout returns.
 func TestRolloutMetricsAddr(t *testing.T) {
 	tok, err := tokenizer.Load(arithCheckpoint)
 	require.NoError(t, err)
@@ -130,7 +132,20 @@ func TestRolloutMetricsAddr(t *testing.T) {
 	require.Equal(t, 1.0, metricValue(t, text, "agentrl_router_server_state"))
 	require.NotContains(t, text, "agentrl_agentloop_trajectories_total{", "none finished")
 	require.Contains(t, text, "go_goroutines")
-	close(g.gate)
+	require.Equal(t, 2.0, metricValue(t, text, "agentrl_agentloop_trajectories_in_flight"))
+	require.Equal(t, 0.0, metricValue(t, text, "agentrl_agentloop_trajectories_queued"))
+	require.Equal(t, 2.0, metricValue(t, text, "agentrl_agentloop_prompt_encode_seconds_count"))
+
+	g.gate <- struct{}{} // one engine call returns
+	require.Eventually(t, func() bool {
+		text = scrapeText(t, url)
+		return strings.Contains(text, "agentrl_agentloop_trajectories_total{")
+	}, 60*time.Second, 5*time.Millisecond)
+	require.Equal(t, 1.0, metricValue(t, text, "agentrl_agentloop_trajectories_total"))
+	require.Equal(t, 1.0, metricValue(t, text, "agentrl_agentloop_trajectories_in_flight"))
+	require.Equal(t, 1.0, metricValue(t, text, "agentrl_router_in_flight"))
+	mid := text
+	g.gate <- struct{}{}
 	rc := <-code
 	code <- rc // for the deferred wait
 	require.Equal(t, 0, rc, stderr.String())
@@ -141,6 +156,19 @@ func TestRolloutMetricsAddr(t *testing.T) {
 	trajs, err := trajectory.ReadJSONL(f)
 	require.NoError(t, err)
 	require.Len(t, trajs, 2)
+	// What was scraped mid-rollout matches the trajectories returned:
+	// both prompts were encoded, one trajectory had finished.
+	prompt := 0
+	for _, tr := range trajs {
+		prompt += len(tr.PromptIDs)
+		require.Equal(t, trajs[0].StopReason, tr.StopReason)
+		require.Equal(t, trajs[0].MaskOnes(), tr.MaskOnes())
+	}
+	require.Equal(t, float64(prompt), metricValue(t, mid, "agentrl_agentloop_prompt_tokens_total"))
+	require.Contains(t, mid, fmt.Sprintf("agentrl_agentloop_trajectories_total{stop_reason=%q} 1\n", trajs[0].StopReason))
+	require.Equal(t, float64(trajs[0].MaskOnes()), metricValue(t, mid, "agentrl_agentloop_generated_tokens_total"))
+	require.Equal(t, 1.0, metricValue(t, mid, "agentrl_agentloop_turns_count"))
+	require.Equal(t, float64(trajs[0].NumTurns-1), metricValue(t, mid, "agentrl_agentloop_turns_sum"), "assistant turns (NumTurns counts the prompt)")
 	_, err = http.Get(url)
 	require.Error(t, err, "the metrics server stops with the rollout")
 }
