@@ -29,4 +29,10 @@
 // is numbered by position; ambiguous ids are an ErrSample error (see
 // Sample.GroupID). An Accumulator keeps, counts and collates finished groups
 // the same way for Generate and for a caller reading Stream.
+//
+// Env.Trace receives an Event for each step: the prompt's encoding, each
+// generate call, parse, tool call and observation, the tool session and
+// its instances, the end; and, from the Manager, each rollout queued,
+// started, scored and finished. agentprom (Prometheus) and otelagent
+// (OpenTelemetry) are built on it.
 package agentloop
