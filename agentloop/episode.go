@@ -197,7 +197,8 @@ func (e *Episode) Generate(ctx context.Context) (ids []int32, ok bool) {
 	if aerr := e.b.AppendModel(g.TokenIDs, g.Logprobs); aerr != nil && err == nil {
 		err = fmt.Errorf("%w: %w", server.ErrBadResponse, aerr)
 	}
-	e.Trace(Event{Kind: EventGenerate, Tokens: len(g.TokenIDs), Latency: lat, EngineStop: g.StopReason, Preempted: g.Preempted, Err: err})
+	e.Trace(Event{Kind: EventGenerate, Tokens: len(g.TokenIDs), Latency: lat, EngineStop: g.StopReason, Preempted: g.Preempted,
+		PromptTokens: g.PromptTokens, CachedTokens: g.CachedTokens, Err: err})
 	switch {
 	case ctx.Err() != nil:
 		e.stop = trajectory.StopAborted

@@ -135,6 +135,12 @@ func TestToolAgentExactQwen3(t *testing.T) {
 	require.False(t, events[5].Truncated)
 	require.Equal(t, len(tok.Encode(glue)), events[6].Tokens)
 	require.Equal(t, 2, events[7].Turn)
+	// The engine's prefix cache: nothing for the first turn; the second
+	// turn's prompt extends the first call's prompt and output.
+	require.Equal(t, len(traj.PromptIDs), events[2].PromptTokens)
+	require.Zero(t, events[2].CachedTokens)
+	require.Equal(t, len(traj.PromptIDs)+len(m1)+len(tok.Encode(glue)), events[7].PromptTokens)
+	require.Equal(t, len(traj.PromptIDs)+len(m1), events[7].CachedTokens)
 	require.Equal(t, 0, events[8].Calls)
 	require.Equal(t, "add", events[9].Tool)
 	require.NoError(t, events[9].Err)

@@ -22,6 +22,10 @@ type Generation struct {
 	MaxWeightVersion int64
 	// Preempted counts engine aborts that were resumed.
 	Preempted int
+	// PromptTokens sums the prompts sent (one per engine call: a resumed
+	// call resends the tokens so far), and CachedTokens those the engine
+	// said it served from its prefix cache (server.TokenOutput).
+	PromptTokens, CachedTokens int
 }
 
 // maxIdleResumes bounds resends after aborts that produced no token, so an
@@ -63,6 +67,8 @@ func GenerateResumable(ctx context.Context, srv server.LLMServer, req server.Gen
 			r.Params.MaxNewTokens = budget - len(g.TokenIDs)
 		}
 		out, err := generateCut(ctx, srv, r)
+		g.PromptTokens += len(r.PromptIDs)
+		g.CachedTokens += out.CachedTokens
 		if aerr := g.add(out, &haveVersion); aerr != nil {
 			return g, aerr
 		}

@@ -13,7 +13,7 @@ type EventKind string
 // Trace event kinds of a loop's steps (sent by Episode and ToolAgent).
 const (
 	EventPrompt      EventKind = "prompt"      // the prompt was rendered (chat template) and tokenized: Tokens, Latency, Err
-	EventGenerate    EventKind = "generate"    // a model turn finished: Tokens, Latency, EngineStop, Preempted
+	EventGenerate    EventKind = "generate"    // a model turn finished: Tokens, PromptTokens, CachedTokens, Latency, EngineStop, Preempted
 	EventParse       EventKind = "parse"       // the turn was parsed: Calls, ParseErrors
 	EventTool        EventKind = "tool"        // one tool call finished: Tool, Latency, Err, Truncated, Metrics
 	EventInteraction EventKind = "interaction" // the interaction answered: Latency, Reward, Err
@@ -51,11 +51,16 @@ type Event struct {
 	TrajectoryID string
 	// Turn is the assistant turn the event belongs to (1-based; 0 before
 	// the first and on Manager and tool-instance events).
-	Turn        int
-	Tokens      int
-	Calls       int
-	ParseErrors int
-	Tool        string
+	Turn   int
+	Tokens int
+	// PromptTokens and CachedTokens, on EventGenerate, are the prompt
+	// tokens sent to the engine and those it served from its prefix cache
+	// (Generation.PromptTokens, CachedTokens).
+	PromptTokens int
+	CachedTokens int
+	Calls        int
+	ParseErrors  int
+	Tool         string
 	// Agent is the rollout's agent name, on Manager events.
 	Agent      string
 	Latency    time.Duration

@@ -1,6 +1,8 @@
 package agentprom
 
 import (
+	"sync/atomic"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/agentrl/agentrl/agentloop"
@@ -36,10 +38,15 @@ type Collector struct {
 	generateLatency prometheus.Histogram
 	generateCalls   *prometheus.CounterVec
 	generated       prometheus.Counter
-	observed        prometheus.Counter
-	parseErrors     prometheus.Counter
-	preempted       prometheus.Counter
-	interactions    *prometheus.CounterVec
+	// The prompt tokens sent to the engine and those it served from its
+	// prefix cache: kept as plain totals so that the hit ratio is read
+	// from the same numbers as the counters.
+	sentTokens, cachedTokens atomic.Int64
+	sent, cached, hitRatio   prometheus.Collector
+	observed                 prometheus.Counter
+	parseErrors              prometheus.Counter
+	preempted                prometheus.Counter
+	interactions             *prometheus.CounterVec
 
 	// The Manager's rollouts.
 	queued         prometheus.Gauge
@@ -111,7 +118,7 @@ func New(opts Options) *Collector {
 	gauge := func(name, help string) prometheus.Gauge {
 		return prometheus.NewGauge(prometheus.GaugeOpts(o(name, help)))
 	}
-	return &Collector{
+	c := &Collector{
 		trajectories: counters("trajectories_total", "Trajectories finished, by stop reason.", "stop_reason"),
 		turns:        prometheus.NewHistogram(h("turns", "Assistant turns per finished trajectory.", prometheus.LinearBuckets(1, 1, 16))),
 		// Rendering and tokenizing a prompt takes microseconds to
@@ -153,12 +160,31 @@ func New(opts Options) *Collector {
 		instLifetime:     prometheus.NewHistogramVec(h("tool_instance_seconds", "Tool instance lifetime, from Create to Release, by tool.", buckets), []string{"tool"}),
 		instCreateTiming: prometheus.NewHistogramVec(h("tool_instance_create_seconds", "Tool instance Create latency, by tool.", buckets), []string{"tool"}),
 	}
+	c.sent = prometheus.NewCounterFunc(prometheus.CounterOpts(o("generate_prompt_tokens_total",
+		"Prompt tokens sent to the engine by generate calls (a turn's prompt is the whole conversation so far).")),
+		func() float64 { return float64(c.sentTokens.Load()) })
+	c.cached = prometheus.NewCounterFunc(prometheus.CounterOpts(o("generate_cached_tokens_total",
+		"Prompt tokens the engine served from its prefix cache, as it reported them (SGLang cached_tokens, vLLM num_cached_tokens).")),
+		func() float64 { return float64(c.cachedTokens.Load()) })
+	c.hitRatio = prometheus.NewGaugeFunc(prometheus.GaugeOpts(o("prefix_cache_hit_ratio",
+		"Share of the prompt tokens sent that the engines served from their prefix caches, since start (0..1).")),
+		func() float64 {
+			// Trace adds to sent before cached: loading cached first keeps
+			// every cached token read counted in the sent read (ratio <= 1).
+			cached := c.cachedTokens.Load()
+			sent := c.sentTokens.Load()
+			if sent == 0 {
+				return 0
+			}
+			return float64(cached) / float64(sent)
+		})
+	return c
 }
 
 func (c *Collector) collectors() []prometheus.Collector {
 	return []prometheus.Collector{c.trajectories, c.turns, c.promptLatency, c.promptTokens, c.promptErrors,
 		c.toolCalls, c.attempted, c.toolLatency, c.truncated, c.limitKills,
-		c.generateLatency, c.generateCalls, c.generated, c.observed, c.parseErrors, c.preempted, c.interactions,
+		c.generateLatency, c.generateCalls, c.generated, c.sent, c.cached, c.hitRatio, c.observed, c.parseErrors, c.preempted, c.interactions,
 		c.queued, c.inFlight, c.queueLatency, c.trajLatency, c.rewardLatency, c.rewardOutcomes,
 		c.sessionsOpened, c.sessionsClosed, c.sessionsActive, c.sessionLifetime,
 		c.instCreated, c.instReleased, c.instActive, c.instLifetime, c.instCreateTiming}
@@ -199,6 +225,8 @@ func (c *Collector) Trace(ev agentloop.Event) {
 		c.generateCalls.WithLabelValues(outcome(ev.Err), string(ev.EngineStop)).Inc()
 		c.generated.Add(float64(ev.Tokens))
 		c.preempted.Add(float64(ev.Preempted))
+		c.sentTokens.Add(int64(ev.PromptTokens))
+		c.cachedTokens.Add(int64(ev.CachedTokens))
 	case agentloop.EventTool:
 		c.toolCalls.WithLabelValues(ev.Tool, tool.ErrorKind(ev.Err)).Inc()
 		c.toolLatency.WithLabelValues(ev.Tool).Observe(ev.Latency.Seconds())

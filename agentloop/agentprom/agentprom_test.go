@@ -141,8 +141,16 @@ func TestScrapeDuringRollout(t *testing.T) {
 	fams, err := scrape(ts.URL)
 	require.NoError(t, err)
 	byStop := map[trajectory.StopReason]int{}
-	calls, toolErrs, policy, turns, prompt := 0, 0, 0, 0, 0
+	calls, toolErrs, policy, turns, prompt, sent := 0, 0, 0, 0, 0, 0
 	for _, tr := range out.Trajectories {
+		// Each model turn's prompt is the conversation before it: the
+		// prompt and the response up to where its mask-1 run starts.
+		require.Zero(t, tr.NumPreempted, "no resumed generation resends tokens")
+		for i, m := range tr.ResponseMask {
+			if m == 1 && (i == 0 || tr.ResponseMask[i-1] == 0) {
+				sent += len(tr.PromptIDs) + i
+			}
+		}
 		byStop[tr.StopReason]++
 		calls += tr.ToolCalls
 		toolErrs += tr.ToolErrors
@@ -170,6 +178,14 @@ func TestScrapeDuringRollout(t *testing.T) {
 	require.Equal(t, float64(policy), value(fams, "agentrl_agentloop_generated_tokens_total", nil))
 	require.Equal(t, value(fams, "agentrl_agentloop_generate_calls_total", nil), value(fams, "agentrl_agentloop_generate_seconds", nil))
 	require.Equal(t, float64(len(out.Trajectories)), value(fams, "agentrl_agentloop_trajectories_total", map[string]string{"run": "test"}))
+
+	// The prompt tokens sent to the engine, and the share it served from
+	// its prefix cache (the in-process engine caches every turn's prefix
+	// for the next).
+	require.Equal(t, float64(sent), value(fams, "agentrl_agentloop_generate_prompt_tokens_total", nil))
+	cached := value(fams, "agentrl_agentloop_generate_cached_tokens_total", nil)
+	require.Positive(t, cached)
+	require.InDelta(t, cached/float64(sent), value(fams, "agentrl_agentloop_prefix_cache_hit_ratio", nil), 1e-12)
 
 	// Prompt encoding: one per trajectory, its tokens the prompts'.
 	n := float64(len(out.Trajectories))

@@ -2,6 +2,9 @@
 //
 //   - trajectories by stop reason, assistant turns, generate calls with
 //     their latency and tokens, parse errors, observation tokens;
+//   - the prompt tokens sent to the engines and the share they served
+//     from their prefix caches, for any engine that reports cached tokens
+//     (SGLang, vLLM, the in-process engine);
 //   - prompt encoding (chat template and tokenization) latency and tokens;
 //   - the Manager's rollouts: queued, in flight by agent name, time queued,
 //     rollout time, reward latency and outcome;

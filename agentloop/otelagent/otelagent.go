@@ -32,6 +32,7 @@ const (
 	KeyOutputTokens      = attribute.Key("gen_ai.usage.output_tokens")
 	KeyInputTokens       = attribute.Key("gen_ai.usage.input_tokens")
 	KeyAgent             = attribute.Key("agentrl.agent")
+	KeyCachedTokens      = attribute.Key("agentrl.cached_tokens")
 	KeyQueueSeconds      = attribute.Key("agentrl.queue_seconds")
 	KeyToolOutcome       = attribute.Key("agentrl.tool.outcome")
 	KeyToolTruncated     = attribute.Key("agentrl.tool.truncated")
@@ -159,6 +160,7 @@ func (t *Tracer) Trace(ev agentloop.Event) {
 		ts.preemptions += ev.Preempted
 		t.child(ts, SpanGenerate, start, now, ev.Err,
 			KeyTurn.Int(ev.Turn), KeyOperation.String("text_completion"), KeyOutputTokens.Int(ev.Tokens),
+			KeyInputTokens.Int(ev.PromptTokens), KeyCachedTokens.Int(ev.CachedTokens),
 			KeyEngineStop.String(string(ev.EngineStop)), KeyPreempted.Int(ev.Preempted))
 	case agentloop.EventTool:
 		ts.toolCalls++

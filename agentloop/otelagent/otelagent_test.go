@@ -54,7 +54,8 @@ func TestSpansFromEvents(t *testing.T) {
 	// The trajectory's span starts with the prompt's encoding.
 	step(2*time.Millisecond, agentloop.Event{Kind: agentloop.EventPrompt, Tokens: 30, Latency: 2 * time.Millisecond})
 	t1 := *now
-	step(100*time.Millisecond, agentloop.Event{Kind: agentloop.EventGenerate, Turn: 1, Tokens: 20, Latency: 100 * time.Millisecond, EngineStop: "stop"})
+	step(100*time.Millisecond, agentloop.Event{Kind: agentloop.EventGenerate, Turn: 1, Tokens: 20, Latency: 100 * time.Millisecond, EngineStop: "stop",
+		PromptTokens: 30, CachedTokens: 16})
 	step(time.Millisecond, agentloop.Event{Kind: agentloop.EventParse, Turn: 1, Calls: 2, ParseErrors: 1})
 	step(30*time.Millisecond, agentloop.Event{Kind: agentloop.EventTool, Turn: 1, Tool: "calculator", Latency: 30 * time.Millisecond,
 		Truncated: true, Metrics: map[string]float64{"wall_timeout": 1, "exit_code": -1}})
@@ -111,6 +112,8 @@ func TestSpansFromEvents(t *testing.T) {
 	require.Equal(t, t1, g[0].StartTime)
 	require.Equal(t, t1.Add(100*time.Millisecond), g[0].EndTime)
 	require.Equal(t, int64(20), attrs(g[0].Attributes)[otelagent.KeyOutputTokens].AsInt64())
+	require.Equal(t, int64(30), attrs(g[0].Attributes)[otelagent.KeyInputTokens].AsInt64())
+	require.Equal(t, int64(16), attrs(g[0].Attributes)[otelagent.KeyCachedTokens].AsInt64())
 	require.Equal(t, "length", attrs(g[1].Attributes)[otelagent.KeyEngineStop].AsString())
 	tools := byName[otelagent.SpanTool]
 	require.Len(t, tools, 2)
