@@ -17,23 +17,51 @@ import (
 // is the bound batch-1 decode is compared with: every step reads every
 // weight once.
 func (c *CPU) MeasureBandwidth(bytes int, reps int) float64 {
-	n := bytes / 4
-	buf := make([]float32, n)
-	for i := range buf {
-		buf[i] = 1 // touch every page before timing
-	}
-	var sink atomic.Uint32
+	p := c.NewStreamProbe(bytes)
 	rates := make([]float64, 0, reps)
 	for r := 0; r < reps; r++ {
-		start := time.Now()
-		// one goroutine per thread, all streaming at once
-		Parallel(c.threads, n/4096, func(lo, hi int) {
-			s := C.agl_sum(C.int(c.level), fptr(buf[lo*4096:]), C.int64_t((hi-lo)*4096))
-			sink.Add(uint32(s))
-		})
-		rates = append(rates, float64(n/4096*4096*4)/time.Since(start).Seconds())
+		rates = append(rates, p.Measure())
 	}
 	return median(rates)
+}
+
+// A StreamProbe measures read bandwidth again and again on one buffer, so
+// that a benchmark can take the bound right before each timed step (on a
+// shared machine the bandwidth available moves from second to second)
+// without allocating and faulting in a new buffer every time.
+type StreamProbe struct {
+	c    *CPU
+	buf  []float32
+	sink atomic.Uint32
+}
+
+// NewStreamProbe allocates (and touches) a buffer of about bytes bytes.
+func (c *CPU) NewStreamProbe(bytes int) *StreamProbe {
+	n := max(bytes/4, 1) / probeBlock * probeBlock
+	p := &StreamProbe{c: c, buf: make([]float32, max(n, probeBlock))}
+	for i := range p.buf {
+		p.buf[i] = 1 // touch every page before timing
+	}
+	return p
+}
+
+// probeBlock is the values of the buffer one work item streams (16 KB).
+const probeBlock = 4096
+
+// Bytes is the size of one streaming read.
+func (p *StreamProbe) Bytes() int { return 4 * len(p.buf) }
+
+// Measure streams the whole buffer once on all the CPU's threads at once,
+// split as the kernels split a matrix (contiguous chunks taken by the
+// caller and the kernels' own helper goroutines, as in a decode step), and
+// returns the rate in bytes per second.
+func (p *StreamProbe) Measure() float64 {
+	start := time.Now()
+	p.c.parallelChunks(len(p.buf)/probeBlock, func(lo, hi int) {
+		s := C.agl_sum(C.int(p.c.level), fptr(p.buf[lo*probeBlock:]), C.int64_t((hi-lo)*probeBlock))
+		p.sink.Add(uint32(s))
+	})
+	return float64(4*len(p.buf)) / time.Since(start).Seconds()
 }
 
 // MeasureGEMM times MatMul on a t×k by k×n problem reps times and returns

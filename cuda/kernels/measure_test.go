@@ -11,6 +11,10 @@ func TestMeasure(t *testing.T) {
 	require.Greater(t, c.MeasureBandwidth(1<<20, 3), 0.0)
 	require.Greater(t, c.MeasureGEMM(16, 64, 64, 3), 0.0)
 	require.Greater(t, c.MeasureFMAPeak(1), 0.0)
+	p := c.NewStreamProbe(1<<20 + 5)
+	require.Equal(t, 1<<20, p.Bytes(), "whole 16 KB blocks")
+	require.Greater(t, p.Measure(), 0.0)
+	require.Equal(t, 4*probeBlock, c.NewStreamProbe(3).Bytes(), "at least one block")
 }
 
 func BenchmarkPeak(b *testing.B) {
