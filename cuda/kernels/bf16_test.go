@@ -83,6 +83,7 @@ func TestMatMulBF16(t *testing.T) {
 	for _, sz := range []struct{ t, n, k int }{
 		{1, 1, 1}, {1, 8, 32}, {3, 17, 5}, {2, 9, 64}, {7, 13, 100}, {13, 33, 300}, {1, 100, 513},
 		{25, 20, 257}, {12, 48, 0}, {6, 5, 31}, {100, 11, 96}, {1, 1003, 64}, {200, 9, 40},
+		{8, 19, 70}, {5, 40, 1024}, {9, 24, 65}, {4, 7, 2048},
 	} {
 		t.Run(fmt.Sprintf("t%d_n%d_k%d", sz.t, sz.n, sz.k), func(t *testing.T) {
 			x := randSlice(r, sz.t*sz.k)
