@@ -556,3 +556,26 @@ func TestSnippetCutsAtRuneBoundary(t *testing.T) {
 	require.True(t, strings.HasSuffix(s, "…"))
 	require.True(t, json.Valid([]byte(strings.TrimSuffix(s, "…"))))
 }
+
+// TestPythonicUnparsableBlockIsOneError: a <|python_start|> block whose
+// list does not parse is one error however many brackets follow (found by
+// FuzzPythonic: each "[" was retried as a new list, one error each, every
+// one quoting the rest of the text), and its text stays content. A call
+// list later in the same block that looks like a call is still found.
+func TestPythonicUnparsableBlockIsOneError(t *testing.T) {
+	p, err := New("pythonic", Options{})
+	require.NoError(t, err)
+	text := "<|python_start|>" + strings.Repeat("[", 200)
+	got := p.Parse(text, nil)
+	require.Len(t, got.Errors, 1)
+	require.Contains(t, got.Errors[0].Message, "expected a function name")
+	require.Empty(t, got.Calls)
+	require.Equal(t, strings.Repeat("[", 200), got.Content)
+
+	got = p.Parse("<|python_start|>[1, 2] then [get_weather(city='Paris')]<|python_end|>", nil)
+	require.Len(t, got.Errors, 1)
+	require.Len(t, got.Calls, 1)
+	require.Equal(t, "get_weather", got.Calls[0].Function.Name)
+	require.JSONEq(t, `{"city":"Paris"}`, got.Calls[0].Function.Arguments)
+	require.Equal(t, "[1, 2] then", got.Content)
+}

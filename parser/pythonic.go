@@ -71,6 +71,10 @@ func (pythonic) parse(text string, r *Result, v *validator) {
 		if msg != "" {
 			if strict {
 				r.addError("%s: %s: %s", r.ordinal(), msg, snippet(text[k:]))
+				// One error per block: the rest of a block whose list did
+				// not parse is read as prose, so "[[[[…" is one error, not
+				// one per bracket (each quoting the rest of the text).
+				inBlock = false
 			}
 			i = k + max(bad, 1)
 			continue
