@@ -48,6 +48,15 @@
 // the server holding the request; AbortAll, Sleep, WakeUp and UpdateWeights
 // go to every server.
 //
+// Streaming: Router is a server.Streamer. GenerateStream forwards the
+// chunks of a server that streams (the in-process engine, and the SGLang
+// and vLLM HTTP clients, which read their servers' event streams) as they
+// arrive, and emits a whole turn as one chunk for a server that does not.
+// A streamed call is retried elsewhere only while no token has reached the
+// caller: a refusal before the stream starts (429, 503, connect errors) is
+// resent; a stream that breaks after a token returns a non-retryable error
+// with the tokens so far, since the caller has seen them.
+//
 // Config.Logger, when set, receives a log/slog record for each ejection
 // (with its reason), failed health check or probe, readmission, and cut or
 // resent call; records name servers and request ids, never prompts or

@@ -40,7 +40,7 @@ func (c *Client) GenerateStream(ctx context.Context, req server.GenerateRequest,
 	if err != nil {
 		return server.TokenOutput{}, c.t.Errorf("generate", 0, false, err)
 	}
-	st := &streamState{wantLogprobs: req.Params.Logprobs, emit: emit}
+	st := &streamState{req: req, wantLogprobs: req.Params.Logprobs, emit: emit}
 	hdr := http.Header{RoutingHeader: {req.RequestID}}
 	err = c.t.Stream(ctx, "generate", "/generate", body, hdr, httpclient.StreamHandler{Event: st.event, Whole: st.whole})
 	if err == nil && !st.finished {
@@ -65,6 +65,7 @@ func (c *Client) GenerateStream(ctx context.Context, req server.GenerateRequest,
 
 // streamState turns the events of one streamed /generate into chunks.
 type streamState struct {
+	req          server.GenerateRequest
 	wantLogprobs bool
 	emit         func(server.Chunk) error
 	emitErr      error // emit's error, when it failed
@@ -198,6 +199,14 @@ func (st *streamState) event(data []byte) error {
 		if st.out.WeightVersion, err = parseWeightVersion(st.version); err != nil {
 			return fmt.Errorf("/generate stream: %w", err)
 		}
+		if st.req.Params.PromptLogprobs {
+			// Every event carries the prompt's logprobs whole (they are
+			// not among the keys incremental streaming slices); the
+			// last event's are read.
+			if st.out.PromptLogprobs, err = parseInputLogprobs(data, st.req); err != nil {
+				return fmt.Errorf("/generate stream: %w", err)
+			}
+		}
 		st.finished = true
 	}
 	return st.add(added, addedLps)
@@ -256,6 +265,9 @@ func (st *streamState) add(ids []int32, lps []float32) error {
 // non-streaming /generate gives, emitted as one chunk.
 func (st *streamState) whole(body []byte) error {
 	out, err := ParseGenerateResponse(body, st.wantLogprobs)
+	if err == nil && st.req.Params.PromptLogprobs {
+		out.PromptLogprobs, err = parseInputLogprobs(body, st.req)
+	}
 	if err != nil {
 		return err
 	}

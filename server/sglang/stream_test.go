@@ -480,3 +480,32 @@ func FuzzStreamEvents(f *testing.F) {
 		}
 	})
 }
+
+// TestGenerateStreamPromptLogprobs: prompt logprobs (input_token_logprobs,
+// sent whole in every event) come from the last event, as Generate reads
+// them from its answer; through agentrl's API and SGLang's both stream shapes.
+func TestGenerateStreamPromptLogprobs(t *testing.T) {
+	ctx := context.Background()
+	p := server.SamplingParams{MaxNewTokens: 4, Logprobs: true, PromptLogprobs: true, PromptLogprobsFrom: 1}
+	eng := servertest.New(servertest.Config{Rule: servertest.Constant(7, 2)})
+	api, _, _ := setup(t, eng, sglang.Config{})
+	want, err := api.Generate(ctx, server.GenerateRequest{RequestID: "a", PromptIDs: []int32{1, 2, 3, 4}, Params: p})
+	require.NoError(t, err)
+	require.Len(t, want.PromptLogprobs, 3)
+	out, err := api.GenerateStream(ctx, server.GenerateRequest{RequestID: "b", PromptIDs: []int32{1, 2, 3, 4}, Params: p}, (&chunks{}).emit)
+	require.NoError(t, err)
+	require.Equal(t, want, out)
+
+	for _, inc := range []bool{false, true} {
+		u := newUpstream()
+		u.incremental = inc
+		c := serveUpstream(t, u, sglang.Config{})
+		req := server.GenerateRequest{RequestID: "r1", PromptIDs: []int32{1, 2, 3}, Params: p}
+		want, err := c.Generate(ctx, req)
+		require.NoError(t, err)
+		out, err := c.GenerateStream(ctx, req, (&chunks{}).emit)
+		require.NoError(t, err)
+		require.Equal(t, []float32{-1.5, -0.25}, out.PromptLogprobs)
+		require.Equal(t, want, out)
+	}
+}
