@@ -238,7 +238,7 @@ type chatChoice struct {
 	Delta        *chatMessage        `json:"delta,omitempty"`
 	Logprobs     *chatChoiceLogprobs `json:"logprobs"`
 	FinishReason *string             `json:"finish_reason"`
-	TokenIDs     []int32             `json:"token_ids,omitempty"`
+	TokenIDs     *[]int32            `json:"token_ids,omitempty"` // set (maybe to []) on return_token_ids
 }
 
 type chatResponse struct {
@@ -389,10 +389,10 @@ func (s *Server) handleChatCompletions(w http.ResponseWriter, r *http.Request) {
 		CachedTokens int `json:"cached_tokens"`
 	}{out.CachedTokens}
 	resp := chatResponse{ID: "chatcmpl-" + p.req.RequestID, Object: "chat.completion", Created: time.Now().Unix(), Model: s.cfg.Model}
-	var tokenIDs []int32
+	var tokenIDs *[]int32
 	if p.returnIDs {
 		resp.PromptTokenIDs = p.req.PromptIDs
-		tokenIDs = nonNil(out.TokenIDs)
+		tokenIDs = idsField(out.TokenIDs)
 	}
 	finish := turn.finish
 	msg := &chatMessage{Role: chat.RoleAssistant, Content: &turn.content}
@@ -466,7 +466,7 @@ func (s *Server) writeChatSamples(w http.ResponseWriter, p preparedChat, outs []
 		finish := turn.finish
 		ch := chatChoice{Index: i, Message: msg, Logprobs: lps, FinishReason: &finish}
 		if p.returnIDs {
-			ch.TokenIDs = nonNil(out.TokenIDs)
+			ch.TokenIDs = idsField(out.TokenIDs)
 		}
 		resp.Choices = append(resp.Choices, ch)
 		completion += len(out.TokenIDs)

@@ -457,7 +457,7 @@ func (s *Server) streamCompletions(w http.ResponseWriter, r *http.Request, st se
 		send := func(text string, ids []int32, lps []float32, finish *string, stopReason any, weights int64) error {
 			ch := completionChoice{Index: i, Text: text, FinishReason: finish, StopReason: stopReason}
 			if p.returnIDs {
-				ch.TokenIDs = nonNil(ids)
+				ch.TokenIDs = idsField(ids)
 				if !sent {
 					ch.PromptTokenID = p.req.PromptIDs
 				}
@@ -757,7 +757,7 @@ func (c *chatStream) send(d *chatMessage, ids []int32, lps []float32, finish *st
 		ch.Logprobs = lp
 	}
 	if p.returnIDs {
-		ch.TokenIDs = ids
+		ch.TokenIDs = idsField(ids)
 	}
 	return c.sse.send(func(bool) any {
 		ev := c.head

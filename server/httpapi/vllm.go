@@ -88,6 +88,10 @@ func (c *vllmContent) MarshalJSON() ([]byte, error) { return c.appendJSON(nil), 
 type vllmGenerateResponse struct {
 	RequestID string               `json:"request_id"`
 	Choices   []vllmGenerateChoice `json:"choices"`
+	// Usage as vLLM's GenerateResponse has it (vllm-project/vllm
+	// vllm/entrypoints/serve/disagg/serving.py@0001948bc76939369ca855c90b36d81256477e85
+	// serve_tokens_full_generator).
+	Usage *usage `json:"usage,omitempty"`
 	// Not in vLLM: what agentrl's own engines add; vLLM clients ignore them.
 	CachedTokens  int   `json:"num_cached_tokens"`
 	WeightVersion int64 `json:"weight_version"`
@@ -200,10 +204,16 @@ func (s *Server) handleVLLMGenerate(w http.ResponseWriter, r *http.Request) {
 			Content *vllmContent `json:"content"`
 		}{Content: &vllmContent{ids: out.TokenIDs, lps: out.Logprobs}}
 	}
-	resp := vllmGenerateResponse{RequestID: p.req.RequestID, Choices: []vllmGenerateChoice{ch},
+	resp := vllmGenerateResponse{RequestID: p.req.RequestID, Choices: []vllmGenerateChoice{ch}, Usage: samplesUsage(len(p.req.PromptIDs), []server.TokenOutput{out}),
 		CachedTokens: out.CachedTokens, WeightVersion: out.WeightVersion}
 	body := resp.appendJSON(make([]byte, 0, 256+len(out.TokenIDs)*80))
 	writeRawJSON(w, http.StatusOK, body)
+}
+
+// idsField is ids for a token_ids field that is written even when empty.
+func idsField(ids []int32) *[]int32 {
+	ids = nonNil(ids)
+	return &ids
 }
 
 func tokenAsID(id int32) string { return "token_id:" + strconv.Itoa(int(id)) }
@@ -252,7 +262,7 @@ type completionChoice struct {
 	FinishReason  *string             `json:"finish_reason"`
 	StopReason    any                 `json:"stop_reason"` // null, the stop token id or the stop string
 	PromptTokenID []int32             `json:"prompt_token_ids,omitempty"`
-	TokenIDs      []int32             `json:"token_ids,omitempty"`
+	TokenIDs      *[]int32            `json:"token_ids,omitempty"` // set (maybe to []) on return_token_ids
 }
 
 type usage struct {
@@ -410,7 +420,7 @@ func (s *Server) completionChoice(p prepared, out *server.TokenOutput) (completi
 	ch := completionChoice{Text: text, FinishReason: &fr, StopReason: stopReason}
 	if p.returnIDs {
 		ch.PromptTokenID = p.req.PromptIDs
-		ch.TokenIDs = nonNil(out.TokenIDs)
+		ch.TokenIDs = idsField(out.TokenIDs)
 	}
 	if p.logprobs {
 		ch.Logprobs, _ = s.completionLogprobs(p, out.TokenIDs, out.Logprobs, 0)

@@ -141,10 +141,31 @@ func (r *vllmGenerateResponse) appendJSON(b []byte) []byte {
 		}
 		b = append(b, '}')
 	}
-	b = append(b, `],"num_cached_tokens":`...)
+	b = append(b, ']')
+	if r.Usage != nil {
+		b = append(b, `,"usage":`...)
+		b = r.Usage.appendJSON(b)
+	}
+	b = append(b, `,"num_cached_tokens":`...)
 	b = strconv.AppendInt(b, int64(r.CachedTokens), 10)
 	b = append(b, `,"weight_version":`...)
 	b = strconv.AppendInt(b, r.WeightVersion, 10)
+	return append(b, '}')
+}
+
+// appendJSON writes u as encoding/json would.
+func (u *usage) appendJSON(b []byte) []byte {
+	b = append(b, `{"prompt_tokens":`...)
+	b = strconv.AppendInt(b, int64(u.PromptTokens), 10)
+	b = append(b, `,"completion_tokens":`...)
+	b = strconv.AppendInt(b, int64(u.CompletionTokens), 10)
+	b = append(b, `,"total_tokens":`...)
+	b = strconv.AppendInt(b, int64(u.TotalTokens), 10)
+	if u.PromptTokensDetails != nil {
+		b = append(b, `,"prompt_tokens_details":{"cached_tokens":`...)
+		b = strconv.AppendInt(b, int64(u.PromptTokensDetails.CachedTokens), 10)
+		b = append(b, '}')
+	}
 	return append(b, '}')
 }
 
