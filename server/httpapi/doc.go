@@ -24,9 +24,16 @@
 // endpoints only as application/json, loads weights only from directories
 // the operator allowed, cancels a request's generation when its client
 // disconnects, and shuts down gracefully: in-flight requests finish, or are cancelled when the shutdown
-// deadline passes. Sampling settings it cannot honour (n > 1, stop strings,
-// penalties other than repetition, constrained decoding) are rejected with
-// 400 rather than ignored.
+// deadline passes. Sampling settings it cannot honour (on the native
+// endpoints n > 1 and stop strings; penalties other than repetition,
+// constrained decoding) are rejected with 400 rather than ignored.
+//
+// Streamed responses (stream: true on /generate, /inference/v1/generate,
+// /v1/completions and /v1/chat/completions) send tokens as the engine
+// samples them when it implements server.Streamer, each endpoint in its
+// upstream's shape; see stream.go. OpenAI stop strings hold back only the
+// text that may still start one and end the generation where one
+// completes; n > 1 streams the samples interleaved, each naming its index.
 //
 //	srv, err := httpapi.Start(engine, httpapi.Config{AuthToken: token})
 //	if err != nil { ... }
