@@ -33,3 +33,36 @@ func BenchmarkTrace(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkTraceRollout is the cost of the 16 events of one tool-calling
+// trajectory under a Manager (queued, started, prompt, tool session and
+// instance, two turns, reward, finished: 8 spans).
+func BenchmarkTraceRollout(b *testing.B) {
+	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(tracetest.NewNoopExporter()))
+	defer tp.Shutdown(context.Background())
+	tr := otelagent.New(tp.Tracer("bench"), otelagent.Options{})
+	evs := []agentloop.Event{
+		{Kind: agentloop.EventQueued, TrajectoryID: "t", Agent: "tool_agent"},
+		{Kind: agentloop.EventStarted, TrajectoryID: "t", Agent: "tool_agent", Latency: time.Millisecond},
+		{Kind: agentloop.EventPrompt, TrajectoryID: "t", Tokens: 200, Latency: 50 * time.Microsecond},
+		{Kind: agentloop.EventSessionOpen, TrajectoryID: "t"},
+		{Kind: agentloop.EventGenerate, TrajectoryID: "t", Turn: 1, Tokens: 100, PromptTokens: 200, Latency: 30 * time.Millisecond, EngineStop: "stop"},
+		{Kind: agentloop.EventParse, TrajectoryID: "t", Turn: 1, Calls: 1},
+		{Kind: agentloop.EventToolCreate, TrajectoryID: "t", Tool: "python", Latency: time.Millisecond},
+		{Kind: agentloop.EventTool, TrajectoryID: "t", Turn: 1, Tool: "python", Latency: time.Millisecond},
+		{Kind: agentloop.EventObservation, TrajectoryID: "t", Turn: 1, Tokens: 20},
+		{Kind: agentloop.EventGenerate, TrajectoryID: "t", Turn: 2, Tokens: 10, PromptTokens: 320, CachedTokens: 300, Latency: 30 * time.Millisecond, EngineStop: "stop"},
+		{Kind: agentloop.EventParse, TrajectoryID: "t", Turn: 2},
+		{Kind: agentloop.EventToolRelease, TrajectoryID: "t", Tool: "python", Latency: time.Second},
+		{Kind: agentloop.EventSessionClose, TrajectoryID: "t", Latency: time.Second},
+		{Kind: agentloop.EventDone, TrajectoryID: "t", Turn: 2, Stop: "completed"},
+		{Kind: agentloop.EventReward, TrajectoryID: "t", Reward: 1, Latency: time.Millisecond},
+		{Kind: agentloop.EventFinished, TrajectoryID: "t", Agent: "tool_agent", Stop: "completed", Latency: time.Second},
+	}
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		for _, ev := range evs {
+			tr.Trace(ev)
+		}
+	}
+}
