@@ -6,13 +6,15 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentrl/agentrl/server"
 	"github.com/agentrl/agentrl/server/httpapi"
 	"github.com/agentrl/agentrl/server/internal/wiretest"
 	"github.com/agentrl/agentrl/server/sglang"
 )
 
 // BenchmarkRoundTrip: wiretest.RoundTrip in process, then through httpapi
-// and this client.
+// and this client, whole and streamed (httpapi sends SGLang's cumulative
+// events, one per token, so the client reads 100 growing events).
 func BenchmarkRoundTrip(b *testing.B) {
 	ctx := context.Background()
 	eng, req := wiretest.RoundTrip()
@@ -37,6 +39,17 @@ func BenchmarkRoundTrip(b *testing.B) {
 		for i := 0; i < b.N; i++ {
 			out, err := c.Generate(ctx, req)
 			if err != nil || len(out.TokenIDs) != 100 || len(out.Logprobs) != 100 {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("httpapi+sglang-stream", func(b *testing.B) {
+		b.ReportAllocs()
+		defer wiretest.CPUPerOp(b)()
+		for i := 0; i < b.N; i++ {
+			n := 0
+			out, err := c.GenerateStream(ctx, req, func(ch server.Chunk) error { n += len(ch.TokenIDs); return nil })
+			if err != nil || n != 100 || len(out.TokenIDs) != 100 || len(out.Logprobs) != 100 {
 				b.Fatal(err)
 			}
 		}
