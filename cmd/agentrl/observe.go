@@ -52,7 +52,9 @@ type metricsServer struct {
 	done chan error
 }
 
-func startMetrics(addr string, log *slog.Logger, cs ...prometheus.Collector) (*metricsServer, error) {
+// metricsHandler serves a registry of cs plus the Go runtime and process
+// collectors in Prometheus' text format.
+func metricsHandler(log *slog.Logger, cs ...prometheus.Collector) (http.Handler, error) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for _, c := range cs {
@@ -60,12 +62,25 @@ func startMetrics(addr string, log *slog.Logger, cs ...prometheus.Collector) (*m
 			return nil, fmt.Errorf("metrics: %w", err)
 		}
 	}
+	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelError)}), nil
+}
+
+func startMetrics(addr string, log *slog.Logger, cs ...prometheus.Collector) (*metricsServer, error) {
+	h, err := metricsHandler(log, cs...)
+	if err != nil {
+		return nil, err
+	}
+	return serveMetrics(addr, log, h)
+}
+
+// serveMetrics serves h at /metrics on a listener of its own.
+func serveMetrics(addr string, log *slog.Logger, h http.Handler) (*metricsServer, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("--metrics-addr: %w", err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelError)}))
+	mux.Handle("GET /metrics", h)
 	m := &metricsServer{
 		srv:  &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelError)},
 		ln:   ln,

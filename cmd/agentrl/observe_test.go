@@ -211,6 +211,12 @@ func TestServeMetricsAddr(t *testing.T) {
 		return metricValue(t, text, "agentrl_engine_requests_total") == 3 &&
 			metricValue(t, text, "agentrl_engine_decode_tokens_total") == 9
 	}, 10*time.Second, 5*time.Millisecond, "last scrape:\n%s", text)
+	// The API port serves the same registry, with SGLang's and vLLM's names.
+	api := scrapeText(t, base+"/metrics")
+	require.Equal(t, 9.0, metricValue(t, api, "sglang:generation_tokens_total"))
+	require.Equal(t, 9.0, metricValue(t, api, "vllm:generation_tokens_total"))
+	require.Equal(t, 12.0, metricValue(t, api, "vllm:prompt_tokens_total"))
+	require.Equal(t, 3.0, metricValue(t, api, "agentrl_engine_requests_total"))
 	cancel()
 	require.Equal(t, 0, <-code, serr.String())
 	// Every log record is a JSON object.

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/agentrl/agentrl/cuda"
+	"github.com/agentrl/agentrl/cuda/cudaprom"
 	"github.com/agentrl/agentrl/cuda/model"
 	"github.com/agentrl/agentrl/server/httpapi"
 	"github.com/agentrl/agentrl/tokenizer"
@@ -124,8 +125,15 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	// clamped by the engine.
 	cfg.MaxModelLen = eng.MaxContext()
 	cfg.ModelPath = *dir
+	// /metrics on the API port, and on --metrics-addr when given: the
+	// engine's own metrics and their SGLang/vLLM-named view.
+	mh, err := metricsHandler(logger, append(engineCollectors(eng), cudaprom.NewCompat(eng, cfg.Model))...)
+	if err != nil {
+		return err
+	}
+	cfg.Metrics = mh
 	if *metricsAddr != "" {
-		ms, err := startMetrics(*metricsAddr, logger, engineCollectors(eng)...)
+		ms, err := serveMetrics(*metricsAddr, logger, mh)
 		if err != nil {
 			return err
 		}
@@ -188,6 +196,7 @@ var serveEndpoints = []endpoint{
 	{"vLLM", "POST", "/wake_up", "wake up"},
 	{"vLLM", "GET", "/is_sleeping", "sleep state"},
 	{"vLLM", "POST", "/reset_prefix_cache", "drop the prefix cache"},
+	{"both", "GET", "/metrics", "Prometheus metrics, with SGLang's and vLLM's names"},
 	{"OpenAI", "GET", "/v1/models", "the served model"},
 	{"OpenAI", "POST", "/v1/completions", "text or token completions"},
 	{"OpenAI", "POST", "/v1/chat/completions", "chat with the model's template (needs its tokenizer)"},

@@ -77,6 +77,9 @@ type Config struct {
 	// method, path, status, response bytes, duration and client address
 	// (never headers or bodies, so no tokens or prompts).
 	LogRequests bool
+	// Metrics, when set, answers GET /metrics on the API port (SGLang and
+	// vLLM serve their Prometheus metrics there); nil answers 404.
+	Metrics http.Handler
 }
 
 // Server serves an engine over HTTP. Use it as an http.Handler, or Start it

@@ -23,6 +23,7 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /version", s.handleVersion)
 	m.HandleFunc("POST /tokenize", s.handleTokenize)
 	m.HandleFunc("POST /detokenize", s.handleDetokenize)
+	m.HandleFunc("GET /metrics", s.handleMetrics)
 
 	// vLLM token-in/token-out and control API.
 	m.HandleFunc("POST /inference/v1/generate", s.handleVLLMGenerate)
