@@ -98,7 +98,7 @@ func (s *Server) readSGLangGenerate(r io.Reader) (prepared, error) {
 	p := prepared{stream: in.Stream, logprobs: in.ReturnLogprob, skipSpecial: true, trimStop: true}
 	if len(in.RID) > 0 && string(in.RID) != "null" {
 		if err := json.Unmarshal(in.RID, &p.req.RequestID); err != nil {
-			return p, badRequest(`field "rid": expected a string (batched requests are not supported: send one request per prompt)`)
+			return p, badRequest(`field "rid": expected a string (a list of ids goes with a batch of prompts)`)
 		}
 	}
 	p.identify(p.req.RequestID, in.Priority)
@@ -422,9 +422,24 @@ func sglFinishOf(out server.TokenOutput) sglFinish {
 func (s *Server) handleSGLangGenerate(w http.ResponseWriter, r *http.Request) {
 	// Like SGLang's, the latency counts from the request's arrival.
 	start := time.Now()
-	p, err := s.readSGLangGenerate(r.Body)
+	data, err := readBody(r)
 	if err != nil {
 		writeRequestError(w, err)
+		return
+	}
+	p, err := s.parseSGLangGenerate(data)
+	if err != nil {
+		// A batch (a list of prompts, or n > 1) is not a single request;
+		// anything else keeps the single request's error.
+		items, batch, berr := sglangBatch(data)
+		switch {
+		case batch && berr != nil:
+			writeRequestError(w, berr)
+		case batch:
+			s.serveSGLangBatch(w, r, items, start)
+		default:
+			writeRequestError(w, err)
+		}
 		return
 	}
 	if st, ok := s.engine.(server.Streamer); ok && p.stream {
