@@ -65,6 +65,23 @@ func (s *byteScanner) nonSpace() (byte, error) {
 
 func isSpace(c byte) bool { return c == ' ' || c == '\n' || c == '\t' || c == '\r' }
 
+// listOfLists reports, without consuming anything, whether the list whose
+// '[' was just read starts with another list (a batch of id lists, which
+// is kept whole in rest). Only the read buffer is looked at: past it the
+// list is read as ids, which names the nesting as an error.
+func (s *byteScanner) listOfLists() bool {
+	for k := 1; k <= s.r.Size(); k++ {
+		b, err := s.r.Peek(k)
+		if err != nil {
+			return false
+		}
+		if c := b[k-1]; !isSpace(c) {
+			return c == '['
+		}
+	}
+	return false
+}
+
 func (s *byteScanner) syntax(format string, args ...any) error {
 	return badRequest("invalid JSON at byte offset %d: %s", s.off, fmt.Sprintf(format, args...))
 }
@@ -135,7 +152,7 @@ func readBodySplit(r io.Reader, idKey string) (*splitBody, error) {
 			}
 			seen = true
 		}
-		if isID && c == '[' {
+		if isID && c == '[' && !s.listOfLists() {
 			out.rest = out.rest[:start]
 			if out.ids, err = readIntList(s); err != nil {
 				var re *errRequest

@@ -80,7 +80,7 @@ func TestReadBodySplit(t *testing.T) {
 		{in: ``, rest: ``},
 		{in: `{"input_ids":[1],"input_ids":[2]}`, err: `"input_ids" is given twice`},
 		{in: `{"input_ids":"a","Input_Ids":[2]}`, err: `given twice`},
-		{in: `{"input_ids":[[1],[2]]}`, err: "batched prompts"},
+		{in: `{"input_ids":[ [1],[2]],"x":1}`, rest: `{"input_ids":[ [1],[2]],"x":1}`}, // a batch stays whole
 		{in: `{"input_ids":[1,]}`, err: "element 1 is not an integer"},
 		{in: `{"input_ids":[01]}`, err: "leading zero"},
 		{in: `{"input_ids":[1.5]}`, err: "element 0 is not an integer"},

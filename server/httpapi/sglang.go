@@ -91,6 +91,11 @@ func (s *Server) readSGLangGenerate(r io.Reader) (prepared, error) {
 	if err != nil {
 		return prepared{}, err
 	}
+	return s.prepareSGLangGenerate(b)
+}
+
+func (s *Server) prepareSGLangGenerate(b *splitBody) (prepared, error) {
+	var err error
 	var in sglGenerateRequest
 	if err := unmarshalBody(b.rest, &in); err != nil {
 		return prepared{}, err
@@ -422,16 +427,21 @@ func sglFinishOf(out server.TokenOutput) sglFinish {
 func (s *Server) handleSGLangGenerate(w http.ResponseWriter, r *http.Request) {
 	// Like SGLang's, the latency counts from the request's arrival.
 	start := time.Now()
-	data, err := readBody(r)
+	b, err := readBodySplit(r.Body, "input_ids")
 	if err != nil {
 		writeRequestError(w, err)
 		return
 	}
-	p, err := s.parseSGLangGenerate(data)
+	p, err := s.prepareSGLangGenerate(b)
 	if err != nil {
 		// A batch (a list of prompts, or n > 1) is not a single request;
-		// anything else keeps the single request's error.
-		items, batch, berr := sglangBatch(data)
+		// anything else keeps the single request's error. A list of id
+		// lists stays whole in b.rest; a flat one was split out.
+		var ids []int32
+		if b.hasIDs {
+			ids = b.ids
+		}
+		items, batch, berr := sglangBatch(b.rest, ids)
 		switch {
 		case batch && berr != nil:
 			writeRequestError(w, berr)

@@ -48,10 +48,18 @@ var sglBatchFields = []string{"return_logprob", "logprob_start_len", "top_logpro
 // so its items in response order, each as a single-request body. ok is false for a body that is
 // not a batch (or not a JSON object): the single-request parser's error
 // then stands.
-func sglangBatch(body []byte) (items [][]byte, ok bool, err error) {
+//
+// ids, when not nil, is the request's flat input_ids, which the body
+// reader split out of body.
+func sglangBatch(body []byte, ids []int32) (items [][]byte, ok bool, err error) {
 	var top map[string]json.RawMessage
 	if json.Unmarshal(body, &top) != nil {
 		return nil, false, nil
+	}
+	if ids != nil {
+		if top["input_ids"], err = json.Marshal(ids); err != nil {
+			return nil, false, nil
+		}
 	}
 	promptKey, prompts := "", []json.RawMessage(nil)
 	for _, k := range []string{"text", "input_ids"} {

@@ -18,7 +18,7 @@ func FuzzSGLangBatch(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		items, ok, err := sglangBatch(body)
+		items, ok, err := sglangBatch(body, nil)
 		if !ok || err != nil {
 			if len(items) != 0 {
 				t.Fatalf("items with ok=%v err=%v", ok, err)
