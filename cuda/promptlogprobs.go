@@ -31,11 +31,15 @@ func (r *request) wantsPromptRows(lo, hi int) bool {
 	return r.params.PromptLogprobs && !r.plpDone && hi > r.plpFirstRow() && lo <= r.prompt-2
 }
 
-// chunkCap is the most tokens r's next chunk may have: the token budget
-// alone, unless its logits are all wanted.
+// chunkCap is the most tokens r's next chunk may have beyond the token
+// budget: a chunk before the first wanted row ends at it (and needs no
+// logits but its last), one from it on is cut to promptLogitsBytes.
 func (s *sched) chunkCap(r *request) int {
 	if !r.params.PromptLogprobs || r.plpDone {
 		return math.MaxInt
+	}
+	if lead := r.plpFirstRow() - r.computed; lead > 0 {
+		return lead
 	}
 	return max(1, promptLogitsBytes/(4*s.m.Config().VocabSize))
 }

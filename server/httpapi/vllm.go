@@ -263,6 +263,8 @@ type completionChoice struct {
 	StopReason    any                 `json:"stop_reason"` // null, the stop token id or the stop string
 	PromptTokenID []int32             `json:"prompt_token_ids,omitempty"`
 	TokenIDs      *[]int32            `json:"token_ids,omitempty"` // set (maybe to []) on return_token_ids
+	// PromptLogprobs answers prompt_logprobs (see promptLogprobs).
+	PromptLogprobs []map[string]vllmLogprob `json:"prompt_logprobs,omitempty"`
 }
 
 type usage struct {
@@ -314,8 +316,10 @@ func (s *Server) readCompletions(r io.Reader) (prepared, error) {
 		return p, badRequest(`field "suffix": not supported`)
 	case in.BestOf != nil && *in.BestOf != 1:
 		return p, badRequest(`field "best_of": only 1 is supported`)
-	case in.PromptLogprobs != nil:
-		return p, badRequest(`field "prompt_logprobs": not supported`)
+	case in.PromptLogprobs != nil && *in.PromptLogprobs != 0:
+		return p, badRequest(`field "prompt_logprobs": only 0 is supported (each prompt token's own logprob, without top alternatives)`)
+	case in.PromptLogprobs != nil && in.Stream:
+		return p, badRequest(`field "prompt_logprobs": not supported with "stream"`)
 	case !b.hasIDs && !isSet(in.Prompt):
 		return p, badRequest(`missing "prompt": give token ids or a string`)
 	}
@@ -347,6 +351,9 @@ func (s *Server) readCompletions(r io.Reader) (prepared, error) {
 		return p, err
 	}
 	p.logprobs = p.req.Params.Logprobs
+	if in.PromptLogprobs != nil {
+		p.req.Params.PromptLogprobs = true
+	}
 	return p, nil
 }
 
@@ -421,6 +428,11 @@ func (s *Server) completionChoice(p prepared, out *server.TokenOutput) (completi
 	if p.returnIDs {
 		ch.PromptTokenID = p.req.PromptIDs
 		ch.TokenIDs = idsField(out.TokenIDs)
+	}
+	if p.req.Params.PromptLogprobs {
+		if ch.PromptLogprobs, err = s.promptLogprobs(p, out); err != nil {
+			return completionChoice{}, err
+		}
 	}
 	if p.logprobs {
 		ch.Logprobs, _ = s.completionLogprobs(p, out.TokenIDs, out.Logprobs, 0)
