@@ -77,29 +77,41 @@ static inline uint8_t* qat(uint8_t* q, int64_t nb, int64_t r, int64_t col) {
 	return q + (p * nb + b) * PANEL_BYTES + (i / 4) * 64 + lane * 4 + i % 4;
 }
 
+// roundf(v) (half away from zero) for |v| < 2^23 without a libm call:
+// v − trunc(v) is exact there.
+static inline int round_away(float v) {
+	float a = fabsf(v);
+	int t = (int)a;
+	int r = t + (a - (float)t >= 0.5f);
+	return v < 0 ? -r : r;
+}
+
 void agl_q8_quantize_rows(const float* src, int64_t rows, int64_t k, int64_t row0, int64_t nb,
                           uint8_t* q, uint16_t* d) {
 	for (int64_t rr = 0; rr < rows; rr++) {
 		int64_t r = row0 + rr, p = r / QP, lane = r % QP;
 		const float* x = src + rr * k;
 		for (int64_t b = 0; b < nb; b++) {
-			int64_t c0 = b * QB, c1 = c0 + QB < k ? c0 + QB : k;
+			int64_t c0 = b * QB, n = c0 + QB < k ? QB : k - c0;
 			float amax = 0.0f;
-			for (int64_t c = c0; c < c1; c++) {
-				float v = fabsf(x[c]);
+			for (int64_t i = 0; i < n; i++) {
+				float v = fabsf(x[c0 + i]);
 				amax = amax > v ? amax : v; // ggml's MAX
 			}
 			const float dd = amax / 127;
 			const float id = dd ? 1.0f / dd : 0.0f;
 			d[(p * nb + b) * QP + lane] = agl_f32_to_f16(dd);
-			for (int64_t c = c0; c < c0 + QB; c++) {
+			uint8_t* blk = q + (p * nb + b) * PANEL_BYTES + lane * 4;
+			for (int64_t i = 0; i < QB; i++) {
 				int qi = 0;
-				if (c < c1) {
-					float v = roundf(x[c] * id); // half away from zero, as quantize_row_q8_0_ref
-					// |x·id| ≤ 127 up to rounding; NaN (a NaN weight) becomes 0.
-					qi = v >= 127.0f ? 127 : v <= -127.0f ? -127 : v == v ? (int)v : 0;
+				if (i < n) {
+					float v = x[c0 + i] * id;
+					// |x·id| ≤ 127 up to rounding, so roundf (as
+					// quantize_row_q8_0_ref) gives at most 127 in magnitude;
+					// a NaN or infinite weight becomes 0.
+					qi = v >= 127.0f ? 127 : v <= -127.0f ? -127 : v == v ? round_away(v) : 0;
 				}
-				*qat(q, nb, r, c) = (uint8_t)(qi + 128);
+				blk[(i / 4) * 64 + i % 4] = (uint8_t)(qi + 128);
 			}
 		}
 	}

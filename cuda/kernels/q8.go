@@ -35,8 +35,11 @@ type Q8 struct {
 func NewQ8(n, k int) *Q8 {
 	w := &Q8{N: n, K: k}
 	w.Q = make([]uint8, w.Panels()*w.Blocks()*Q8BlockSize*Panel)
-	for i := range w.Q {
-		w.Q[i] = 128 // q = 0
+	if len(w.Q) > 0 { // q = 0 everywhere: the byte 128, filled by doubling copies
+		w.Q[0] = 128
+		for i := 1; i < len(w.Q); i *= 2 {
+			copy(w.Q[i:], w.Q[:i])
+		}
 	}
 	w.D = make([]uint16, w.Panels()*w.Blocks()*Panel)
 	return w

@@ -352,3 +352,20 @@ func BenchmarkMatVec(b *testing.B) {
 		})
 	}
 }
+
+// TestQ8QuantizeTies: with max|w| = 127 the scale is 1, so halfway values
+// show the rounding: away from zero, as roundf in quantize_row_q8_0_ref.
+func TestQ8QuantizeTies(t *testing.T) {
+	src := []float32{127, 0.5, 1.5, -2.5, 126.5, -0.49999997, 0.49999997, -126.5, 2.5000002, -0.5}
+	want := []int8{127, 1, 2, -3, 127, 0, 0, -127, 3, -1}
+	w := NewQ8(1, len(src))
+	w.QuantizeRows(0, src, 1)
+	row := w.RowQ8_0(nil, 0)
+	require.Equal(t, uint16(0x3c00), uint16(row[0])|uint16(row[1])<<8) // d = 1
+	for i, q := range want {
+		require.Equal(t, q, int8(row[2+i]), "%g", src[i])
+	}
+	for i := len(want); i < Q8BlockSize; i++ {
+		require.Zero(t, row[2+i], "padding")
+	}
+}
