@@ -235,14 +235,14 @@ func runModelInfo(args []string, stdout, stderr io.Writer) error {
 }
 
 // runModelGGUF exports a model directory (llama, qwen2, qwen3) to GGUF,
-// F32 or BF16, for side-by-side measurements with llama.cpp.
+// F32, BF16 or Q8_0, for side-by-side measurements with llama.cpp.
 func runModelGGUF(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("model gguf", stderr, "usage: agentrl model gguf --model DIR --out FILE.gguf [--dtype f32|bf16]",
-		"Exports a llama, qwen2 or qwen3 model directory as GGUF, matrices F32 or BF16 (for llama.cpp comparisons).",
+	fs := newFlags("model gguf", stderr, "usage: agentrl model gguf --model DIR --out FILE.gguf [--dtype f32|bf16|q8_0]",
+		"Exports a llama, qwen2 or qwen3 model directory as GGUF, matrices F32, BF16 or Q8_0 (for llama.cpp comparisons).",
 		"The file appears only when the export succeeded.")
 	dir := fs.String("model", "", "model directory: llama, qwen2 or qwen3 (required)")
 	out := fs.String("out", "", "output .gguf file (required)")
-	dtype := fs.String("dtype", "f32", "matrix element type: f32 or bf16 (vectors stay F32, as llama.cpp's converter writes them)")
+	dtype := fs.String("dtype", "f32", "matrix element type: f32, bf16 or q8_0 (the values of the engine's --weights int8; vectors stay F32, as llama.cpp's converter writes them)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -258,8 +258,10 @@ func runModelGGUF(args []string, stdout, stderr io.Writer) error {
 		dt = gguf.F32
 	case "bf16", "bfloat16":
 		dt = gguf.BF16
+	case "q8_0", "int8":
+		dt = gguf.Q8_0
 	default:
-		return fmt.Errorf("--dtype %q: want f32 or bf16", *dtype)
+		return fmt.Errorf("--dtype %q: want f32, bf16 or q8_0", *dtype)
 	}
 	// Write next to the target and rename: a failed export (an unsupported
 	// model, a full disk) must not leave a truncated or empty .gguf that a

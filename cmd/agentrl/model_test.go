@@ -147,6 +147,12 @@ func TestModelInitBF16(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "GGUF", string(b[:4]))
 	require.Contains(t, string(b[:4096]), "qwen3.attention.key_length")
+	q8 := filepath.Join(t.TempDir(), "m-q8_0.gguf")
+	code, _, errOut = runCmd(t, "model", "gguf", "--model", dir, "--dtype", "q8_0", "--out", q8)
+	require.Equal(t, 0, code, errOut)
+	st, err := os.Stat(q8)
+	require.NoError(t, err)
+	require.Less(t, st.Size(), int64(len(b))) // 34/32 bytes a matrix weight against bf16's 2
 
 	code, _, errOut = runCmd(t, "model", "init", "--dtype", "f16", "--out", dir)
 	require.Equal(t, 1, code)

@@ -1,5 +1,5 @@
 // Package gguf exports a model (Llama, Qwen2, Qwen3) to llama.cpp's GGUF
-// format, F32 or BF16, so the engine can be measured side by side with
+// format, F32, BF16 or Q8_0, so the engine can be measured side by side with
 // llama.cpp on the very same weights.
 //
 // Only what llama.cpp needs to run the model is written, as its converter
@@ -8,7 +8,10 @@
 // half-split RoPE layout to llama.cpp's interleaved one; Qwen2 and Qwen3
 // use the half-split "neox" rotation as they are), and a SentencePiece-style
 // vocabulary. In a BF16 file the matrices are BF16 and the vectors (norms,
-// biases) stay F32, as the converter leaves them. The vocabulary is
+// biases) stay F32, as the converter leaves them; in a Q8_0 file the
+// matrices whose rows are whole 32-value blocks are Q8_0, quantized by
+// kernels.Q8 (ggml's quantize_row_q8_0_ref rounding: the values the
+// engine's int8 weights hold), the others F32. The vocabulary is
 // synthetic (<unk>, <s>, </s>, the 256 byte tokens, then "▁t<id>"), enough
 // to evaluate token ids.
 //
@@ -26,6 +29,7 @@ import (
 	"path/filepath"
 	"strconv"
 
+	"github.com/agentrl/agentrl/cuda/kernels"
 	"github.com/agentrl/agentrl/cuda/model"
 	"github.com/agentrl/agentrl/safetensors"
 )
@@ -39,6 +43,7 @@ const (
 	typeArr   = 9
 	ggmlF32   = 0
 	ggmlBF16  = 30
+	ggmlQ8_0  = 8
 )
 
 // DType is the element type a file stores its matrices in.
@@ -48,15 +53,35 @@ type DType int
 const (
 	F32  DType = iota
 	BF16       // rounded to nearest even from float32 (exact for bf16 checkpoints)
+	Q8_0       // llama.cpp's Q8_0: int8 with an fp16 scale per 32 values
 )
 
-// fileType is general.file_type: llama.cpp's LLAMA_FTYPE_ALL_F32 or
-// LLAMA_FTYPE_MOSTLY_BF16.
+// fileType is general.file_type: llama.cpp's LLAMA_FTYPE_ALL_F32,
+// LLAMA_FTYPE_MOSTLY_BF16 or LLAMA_FTYPE_MOSTLY_Q8_0.
 func (d DType) fileType() uint32 {
-	if d == BF16 {
+	switch d {
+	case BF16:
 		return 32
+	case Q8_0:
+		return 7
 	}
 	return 0
+}
+
+// tensorBytes is the size of a tensor of type typ with dims (dims[0] the
+// row length).
+func tensorBytes(typ uint32, dims []uint64) uint64 {
+	n := uint64(1)
+	for _, d := range dims {
+		n *= d
+	}
+	switch typ {
+	case ggmlBF16:
+		return 2 * n
+	case ggmlQ8_0:
+		return n / kernels.Q8BlockSize * (2 + kernels.Q8BlockSize)
+	}
+	return 4 * n
 }
 
 type kv struct {
@@ -114,7 +139,7 @@ func Write(w io.Writer, cfg *model.Config, dt DType, get func(name string) ([]fl
 		return errors.New("gguf: Llama attention bias is not exported")
 	case cfg.OBias():
 		return errors.New("gguf: an o_proj bias is not exported")
-	case dt != F32 && dt != BF16:
+	case dt != F32 && dt != BF16 && dt != Q8_0:
 		return fmt.Errorf("gguf: unknown dtype %d", dt)
 	}
 	H, I, V := uint64(cfg.HiddenSize), uint64(cfg.IntermediateSize), uint64(cfg.VocabSize)
@@ -128,8 +153,11 @@ func Write(w io.Writer, cfg *model.Config, dt DType, get func(name string) ([]fl
 	var ts []tensorInfo
 	add := func(name, src string, perm int, dims ...uint64) {
 		typ := uint32(ggmlF32)
-		if dt == BF16 && len(dims) == 2 {
+		switch {
+		case dt == BF16 && len(dims) == 2:
 			typ = ggmlBF16
+		case dt == Q8_0 && len(dims) == 2 && dims[0]%kernels.Q8BlockSize == 0:
+			typ = ggmlQ8_0
 		}
 		ts = append(ts, tensorInfo{name: name, src: src, dims: dims, perm: perm, typ: typ})
 	}
@@ -161,13 +189,7 @@ func Write(w io.Writer, cfg *model.Config, dt DType, get func(name string) ([]fl
 	}
 	var off uint64
 	for i := range ts {
-		n := uint64(4)
-		if ts[i].typ == ggmlBF16 {
-			n = 2
-		}
-		for _, d := range ts[i].dims {
-			n *= d
-		}
+		n := tensorBytes(ts[i].typ, ts[i].dims)
 		ts[i].off, ts[i].bytes = off, n
 		off += (n + alignment - 1) / alignment * alignment
 	}
@@ -266,22 +288,35 @@ func Write(w io.Writer, cfg *model.Config, dt DType, get func(name string) ([]fl
 		if err != nil {
 			return fmt.Errorf("gguf: %w", err)
 		}
-		size := uint64(4)
-		if t.typ == ggmlBF16 {
-			size = 2
+		want := uint64(1)
+		for _, d := range t.dims {
+			want *= d
 		}
-		if uint64(len(v))*size != t.bytes {
-			return fmt.Errorf("gguf: %s has %d values, want %d", t.src, len(v), t.bytes/size)
+		if uint64(len(v)) != want {
+			return fmt.Errorf("gguf: %s has %d values, want %d", t.src, len(v), want)
 		}
 		if t.perm > 0 {
 			v = permuteRoPE(v, t.perm, cfg.HeadDim, cfg.HiddenSize)
 		}
-		buf := make([]byte, size*uint64(len(v)))
-		if t.typ == ggmlBF16 {
+		var buf []byte
+		switch t.typ {
+		case ggmlQ8_0:
+			// One row at a time through a one-row matrix: the export
+			// holds the float tensor and its quantized bytes, no more.
+			k := int(t.dims[0])
+			q := kernels.NewQ8(1, k)
+			buf = make([]byte, 0, t.bytes)
+			for r := 0; r < len(v)/k; r++ {
+				q.QuantizeRows(0, v[r*k:(r+1)*k], 1)
+				buf = q.RowQ8_0(buf, 0)
+			}
+		case ggmlBF16:
+			buf = make([]byte, 2*len(v))
 			for i, f := range v {
 				binary.LittleEndian.PutUint16(buf[2*i:], bf16(f))
 			}
-		} else {
+		default:
+			buf = make([]byte, 4*len(v))
 			for i, f := range v {
 				binary.LittleEndian.PutUint32(buf[4*i:], math.Float32bits(f))
 			}

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/agentrl/agentrl/cuda/kernels"
 	"github.com/agentrl/agentrl/cuda/model"
 	"github.com/stretchr/testify/require"
 )
@@ -184,13 +185,7 @@ func parse(t *testing.T, b []byte) (map[string]any, map[string]ggufTensor) {
 	out := map[string]ggufTensor{}
 	for _, name := range names {
 		h := hdrs[name]
-		n := uint64(4)
-		if h.typ == ggmlBF16 {
-			n = 2
-		}
-		for _, d := range h.dims {
-			n *= d
-		}
+		n := tensorBytes(h.typ, h.dims)
 		require.Zero(t, h.off%alignment)
 		out[name] = ggufTensor{h.typ, h.dims, b[data+int(h.off) : data+int(h.off)+int(n)]}
 	}
@@ -242,4 +237,39 @@ func TestBF16Rounding(t *testing.T) {
 	}{{0x3f808000, 0x3f80}, {0x3f818000, 0x3f82}, {0x3f808001, 0x3f81}, {0x7f800001, 0x7fc0}, {0xff800000, 0xff80}} {
 		require.Equalf(t, c.want, bf16(math.Float32frombits(c.in)), "%08x", c.in)
 	}
+}
+
+// TestWriteQ8_0: matrices with whole 32-value rows are Q8_0 records
+// (fp16 scale, 32 int8) holding kernels.Q8's values, each within half a
+// step of the weight plus the scale's fp16 rounding (q is computed with
+// the float32 scale, as in ggml: 127·2^-11 of a step); the others (rows of 48) and vectors stay F32.
+func TestWriteQ8_0(t *testing.T) {
+	cfg := &model.Config{ModelType: model.Qwen3, VocabSize: 300, HiddenSize: 64, IntermediateSize: 48, NumHiddenLayers: 2,
+		NumAttentionHeads: 4, NumKeyValueHeads: 2, HeadDim: 16, RMSNormEps: 1e-6, RopeTheta: 1e6,
+		MaxPositionEmbeddings: 64, TieWordEmbeddings: true}
+	w := model.RandomWeights(cfg, 6)
+	var buf bytes.Buffer
+	require.NoError(t, Write(&buf, cfg, Q8_0, func(name string) ([]float32, error) { return w[name], nil }))
+	meta, ts := parse(t, buf.Bytes())
+	require.Equal(t, uint32(7), meta["general.file_type"])
+	for gg, hf := range map[string]string{"token_embd.weight": "model.embed_tokens.weight", "blk.1.attn_q.weight": "model.layers.1.self_attn.q_proj.weight",
+		"blk.0.ffn_up.weight": "model.layers.0.mlp.up_proj.weight"} {
+		q := ts[gg]
+		require.Equal(t, uint32(ggmlQ8_0), q.typ, gg)
+		src := w[hf]
+		k := int(q.dims[0])
+		require.Len(t, q.data, len(src)/32*34)
+		for r := 0; r < len(src)/k; r++ {
+			for b := 0; b < k/32; b++ {
+				rec := q.data[(r*k/32+b)*34:]
+				d := kernels.F16ToF32(binary.LittleEndian.Uint16(rec))
+				for i := 0; i < 32; i++ {
+					f := src[r*k+b*32+i]
+					require.InDelta(t, f, float32(int8(rec[2+i]))*d, float64(d)*(0.5+127.0/2048)+1e-9, "%s row %d col %d", gg, r, b*32+i)
+				}
+			}
+		}
+	}
+	require.Equal(t, uint32(ggmlF32), ts["blk.0.ffn_down.weight"].typ) // rows of 48
+	require.Equal(t, uint32(ggmlF32), ts["output_norm.weight"].typ)
 }

@@ -2,6 +2,8 @@ package model
 
 import (
 	"math"
+	"math/rand/v2"
+	"os"
 	"testing"
 
 	"github.com/agentrl/agentrl/cuda/kernels"
@@ -124,4 +126,106 @@ func TestInt8BatchInvariance(t *testing.T) {
 	out3, err := m.Forward(kv, []Seq{{Tokens: prompt[8:], Start: 8, Blocks: shared, AllLogits: true}})
 	require.NoError(t, err)
 	require.Equal(t, soloCopy[8*V:], out3[0])
+}
+
+// int8Agreement is how an int8 model's logits compare with the fp32
+// model's on the same weights.
+type int8Agreement struct {
+	maxRel, meanRel float64 // max|Δ|/max|fp32| per position: worst and mean
+	argmax, n       int     // positions with the same argmax, of n
+	greedy          int     // free-running greedy tokens equal to fp32's before the first difference
+}
+
+// compareInt8 decodes greedy tokens after prompt with the fp32 model,
+// then scores the int8 (or any other) model teacher-forced on that sequence and running
+// freely from the prompt.
+func compareInt8(t testing.TB, f32, i8 *Model, prompt []int32, gen int) int8Agreement {
+	V := f32.Config().VocabSize
+	total := len(prompt) + gen
+	bs := 16
+	blocks := seqBlocks((total+bs-1)/bs, 0)
+	greedy := func(m *Model) []int32 {
+		kv := m.NewKVCache(len(blocks), bs)
+		out, err := m.Forward(kv, []Seq{{Tokens: prompt, Blocks: blocks}})
+		require.NoError(t, err)
+		var toks []int32
+		for i := 0; i < gen; i++ {
+			toks = append(toks, argmax(out[0]))
+			out, err = m.Forward(kv, []Seq{{Tokens: toks[i:], Start: len(prompt) + i, Blocks: blocks}})
+			require.NoError(t, err)
+		}
+		return toks
+	}
+	ref := greedy(f32)
+	seq := append(append([]int32{}, prompt...), ref...)
+	logits := func(m *Model) []float32 {
+		out, err := m.Forward(m.NewKVCache(len(blocks), bs), []Seq{{Tokens: seq, Blocks: blocks, AllLogits: true}})
+		require.NoError(t, err)
+		return append([]float32(nil), out[0]...)
+	}
+	want, got := logits(f32), logits(i8)
+	var a int8Agreement
+	for p := 0; p < len(seq); p++ {
+		w, g := want[p*V:(p+1)*V], got[p*V:(p+1)*V]
+		e := relErr(g, w)
+		a.maxRel = math.Max(a.maxRel, e)
+		a.meanRel += e / float64(len(seq))
+		if argmax(g) == argmax(w) {
+			a.argmax++
+		}
+		a.n++
+	}
+	mine := greedy(i8)
+	for a.greedy < gen && mine[a.greedy] == ref[a.greedy] {
+		a.greedy++
+	}
+	return a
+}
+
+// TestInt8AgreementWithFP32: on each reference architecture, with the
+// same random weights, int8 logits stay within int8Tol of fp32's and the
+// argmax agrees at most positions (random tiny models have near ties).
+func TestInt8AgreementWithFP32(t *testing.T) {
+	for _, ref := range loadReferences(t) {
+		cpu := kernels.NewCPU(2)
+		f32, err := NewRandom(ref.cfg, ref.seed, cpu)
+		require.NoError(t, err)
+		i8 := int8Model(t, ref.cfg, ref.seed, cpu)
+		a := compareInt8(t, f32, i8, ref.prompt, 32)
+		t.Logf("%s: max relative logit error %.3g (mean %.3g), argmax agrees at %d of %d positions, free greedy %d of 32 tokens",
+			ref.name, a.maxRel, a.meanRel, a.argmax, a.n, a.greedy)
+		require.LessOrEqual(t, a.maxRel, int8Tol)
+		require.GreaterOrEqual(t, float64(a.argmax), 0.8*float64(a.n))
+	}
+}
+
+// TestInt8AgreementCheckpoint measures the same on a checkpoint directory
+// named by AGENTRL_INT8_CHECKPOINT (e.g. random weights at a real model's
+// shape from `agentrl model init`; BENCHMARKS.md has the numbers).
+func TestInt8AgreementCheckpoint(t *testing.T) {
+	dir := os.Getenv("AGENTRL_INT8_CHECKPOINT")
+	if dir == "" {
+		t.Skip("AGENTRL_INT8_CHECKPOINT not set")
+	}
+	cpu := kernels.NewCPU(0)
+	f32, err := LoadWith(dir, cpu, LoadOptions{Weights: WeightsF32})
+	require.NoError(t, err)
+	i8, err := LoadWith(dir, cpu, LoadOptions{Weights: WeightsInt8})
+	require.NoError(t, err)
+	r := rand.New(rand.NewPCG(1, 2))
+	prompt := make([]int32, 32)
+	for i := range prompt {
+		prompt[i] = int32(r.IntN(f32.Config().VocabSize))
+	}
+	a := compareInt8(t, f32, i8, prompt, 32)
+	t.Logf("%s int8: max relative logit error %.3g (mean %.3g), argmax agrees at %d of %d positions, free greedy %d of 32 tokens",
+		dir, a.maxRel, a.meanRel, a.argmax, a.n, a.greedy)
+	require.LessOrEqual(t, a.maxRel, int8Tol)
+	require.NoError(t, i8.Close())
+	// bf16 on the same weights, for scale.
+	bf, err := LoadWith(dir, cpu, LoadOptions{Weights: WeightsBF16})
+	require.NoError(t, err)
+	b := compareInt8(t, f32, bf, prompt, 32)
+	t.Logf("%s bf16: max relative logit error %.3g (mean %.3g), argmax agrees at %d of %d positions, free greedy %d of 32 tokens",
+		dir, b.maxRel, b.meanRel, b.argmax, b.n, b.greedy)
 }
