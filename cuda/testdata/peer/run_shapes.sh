@@ -4,8 +4,8 @@
 # alternating runs so both see the same machine state. Run from the
 # repository root:
 #   sh cuda/testdata/peer/run_shapes.sh SCRATCH_DIR [rounds] [shapes] [dtypes]
-# shapes: any of 0.6b 1.7b 4b (default "0.6b"); dtypes: bf16 fp32 (default
-# both). SCRATCH_DIR must hold node_modules with node-llama-cpp and
+# shapes: any of 0.6b 1.7b 4b (default "0.6b"); dtypes: bf16 fp32 int8
+# (default "bf16 fp32"; int8 runs llama.cpp on a Q8_0 export). SCRATCH_DIR must hold node_modules with node-llama-cpp and
 # @node-llama-cpp/linux-x64 (see run.sh). Checkpoints are bf16 safetensors
 # (as released models are); the fp32 runs load them as fp32 (agentrl
 # --weights fp32) and an F32 GGUF export (llama.cpp).
@@ -29,7 +29,9 @@ for shape in $shapes; do
       --dtype bf16 --shard-size 2000000000 --out "$dir"
   fi
   for dt in $dtypes; do
-    [ -f "$dir-$dt.gguf" ] || "$scratch/agentrl" model gguf --model "$dir" --dtype "$dt" --out "$dir-$dt.gguf"
+    gdt=$dt
+    [ "$dt" = int8 ] && gdt=q8_0
+    [ -f "$dir-$dt.gguf" ] || "$scratch/agentrl" model gguf --model "$dir" --dtype "$gdt" --out "$dir-$dt.gguf"
   done
   i=0
   while [ "$i" -lt "$rounds" ]; do
