@@ -86,33 +86,76 @@ static inline int round_away(float v) {
 	return v < 0 ? -r : r;
 }
 
-void agl_q8_quantize_rows(const float* src, int64_t rows, int64_t k, int64_t row0, int64_t nb,
+// One row block (n ≤ 32 values at x) into the lane's bytes of blk and its
+// scale: quantize_row_q8_0_ref's numbers.
+static void quantize_block(const float* x, int64_t n, uint8_t* blk, uint16_t* d) {
+	float amax = 0.0f;
+	for (int64_t i = 0; i < n; i++) {
+		float v = fabsf(x[i]);
+		amax = amax > v ? amax : v; // ggml's MAX
+	}
+	const float dd = amax / 127;
+	const float id = dd ? 1.0f / dd : 0.0f;
+	*d = agl_f32_to_f16(dd);
+	for (int64_t i = 0; i < QB; i++) {
+		int qi = 0;
+		if (i < n) {
+			float v = x[i] * id;
+			// |x·id| ≤ 127 up to rounding, so roundf (as
+			// quantize_row_q8_0_ref) gives at most 127 in magnitude; a NaN
+			// or infinite weight becomes 0.
+			qi = v >= 127.0f ? 127 : v <= -127.0f ? -127 : v == v ? round_away(v) : 0;
+		}
+		blk[(i / 4) * 64 + i % 4] = (uint8_t)(qi + 128);
+	}
+}
+
+// quantize_block for a whole block of finite values, 16 lanes at a time:
+// the same operations (max of |x|, the scalar d and 1/d, x·id, clamp,
+// truncate and add one where the fraction is ≥ 0.5), so the same bytes.
+// It returns 0, writing nothing, when the block needs the scalar path's
+// special cases (a NaN or infinity, or 1/d overflowing).
+AGV_AVX512 static int quantize_block512(const float* x, uint8_t* blk, uint16_t* d) {
+	__m512 x0 = _mm512_loadu_ps(x), x1 = _mm512_loadu_ps(x + 16);
+	__m512 a = _mm512_max_ps(_mm512_abs_ps(x0), _mm512_abs_ps(x1));
+	// (max_ps drops a NaN in its first operand: test the inputs.)
+	if (_mm512_cmp_ps_mask(x0, x0, _CMP_UNORD_Q) | _mm512_cmp_ps_mask(x1, x1, _CMP_UNORD_Q)) return 0;
+	const float amax = _mm512_reduce_max_ps(a);
+	const float dd = amax / 127;
+	const float id = dd ? 1.0f / dd : 0.0f;
+	if (!(amax <= FLT_MAX) || !(id <= FLT_MAX)) return 0;
+	*d = agl_f32_to_f16(dd);
+	const __m512 vid = _mm512_set1_ps(id), lo = _mm512_set1_ps(-127.0f), hi = _mm512_set1_ps(127.0f),
+	             half = _mm512_set1_ps(0.5f), one = _mm512_set1_ps(1.0f);
+	const __m512i off = _mm512_set1_epi32(128);
+	__m512 xs[2] = {x0, x1};
+	for (int h = 0; h < 2; h++) {
+		__m512 v = _mm512_min_ps(_mm512_max_ps(_mm512_mul_ps(xs[h], vid), lo), hi);
+		__m512 av = _mm512_abs_ps(v);
+		__m512 t = _mm512_roundscale_ps(av, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+		__mmask16 up = _mm512_cmp_ps_mask(_mm512_sub_ps(av, t), half, _CMP_GE_OQ);
+		__m512 r = _mm512_mask_add_ps(t, up, t, one);
+		__m512i ri = _mm512_cvttps_epi32(r);
+		__mmask16 neg = _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_LT_OQ);
+		ri = _mm512_mask_sub_epi32(ri, neg, _mm512_setzero_si512(), ri);
+		uint8_t b[16];
+		_mm_storeu_si128((__m128i*)b, _mm512_cvtepi32_epi8(_mm512_add_epi32(ri, off)));
+		for (int g = 0; g < 4; g++) memcpy(blk + (h * 4 + g) * 64, b + 4 * g, 4);
+	}
+	return 1;
+}
+
+void agl_q8_quantize_rows(int vec, const float* src, int64_t rows, int64_t k, int64_t row0, int64_t nb,
                           uint8_t* q, uint16_t* d) {
 	for (int64_t rr = 0; rr < rows; rr++) {
 		int64_t r = row0 + rr, p = r / QP, lane = r % QP;
 		const float* x = src + rr * k;
 		for (int64_t b = 0; b < nb; b++) {
 			int64_t c0 = b * QB, n = c0 + QB < k ? QB : k - c0;
-			float amax = 0.0f;
-			for (int64_t i = 0; i < n; i++) {
-				float v = fabsf(x[c0 + i]);
-				amax = amax > v ? amax : v; // ggml's MAX
-			}
-			const float dd = amax / 127;
-			const float id = dd ? 1.0f / dd : 0.0f;
-			d[(p * nb + b) * QP + lane] = agl_f32_to_f16(dd);
 			uint8_t* blk = q + (p * nb + b) * PANEL_BYTES + lane * 4;
-			for (int64_t i = 0; i < QB; i++) {
-				int qi = 0;
-				if (i < n) {
-					float v = x[c0 + i] * id;
-					// |x·id| ≤ 127 up to rounding, so roundf (as
-					// quantize_row_q8_0_ref) gives at most 127 in magnitude;
-					// a NaN or infinite weight becomes 0.
-					qi = v >= 127.0f ? 127 : v <= -127.0f ? -127 : v == v ? round_away(v) : 0;
-				}
-				blk[(i / 4) * 64 + i % 4] = (uint8_t)(qi + 128);
-			}
+			uint16_t* db = d + (p * nb + b) * QP + lane;
+			if (vec && n == QB && quantize_block512(x + c0, blk, db)) continue;
+			quantize_block(x + c0, n, blk, db);
 		}
 	}
 }

@@ -61,10 +61,18 @@ func (w *Q8) QuantizeRows(row0 int, src []float32, rows int) {
 	if row0 < 0 || rows < 0 || row0+rows > w.N || len(src) != rows*w.K {
 		panic(fmt.Sprintf("kernels: Q8.QuantizeRows: rows [%d,%d) of %d, %d values for K=%d", row0, row0+rows, w.N, len(src), w.K))
 	}
+	w.quantizeRows(Detect() >= AVX512, row0, src, rows)
+}
+
+func (w *Q8) quantizeRows(vec bool, row0 int, src []float32, rows int) {
 	if rows == 0 || w.K == 0 {
 		return
 	}
-	C.agl_q8_quantize_rows(fptr(src), C.int64_t(rows), C.int64_t(w.K), C.int64_t(row0), C.int64_t(w.Blocks()),
+	v := 0
+	if vec {
+		v = 1
+	}
+	C.agl_q8_quantize_rows(C.int(v), fptr(src), C.int64_t(rows), C.int64_t(w.K), C.int64_t(row0), C.int64_t(w.Blocks()),
 		(*C.uint8_t)(unsafe.Pointer(&w.Q[0])), u16ptr(w.D))
 }
 

@@ -23,8 +23,9 @@ float agl_f16_to_f32(uint16_t h);
 
 // Quantizes rows [row0, row0+rows) of the matrix from src (rows × k
 // floats, row-major) into q/d, as quantize_row_q8_0_ref (roundf: half
-// away from zero), padding k to whole blocks with zeros.
-void agl_q8_quantize_rows(const float* src, int64_t rows, int64_t k, int64_t row0, int64_t nb,
+// away from zero), padding k to whole blocks with zeros. vec: whole blocks
+// of finite values with AVX-512F (the same bytes).
+void agl_q8_quantize_rows(int vec, const float* src, int64_t rows, int64_t k, int64_t row0, int64_t nb,
                           uint8_t* q, uint16_t* d);
 
 // Dequantizes row r (k values, q*d in float32) into dst.

@@ -369,3 +369,43 @@ func TestQ8QuantizeTies(t *testing.T) {
 		require.Zero(t, row[2+i], "padding")
 	}
 }
+
+// TestQ8QuantizeVector: the AVX-512 quantizer writes the scalar one's
+// bytes, on random blocks of many magnitudes, exact ties of the rounding,
+// zero blocks and blocks with NaN, infinities or subnormals (which it
+// leaves to the scalar path).
+func TestQ8QuantizeVector(t *testing.T) {
+	if Detect() < AVX512 {
+		t.Skip("no AVX-512F")
+	}
+	r := rand.New(rand.NewPCG(9, 10))
+	const n, k = 40, 32 * 24
+	src := make([]float32, n*k)
+	for i := range src {
+		src[i] = float32(r.NormFloat64() * math.Pow(2, float64(r.IntN(60)-30)))
+	}
+	block := func(row, b int) []float32 { return src[row*k+b*32 : row*k+b*32+32] }
+	for i, v := range block(1, 0) { // ties: d = 1
+		v = float32(i) - 15.5
+		block(1, 0)[i] = v
+	}
+	block(1, 0)[0] = 127
+	for i := range block(2, 3) {
+		block(2, 3)[i] = 0
+	}
+	block(3, 1)[5] = float32(math.NaN())
+	block(4, 2)[7] = float32(math.Inf(1))
+	block(5, 0)[2] = float32(math.Inf(-1))
+	for i := range block(6, 0) {
+		block(6, 0)[i] = float32(i) * 1e-44 // subnormal: 1/d overflows
+	}
+	vec, sc := NewQ8(n, k), NewQ8(n, k)
+	vec.quantizeRows(true, 0, src, n)
+	sc.quantizeRows(false, 0, src, n)
+	require.Equal(t, sc.D, vec.D)
+	require.Equal(t, sc.Q, vec.Q)
+	row := sc.RowQ8_0(nil, 1)
+	for i := 1; i < 32; i++ {
+		require.Equal(t, int8(math.Round(float64(i)-15.5)), int8(row[2+i]), "tie %d", i)
+	}
+}
