@@ -115,7 +115,10 @@ func (s *Server) streamSGLangGenerate(w http.ResponseWriter, r *http.Request, st
 				ID:               p.req.RequestID,
 				PromptTokens:     len(p.req.PromptIDs),
 				CompletionTokens: len(ids),
-				E2ELatency:       time.Since(start).Seconds(),
+				// SGLang writes the server's weight version into every
+				// event, not only the last.
+				WeightVersion: s.versions.currentName(),
+				E2ELatency:    time.Since(start).Seconds(),
 			},
 		}
 		if p.logprobs {

@@ -107,6 +107,7 @@ func TestSGLangStreamIsIncremental(t *testing.T) {
 		ev := rd.next()
 		require.Contains(t, ev, fmt.Sprintf(`"output_ids":%s`, idsJSON(g.tokens[:i+1])))
 		require.Contains(t, ev, `"finish_reason":null`)
+		require.Regexp(t, `"weight_version":"[^"]+"`, ev, "SGLang writes the weight version into every event")
 		if i+1 < len(g.tokens) {
 			g.seen <- struct{}{}
 		}
