@@ -42,7 +42,7 @@ var importRules = map[string][]string{
 	"cuda/gpu":          nil,
 	"cuda/kvcache":      nil,
 	"cuda/model":        {"cuda/kernels", "cuda/gpu", "safetensors"},
-	"cuda/gguf":         {"cuda/model", "safetensors"},
+	"cuda/gguf":         {"cuda/model", "cuda/kernels", "safetensors"},
 	"cuda/train":        {"cuda/kernels", "cuda/model", "server"},
 	"cuda/internal/...": {"safetensors"},
 	// agentloop gets engines as server.LLMServer, never router or cuda.
@@ -50,8 +50,8 @@ var importRules = map[string][]string{
 	"dataset":   {"agentloop", "chat", "trajectory"},
 	"view":      {"trajectory", "tokenizer"},
 	// Observability adapters: each reads one package's hooks or stats.
-	"agentloop/agentprom": {"agentloop"},
-	"agentloop/otelagent": {"agentloop"},
+	"agentloop/agentprom": {"agentloop", "tool"},
+	"agentloop/otelagent": {"agentloop", "tool"},
 	"cuda/cudaprom":       {"cuda"},
 	"router/routerprom":   {"router"},
 	"trainer":             {"trajectory"},
