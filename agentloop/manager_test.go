@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -117,7 +118,7 @@ func TestManagerUnknownAgent(t *testing.T) {
 	env := &Env{Server: servertest.New(servertest.Config{}), Tokenizer: tok}
 	_, err := NewManager(nil, env, Options{DefaultAgent: "nope"})
 	require.ErrorIs(t, err, ErrUnknownAgent)
-	require.ErrorContains(t, err, "single_turn_agent, tool_agent")
+	require.ErrorContains(t, err, "registered: "+strings.Join(NewRegistry().Names(), ", "))
 
 	m, err := NewManager(nil, env, Options{})
 	require.NoError(t, err)

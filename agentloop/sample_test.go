@@ -2,6 +2,7 @@ package agentloop
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -15,7 +16,12 @@ import (
 
 func TestRegistryAndAgentConfigs(t *testing.T) {
 	reg := NewRegistry()
-	require.Equal(t, []string{SingleTurnAgent, ToolAgentName}, reg.Names())
+	// TestGlobalRegister adds a loop to the process-wide set, which a new
+	// registry starts from; with -count > 1 it is there before this test.
+	names := func() []string {
+		return slices.DeleteFunc(reg.Names(), func(n string) bool { return n == "test_custom_agent" })
+	}
+	require.Equal(t, []string{SingleTurnAgent, ToolAgentName}, names())
 	err := reg.LoadConfigs(strings.NewReader(`
 - name: math_agent
   agent: tool_agent
@@ -29,7 +35,7 @@ func TestRegistryAndAgentConfigs(t *testing.T) {
   config: {max_assistant_turns: 1}
 `))
 	require.NoError(t, err)
-	require.Equal(t, []string{"math_agent", "math_agent_short", SingleTurnAgent, ToolAgentName}, reg.Names())
+	require.Equal(t, []string{"math_agent", "math_agent_short", SingleTurnAgent, ToolAgentName}, names())
 	cfg, err := reg.Config("math_agent")
 	require.NoError(t, err)
 	require.Equal(t, Config{MaxAssistantTurns: 3, MaxParallelCalls: 2, Format: "hermes", ToolResponseTruncateSide: "left"}, cfg)
@@ -40,7 +46,7 @@ func TestRegistryAndAgentConfigs(t *testing.T) {
 	require.IsType(t, &ToolAgent{}, l)
 	_, err = reg.New("nope", env)
 	require.ErrorIs(t, err, ErrUnknownAgent)
-	require.ErrorContains(t, err, "registered: math_agent, math_agent_short, single_turn_agent, tool_agent")
+	require.ErrorContains(t, err, "registered: "+strings.Join(reg.Names(), ", "))
 
 	for _, c := range []struct{ yaml, want string }{
 		{"- name: a\n  agent: tool_agent\n  config: {max_turns: 3}", `unknown field "max_turns"`},
