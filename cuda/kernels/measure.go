@@ -67,12 +67,23 @@ func (p *StreamProbe) Measure() float64 {
 // MeasureGEMM times MatMul on a t×k by k×n problem reps times and returns
 // the median rate in FLOP/s: the practical peak prefill is compared with.
 func (c *CPU) MeasureGEMM(t, n, k, reps int) float64 {
+	return measureMatMul(t, n, k, reps, func(w []float32) func(y, x []float32) {
+		p := c.Pack(w, n, k)
+		return func(y, x []float32) { c.MatMul(y, x, t, p, nil) }
+	})
+}
+
+// measureMatMul times one weight type's matrix product: it draws the n×k
+// weights and the t×k input from one fixed seed (weights first), prepare
+// converts the weights and returns the product, and the median rate over
+// reps runs is returned in FLOP/s.
+func measureMatMul(t, n, k, reps int, prepare func(w []float32) func(y, x []float32)) float64 {
 	r := rand.New(rand.NewPCG(1, 2))
 	w := make([]float32, n*k)
 	for i := range w {
 		w[i] = float32(r.NormFloat64())
 	}
-	p := c.Pack(w, n, k)
+	mul := prepare(w)
 	x := make([]float32, t*k)
 	for i := range x {
 		x[i] = float32(r.NormFloat64())
@@ -81,7 +92,7 @@ func (c *CPU) MeasureGEMM(t, n, k, reps int) float64 {
 	rates := make([]float64, 0, reps)
 	for i := 0; i < reps; i++ {
 		start := time.Now()
-		c.MatMul(y, x, t, p, nil)
+		mul(y, x)
 		rates = append(rates, 2*float64(t)*float64(n)*float64(k)/time.Since(start).Seconds())
 	}
 	return median(rates)
@@ -118,23 +129,9 @@ func median(v []float64) float64 {
 
 // MeasureGEMMBF16 is MeasureGEMM for bf16 weights (MatMulBF16).
 func (c *CPU) MeasureGEMMBF16(t, n, k, reps int) float64 {
-	r := rand.New(rand.NewPCG(1, 2))
-	wf := make([]float32, n*k)
-	for i := range wf {
-		wf[i] = float32(r.NormFloat64())
-	}
-	w := NewBF16(n, k)
-	ToBF16(w.Data, wf)
-	x := make([]float32, t*k)
-	for i := range x {
-		x[i] = float32(r.NormFloat64())
-	}
-	y := make([]float32, t*n)
-	rates := make([]float64, 0, reps)
-	for i := 0; i < reps; i++ {
-		start := time.Now()
-		c.MatMulBF16(y, x, t, w, nil)
-		rates = append(rates, 2*float64(t)*float64(n)*float64(k)/time.Since(start).Seconds())
-	}
-	return median(rates)
+	return measureMatMul(t, n, k, reps, func(wf []float32) func(y, x []float32) {
+		w := NewBF16(n, k)
+		ToBF16(w.Data, wf)
+		return func(y, x []float32) { c.MatMulBF16(y, x, t, w, nil) }
+	})
 }

@@ -10,6 +10,8 @@ func TestMeasure(t *testing.T) {
 	c := NewCPU(0)
 	require.Greater(t, c.MeasureBandwidth(1<<20, 3), 0.0)
 	require.Greater(t, c.MeasureGEMM(16, 64, 64, 3), 0.0)
+	require.Greater(t, c.MeasureGEMMBF16(16, 64, 64, 3), 0.0)
+	require.Greater(t, c.MeasureGEMMQ8(16, 64, 64, 3), 0.0)
 	require.Greater(t, c.MeasureFMAPeak(1), 0.0)
 	p := c.NewStreamProbe(1<<20 + 5)
 	require.Equal(t, 1<<20, p.Bytes(), "whole 16 KB blocks")

@@ -7,9 +7,7 @@ import "C"
 
 import (
 	"fmt"
-	"math/rand/v2"
 	"sync"
-	"time"
 	"unsafe"
 )
 
@@ -209,23 +207,9 @@ func (c *CPU) matMulQ8(path int, y, x []float32, t int, w *Q8, bias []float32) {
 
 // MeasureGEMMQ8 is MeasureGEMM for int8 weights (MatMulQ8).
 func (c *CPU) MeasureGEMMQ8(t, n, k, reps int) float64 {
-	r := rand.New(rand.NewPCG(1, 2))
-	wf := make([]float32, n*k)
-	for i := range wf {
-		wf[i] = float32(r.NormFloat64())
-	}
-	w := NewQ8(n, k)
-	w.QuantizeRows(0, wf, n)
-	x := make([]float32, t*k)
-	for i := range x {
-		x[i] = float32(r.NormFloat64())
-	}
-	y := make([]float32, t*n)
-	rates := make([]float64, 0, reps)
-	for i := 0; i < reps; i++ {
-		start := time.Now()
-		c.MatMulQ8(y, x, t, w, nil)
-		rates = append(rates, 2*float64(t)*float64(n)*float64(k)/time.Since(start).Seconds())
-	}
-	return median(rates)
+	return measureMatMul(t, n, k, reps, func(wf []float32) func(y, x []float32) {
+		w := NewQ8(n, k)
+		w.QuantizeRows(0, wf, n)
+		return func(y, x []float32) { c.MatMulQ8(y, x, t, w, nil) }
+	})
 }
