@@ -160,29 +160,37 @@ func (st *streamState) generateEvent(data []byte) error {
 	}
 	st.usage(ch.Usage)
 	st.extensions(ch.CachedTokens, ch.WeightVersion)
-	switch len(ch.Choices) {
-	case 0:
+	if len(ch.Choices) == 0 {
 		return nil // the usage event
-	case 1:
-	default:
-		return httpclient.BadResponse("%s stream: expected 1 choice per event, got %d", st.endpoint, len(ch.Choices))
 	}
 	c := ch.Choices[0]
-	if c.Index != 0 {
-		return httpclient.BadResponse("%s stream: choice index %d (one choice was asked for)", st.endpoint, c.Index)
+	return st.choice(len(ch.Choices), c.Index, c.TokenIDs, "", c.FinishReason, func(ids []int32) ([]float32, error) {
+		return parseContentLogprobs(c.Logprobs, ids)
+	})
+}
+
+// choice adds the one choice of a streamed event (n choices in all, the
+// first at index with ids): it checks there is exactly one, at index 0,
+// with token ids (missing says why they may be absent), and parses its
+// logprobs with parse where they were asked for.
+func (st *streamState) choice(n, index int, ids *[]int32, missing string, finish *string, parse func(ids []int32) ([]float32, error)) error {
+	if n != 1 {
+		return httpclient.BadResponse("%s stream: expected 1 choice per event, got %d", st.endpoint, n)
 	}
-	if c.TokenIDs == nil {
-		return httpclient.BadResponse("%s stream: choices[0].token_ids is missing", st.endpoint)
+	if index != 0 {
+		return httpclient.BadResponse("%s stream: choice index %d (one choice was asked for)", st.endpoint, index)
 	}
-	ids := *c.TokenIDs
+	if ids == nil {
+		return httpclient.BadResponse("%s stream: choices[0].token_ids is missing%s", st.endpoint, missing)
+	}
 	var lps []float32
 	if st.wantLogprobs {
 		var err error
-		if lps, err = parseContentLogprobs(c.Logprobs, ids); err != nil {
+		if lps, err = parse(*ids); err != nil {
 			return fmt.Errorf("%s stream: %w", st.endpoint, err)
 		}
 	}
-	return st.add(ids, lps, c.FinishReason)
+	return st.add(*ids, lps, finish)
 }
 
 func (st *streamState) generateWhole(body []byte) error {
@@ -222,29 +230,13 @@ func (st *streamState) completionsEvent(data []byte) error {
 	}
 	st.usage(ch.Usage)
 	st.extensions(nil, ch.WeightVersion)
-	switch len(ch.Choices) {
-	case 0:
-		return nil
-	case 1:
-	default:
-		return httpclient.BadResponse("%s stream: expected 1 choice per event, got %d", st.endpoint, len(ch.Choices))
+	if len(ch.Choices) == 0 {
+		return nil // the usage event
 	}
 	c := ch.Choices[0]
-	if c.Index != 0 {
-		return httpclient.BadResponse("%s stream: choice index %d (one choice was asked for)", st.endpoint, c.Index)
-	}
-	if c.TokenIDs == nil {
-		return httpclient.BadResponse("%s stream: choices[0].token_ids is missing: the server does not support return_token_ids", st.endpoint)
-	}
-	ids := *c.TokenIDs
-	var lps []float32
-	if st.wantLogprobs {
-		var err error
-		if lps, err = parseCompletionLogprobs(c.Logprobs, ids); err != nil {
-			return fmt.Errorf("%s stream: %w", st.endpoint, err)
-		}
-	}
-	return st.add(ids, lps, c.FinishReason)
+	return st.choice(len(ch.Choices), c.Index, c.TokenIDs, ": the server does not support return_token_ids", c.FinishReason, func(ids []int32) ([]float32, error) {
+		return parseCompletionLogprobs(c.Logprobs, ids)
+	})
 }
 
 func (st *streamState) completionsWhole(body []byte) error {
