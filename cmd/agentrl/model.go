@@ -26,7 +26,7 @@ var modelSubcommands = []subcommand{
 	{"info", "describe a model directory's config", func(_ context.Context, args []string, stdout, stderr io.Writer) error {
 		return runModelInfo(args, stdout, stderr)
 	}},
-	{"gguf", "export a Llama model directory to a GGUF (F32) file", func(_ context.Context, args []string, stdout, stderr io.Writer) error {
+	{"gguf", "export a llama, qwen2 or qwen3 model directory to GGUF (F32, BF16 or Q8_0)", func(_ context.Context, args []string, stdout, stderr io.Writer) error {
 		return runModelGGUF(args, stdout, stderr)
 	}},
 }
