@@ -70,7 +70,11 @@ void agl_add(float* x, const float* y, int64_t n);
 #endif
 
 // Sum of x[0..n): a pure streaming read, used to measure memory bandwidth.
-float agl_sum(int level, const float* x, int64_t n);
+// pattern (AVX-512 levels; the others have one pattern) picks how: 0 a
+// plain loop, 1 with software prefetch 4 KB ahead, 2 and 3 two and four
+// interleaved streams (see kernels.c).
+enum { AGL_STREAM_PATTERNS = 4 };
+float agl_stream(int level, int pattern, const float* x, int64_t n);
 
 // Runs iters rounds of 16 independent FMA chains in registers and returns
 // the number of floating-point operations done (2 per lane per FMA): the

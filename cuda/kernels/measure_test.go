@@ -30,3 +30,27 @@ func BenchmarkPeak(b *testing.B) {
 		b.ReportMetric(c1.MeasureGEMM(512, 3072, 768, 5)/1e9, "GFLOP/s_1thr")
 	}
 }
+
+// BenchmarkStreamProbe alternates the probe's read patterns on one 1 GB
+// buffer and 2 threads and reports each one's median rate and the median
+// of Measure's best of them.
+func BenchmarkStreamProbe(b *testing.B) {
+	c := NewCPU(2)
+	p := c.NewStreamProbe(1 << 30)
+	n := c.streamPatterns()
+	rates := make([][]float64, n+1)
+	for i := 0; i < b.N; i++ {
+		best := 0.0
+		for j := range n {
+			r := p.measurePattern(j)
+			rates[j] = append(rates[j], r)
+			best = max(best, r)
+		}
+		rates[n] = append(rates[n], best)
+	}
+	names := []string{"plain", "prefetch", "2streams", "4streams"}
+	for j := range n {
+		b.ReportMetric(median(rates[j])/1e9, names[j]+"_GB/s")
+	}
+	b.ReportMetric(median(rates[n])/1e9, "best_GB/s")
+}
