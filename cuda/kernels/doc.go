@@ -25,6 +25,11 @@
 // then accumulate the scaled block sums in one float32 chain: every path,
 // batch and thread count gives the same bits.
 //
+// Loading converts checkpoint rows (F32, F16 or BF16 bytes) straight into
+// these layouts (PackRowsFrom, Q8.QuantizeRowsFrom, Widen): the same bits
+// as widening to float32 and then packing or quantizing, without writing
+// the widened copy (convert.c).
+//
 // OpenBLAS is measured against the GEMM kernel (build tag openblas) but
 // never linked: on one core it is as fast on prefill shapes and 1.7×
 // slower at 32 rows.

@@ -26,7 +26,10 @@
 // (LoadWith, LoadOptions.Weights). Loading reads each tensor straight into
 // the model's memory in parallel, without mapping the file (a checkpoint
 // truncated meanwhile is an error, not a SIGBUS) and without an
-// intermediate copy. bf16 models are checked against PyTorch in float64 on
+// intermediate copy; a tensor that must be converted (to packed fp32, to
+// int8, or widened) is read a bounded piece at a time into a per-thread
+// buffer that stays in cache, and converted from there straight into the
+// model's layout (kernels.PackRowsFrom, kernels.Q8.QuantizeRowsFrom). bf16 models are checked against PyTorch in float64 on
 // the same bf16 weights (../testdata/reference_bf16.py) to ≤ 2e-2 relative
 // error (≈1e-2 measured, no greedy token differing).
 //

@@ -46,19 +46,18 @@ type cpuWeight struct {
 func New(cfg *Config, cpu *kernels.CPU) (*Model, error) { return NewWith(cfg, cpu, WeightsF32) }
 
 func (m *Model) alloc() {
-	if m.wt == WeightsInt8 {
+	switch m.wt {
+	case WeightsInt8:
 		m.w, _ = NewWeights(m.cfg, func(s Slot, rows, cols int) (*cpuWeight, error) {
 			if s.Matrix() || s == SlotEmbed {
-				return &cpuWeight{q8: kernels.NewQ8(rows, cols)}, nil
+				return &cpuWeight{q8: m.newQ8(rows, cols)}, nil
 			}
 			return &cpuWeight{vec: make([]float32, rows*cols)}, nil
 		})
 		if m.cfg.TieWordEmbeddings {
 			m.w.LMHead = m.w.Embed // the same int8 rows: no copy
 		}
-		return
-	}
-	if m.wt == WeightsBF16 {
+	case WeightsBF16:
 		m.w, _ = NewWeights(m.cfg, func(s Slot, rows, cols int) (*cpuWeight, error) {
 			if s.Matrix() || s == SlotEmbed {
 				return &cpuWeight{bf: kernels.NewBF16(rows, cols)}, nil
@@ -68,18 +67,43 @@ func (m *Model) alloc() {
 		if m.cfg.TieWordEmbeddings {
 			m.w.LMHead = m.w.Embed // the same bf16 rows: no copy
 		}
+	default:
+		m.w, _ = NewWeights(m.cfg, func(s Slot, rows, cols int) (*cpuWeight, error) {
+			if s.Matrix() {
+				return &cpuWeight{mat: kernels.NewPacked(rows, cols)}, nil
+			}
+			return &cpuWeight{vec: make([]float32, rows*cols)}, nil
+		})
+		if m.cfg.TieWordEmbeddings {
+			// The head multiplies, so it keeps a packed copy of the embedding
+			// (SetTensor fills both).
+			m.w.LMHead = &cpuWeight{mat: kernels.NewPacked(m.cfg.VocabSize, m.cfg.HiddenSize)}
+		}
+	}
+}
+
+// newQ8 is kernels.NewQ8 (every weight q = 0: the byte 128, scale 0) with
+// the bytes filled on all the CPU's threads: NewQ8 fills them on one, and
+// the fill is where the new pages are first written, so mapped.
+func (m *Model) newQ8(rows, cols int) *kernels.Q8 {
+	w := &kernels.Q8{N: rows, K: cols}
+	w.Q = make([]uint8, w.Panels()*w.Blocks()*kernels.Q8BlockSize*kernels.Panel)
+	w.D = make([]uint16, w.Panels()*w.Blocks()*kernels.Panel)
+	const chunk = 1 << 20
+	m.cpu.Split((len(w.Q)+chunk-1)/chunk, func(lo, hi int) {
+		fill(w.Q[lo*chunk:min(hi*chunk, len(w.Q))], 128)
+	})
+	return w
+}
+
+// fill sets every byte of b to v by doubling copies (memmove).
+func fill(b []byte, v byte) {
+	if len(b) == 0 {
 		return
 	}
-	m.w, _ = NewWeights(m.cfg, func(s Slot, rows, cols int) (*cpuWeight, error) {
-		if s.Matrix() {
-			return &cpuWeight{mat: kernels.NewPacked(rows, cols)}, nil
-		}
-		return &cpuWeight{vec: make([]float32, rows*cols)}, nil
-	})
-	if m.cfg.TieWordEmbeddings {
-		// The head multiplies, so it keeps a packed copy of the embedding
-		// (SetTensor fills both).
-		m.w.LMHead = &cpuWeight{mat: kernels.NewPacked(m.cfg.VocabSize, m.cfg.HiddenSize)}
+	b[0] = v
+	for i := 1; i < len(b); i *= 2 {
+		copy(b[i:], b[:i])
 	}
 }
 

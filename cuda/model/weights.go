@@ -1,10 +1,8 @@
 package model
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"math"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -211,9 +209,10 @@ type LoadOptions struct {
 
 // LoadWith reads a Hugging Face model directory. Weights are read (pread)
 // straight into the model's own memory in parallel, a tensor's rows at a
-// time: a BF16 tensor of a bf16 model is copied as is, other types are
-// converted through a bounded buffer, so loading never holds a tensor
-// twice.
+// time: a BF16 tensor of a bf16 model is copied as is; other types are
+// read into a small per-thread buffer and converted from it directly into
+// the model's layout (packed fp32 panels, int8 blocks), so loading never
+// holds a tensor twice nor writes a widened copy of it.
 func LoadWith(dir string, cpu *kernels.CPU, o LoadOptions) (*Model, error) {
 	cfg, set, err := OpenCheckpoint(dir)
 	if err != nil {
@@ -330,16 +329,6 @@ func (m *Model) loadFrom(set *safetensors.Set, dir string) error {
 		m.loaded = map[string]bool{}
 		return fmt.Errorf("%w: %s: %w", ErrWeights, dir, err)
 	}
-	// A tied fp32 head is the embedding packed for the GEMM kernel; a
-	// bf16 head is the embedding itself.
-	if m.cfg.TieWordEmbeddings && m.w.LMHead.mat != nil {
-		emb := m.w.Embed.vec
-		H := m.cfg.HiddenSize
-		m.cpu.Split((m.cfg.VocabSize+kernels.Panel-1)/kernels.Panel, func(lo, hi int) {
-			r0, r1 := lo*kernels.Panel, min(hi*kernels.Panel, m.cfg.VocabSize)
-			m.cpu.PackRows(m.w.LMHead.mat, r0, emb[r0*H:r1*H], r1-r0)
-		})
-	}
 	for _, name := range m.cfg.TensorNames() {
 		m.loaded[name] = true
 	}
@@ -353,15 +342,22 @@ type loadJob struct {
 	name   string
 	info   safetensors.Info
 	dst    *cpuWeight
-	row    int // the tensor's first row (or value) in dst
-	r0, r1 int // rows of the tensor this job reads
+	head   *kernels.Packed // a tied fp32 head: the embedding's rows packed again
+	row    int             // the tensor's first row (or value) in dst
+	r0, r1 int             // rows of the tensor this job reads
 	cols   int
 }
 
-// loadPiece bounds the bytes one job moves: big enough that a pread or a
-// conversion pass is efficient, small enough that the threads share a
-// large tensor evenly and a conversion buffer stays in cache.
-const loadPiece = 4 << 20
+// loadPiece bounds the bytes one job reads straight into the model: big
+// enough that a pread is efficient, small enough that the threads share a
+// large tensor evenly. A job that converts reads at most convertPiece
+// bytes into its buffer, which then stays in the core's cache (L2) while
+// the conversion reads it back. (Variables so that tests can cut small
+// tensors into many jobs.)
+var (
+	loadPiece    = 4 << 20
+	convertPiece = 512 << 10
+)
 
 func (m *Model) loadJobs(set *safetensors.Set) []loadJob {
 	var jobs []loadJob
@@ -369,23 +365,59 @@ func (m *Model) loadJobs(set *safetensors.Set) []loadJob {
 		info, _ := set.Lookup(name)
 		p, _ := m.cfg.Place(name)
 		dst := *m.w.At(p)
+		var head *kernels.Packed
+		if p.Slot == SlotEmbed && m.cfg.TieWordEmbeddings && m.w.LMHead.mat != nil {
+			head = m.w.LMHead.mat
+		}
 		rows, cols := 1, int(info.NumElements())
 		if len(info.Shape) == 2 {
 			rows, cols = int(info.Shape[0]), int(info.Shape[1])
 		}
-		step := max(1, loadPiece/max(1, cols*4))
-		if dst.mat != nil || dst.q8 != nil {
+		esz := info.DType.Size()
+		piece := convertPiece
+		if direct(dst, info.DType) {
+			piece = loadPiece
+		}
+		step := max(1, piece/max(1, cols*esz))
+		if dst.mat != nil || dst.q8 != nil || head != nil {
 			step = (step + kernels.Panel - 1) / kernels.Panel * kernels.Panel // whole panels: no shared cache lines
 		}
 		for r := 0; r < rows; r += step {
-			jobs = append(jobs, loadJob{cpu: m.cpu, set: set, name: name, info: info, dst: dst, row: p.Row, r0: r, r1: min(r+step, rows), cols: cols})
+			jobs = append(jobs, loadJob{cpu: m.cpu, set: set, name: name, info: info, dst: dst, head: head, row: p.Row, r0: r, r1: min(r+step, rows), cols: cols})
 		}
 	}
 	return jobs
 }
 
+// direct reports whether a tensor of type dt is read into w as it is: a
+// BF16 tensor into bf16 weights, an F32 one into an fp32 vector.
+func direct(w *cpuWeight, dt safetensors.DType) bool {
+	return (w.bf != nil && dt == safetensors.BF16) || (w.vec != nil && dt == safetensors.F32)
+}
+
+// loadBuffers are one loading goroutine's bounded buffers: raw checkpoint
+// bytes and float32 scratch.
+type loadBuffers struct {
+	raw []byte
+	f   []float32
+}
+
+func (b *loadBuffers) bytes(n int) []byte {
+	if cap(b.raw) < n {
+		b.raw = make([]byte, n)
+	}
+	return b.raw[:n]
+}
+
+func (b *loadBuffers) floats(n int) []float32 {
+	if cap(b.f) < n {
+		b.f = make([]float32, n)
+	}
+	return b.f[:n]
+}
+
 // runLoadJobs runs jobs on threads goroutines, each with its own
-// conversion buffer, and returns the first error.
+// buffers, and returns the first error.
 func runLoadJobs(threads int, jobs []loadJob) error {
 	var next atomic.Int64
 	errs := make([]error, max(1, threads))
@@ -394,7 +426,7 @@ func runLoadJobs(threads int, jobs []loadJob) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			var buf []float32
+			var buf loadBuffers
 			for {
 				i := int(next.Add(1)) - 1
 				if i >= len(jobs) {
@@ -412,8 +444,23 @@ func runLoadJobs(threads int, jobs []loadJob) error {
 	return errors.Join(errs...)
 }
 
-func (j *loadJob) run(buf *[]float32) error {
-	n := (j.r1 - j.r0) * j.cols
+// sourceOf is the kernels' name for a checkpoint element type (loadFrom
+// has accepted only these three).
+func sourceOf(dt safetensors.DType) (kernels.Source, error) {
+	switch dt {
+	case safetensors.F32:
+		return kernels.SourceF32, nil
+	case safetensors.F16:
+		return kernels.SourceF16, nil
+	case safetensors.BF16:
+		return kernels.SourceBF16, nil
+	}
+	return 0, fmt.Errorf("cannot convert %s to float32", dt)
+}
+
+func (j *loadJob) run(buf *loadBuffers) error {
+	rows := j.r1 - j.r0
+	n := rows * j.cols
 	if n == 0 {
 		return nil
 	}
@@ -427,55 +474,39 @@ func (j *loadJob) run(buf *[]float32) error {
 		return j.set.ReadAt(j.name, unsafe.Slice((*byte)(unsafe.Pointer(&dst[0])), 2*len(dst)), off)
 	case w.vec != nil && j.info.DType == safetensors.F32:
 		dst := w.vec[j.row+j.r0*j.cols : j.row+j.r1*j.cols]
-		return j.set.ReadAt(j.name, unsafe.Slice((*byte)(unsafe.Pointer(&dst[0])), 4*len(dst)), off)
+		if err := j.set.ReadAt(j.name, unsafe.Slice((*byte)(unsafe.Pointer(&dst[0])), 4*len(dst)), off); err != nil {
+			return err
+		}
+		if j.head != nil {
+			j.cpu.PackRows(j.head, j.r0, dst, rows)
+		}
+		return nil
 	}
-	if cap(*buf) < n {
-		*buf = make([]float32, n)
+	src, err := sourceOf(j.info.DType)
+	if err != nil {
+		return fmt.Errorf("tensor %q: %w", j.name, err)
 	}
-	v := (*buf)[:n]
-	raw := unsafe.Slice((*byte)(unsafe.Pointer(&v[0])), int64(n)*esz) // converted in place, back to front
+	raw := buf.bytes(n * int(esz))
 	if err := j.set.ReadAt(j.name, raw, off); err != nil {
 		return err
 	}
-	if err := widenInPlace(v, j.info.DType); err != nil {
-		return fmt.Errorf("tensor %q: %w", j.name, err)
-	}
+	// Each conversion reads the raw rows and writes the model's layout:
+	// no float32 copy of the rows is made except a row of q8 scratch.
 	switch {
 	case w.mat != nil:
 		// Only this job's panels are written (jobs cover whole panels).
-		j.cpu.PackRows(w.mat, j.row+j.r0, v, j.r1-j.r0)
+		j.cpu.PackRowsFrom(w.mat, j.row+j.r0, raw, src, rows)
 	case w.bf != nil:
+		v := buf.floats(n)
+		kernels.Widen(v, raw, src)
 		kernels.ToBF16(w.bf.Data[(j.row+j.r0)*j.cols:(j.row+j.r1)*j.cols], v)
 	case w.q8 != nil:
-		// Quantized from this job's bounded buffer: no full-precision copy
-		// of the tensor is ever held.
-		w.q8.QuantizeRows(j.row+j.r0, v, j.r1-j.r0)
+		w.q8.QuantizeRowsFrom(j.row+j.r0, raw, src, rows, buf.floats(j.cols))
 	default:
-		copy(w.vec[j.row+j.r0*j.cols:], v)
+		kernels.Widen(w.vec[j.row+j.r0*j.cols:j.row+j.r1*j.cols], raw, src)
 	}
-	return nil
-}
-
-// widenInPlace converts the little-endian elements of dt at the start of
-// v's memory to float32, back to front so no element is overwritten
-// before it is read.
-func widenInPlace(v []float32, dt safetensors.DType) error {
-	switch dt {
-	case safetensors.F32:
-		// Already float32: the engine runs on little-endian x86-64 only
-		// (the kernels are x86 C).
-	case safetensors.BF16:
-		raw := unsafe.Slice((*byte)(unsafe.Pointer(&v[0])), 4*len(v))
-		for i := len(v) - 1; i >= 0; i-- {
-			v[i] = math.Float32frombits(uint32(binary.LittleEndian.Uint16(raw[2*i:])) << 16)
-		}
-	case safetensors.F16:
-		raw := unsafe.Slice((*byte)(unsafe.Pointer(&v[0])), 4*len(v))
-		for i := len(v) - 1; i >= 0; i-- {
-			v[i] = safetensors.HalfToFloat32(binary.LittleEndian.Uint16(raw[2*i:]))
-		}
-	default:
-		return fmt.Errorf("cannot convert %s to float32", dt)
+	if j.head != nil {
+		j.cpu.PackRowsFrom(j.head, j.r0, raw, src, rows)
 	}
 	return nil
 }
