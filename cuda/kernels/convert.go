@@ -124,3 +124,16 @@ func (w *Q8) quantizeRowsFrom(vec bool, row0 int, src []byte, s Source, rows int
 	C.agl_cvt_q8_rows(cbool(vec), C.int(s), bptr(src), C.int64_t(rows), C.int64_t(w.K), C.int64_t(row0),
 		C.int64_t(w.Blocks()), (*C.uint8_t)(unsafe.Pointer(&w.Q[0])), u16ptr(w.D), fptr(scratch))
 }
+
+// RowFloat32 copies row i of the matrix (K values, gathered from its
+// panel) into dst: an embedding lookup in a tied head's table, which is
+// kept packed only.
+func (p *Packed) RowFloat32(dst []float32, i int) {
+	if len(dst) != p.K || i < 0 || i >= p.N {
+		panic(fmt.Sprintf("kernels: Packed.RowFloat32: row %d of %d into %d values for K=%d", i, p.N, len(dst), p.K))
+	}
+	src := p.Data[i/Panel*Panel*p.K+i%Panel:]
+	for k := range dst {
+		dst[k] = src[k*Panel]
+	}
+}

@@ -212,3 +212,22 @@ func TestConvertMisuse(t *testing.T) {
 		q.QuantizeRowsFrom(0, make([]byte, 63), SourceBF16, 1, make([]float32, 32))
 	})
 }
+
+// TestPackedRowFloat32: a row gathered from the panels is the row packed,
+// for every row of a matrix whose N is not a multiple of 16.
+func TestPackedRowFloat32(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	const n, k = 37, 19
+	w := make([]float32, n*k)
+	for i := range w {
+		w[i] = r.Float32()
+	}
+	p := NewCPU(1).Pack(w, n, k)
+	for i := range n {
+		got := make([]float32, k)
+		p.RowFloat32(got, i)
+		require.Equal(t, w[i*k:(i+1)*k], got, "row %d", i)
+	}
+	require.PanicsWithValue(t, "kernels: Packed.RowFloat32: row 37 of 37 into 19 values for K=19", func() { p.RowFloat32(make([]float32, k), n) })
+	require.PanicsWithValue(t, "kernels: Packed.RowFloat32: row 0 of 37 into 3 values for K=19", func() { p.RowFloat32(make([]float32, 3), 0) })
+}

@@ -30,10 +30,11 @@ type Model struct {
 	dev *deviceModel // non-nil: weights and forward on the GPU (device.go)
 }
 
-// cpuWeight is a weight on the CPU: a vector (norm scale, bias, the fp32
-// embedding table), a matrix packed for the GEMM kernel, or a bf16 matrix
-// in the checkpoint's row-major layout (bf16 models: every matrix and the
-// embedding table, which a tied head then shares).
+// cpuWeight is a weight on the CPU: a vector (norm scale, bias, an untied
+// fp32 embedding table), a matrix packed for the GEMM kernel (fp32 models:
+// every matrix, and a tied embedding table, which the head shares), or a
+// bf16 matrix in the checkpoint's row-major layout (bf16 models: every
+// matrix and the embedding table, which a tied head then shares).
 type cpuWeight struct {
 	vec []float32
 	mat *kernels.Packed
@@ -68,16 +69,18 @@ func (m *Model) alloc() {
 			m.w.LMHead = m.w.Embed // the same bf16 rows: no copy
 		}
 	default:
+		tied := m.cfg.TieWordEmbeddings
 		m.w, _ = NewWeights(m.cfg, func(s Slot, rows, cols int) (*cpuWeight, error) {
-			if s.Matrix() {
+			if s.Matrix() || (tied && s == SlotEmbed) {
 				return &cpuWeight{mat: kernels.NewPacked(rows, cols)}, nil
 			}
 			return &cpuWeight{vec: make([]float32, rows*cols)}, nil
 		})
-		if m.cfg.TieWordEmbeddings {
-			// The head multiplies, so it keeps a packed copy of the embedding
-			// (SetTensor fills both).
-			m.w.LMHead = &cpuWeight{mat: kernels.NewPacked(m.cfg.VocabSize, m.cfg.HiddenSize)}
+		if tied {
+			// The head multiplies, so the table is packed for the GEMM
+			// kernel, and an embedding lookup gathers a row from the panels
+			// (a row-major copy would be a fifth of a 0.6B model's memory).
+			m.w.LMHead = m.w.Embed
 		}
 	}
 }
@@ -291,6 +294,8 @@ func (o *cpuOps) Embed(dst []float32, table *cpuWeight) {
 				table.bf.RowFloat32(dst[t*H:(t+1)*H], int(id))
 			case table.q8 != nil:
 				table.q8.RowFloat32(dst[t*H:(t+1)*H], int(id))
+			case table.mat != nil:
+				table.mat.RowFloat32(dst[t*H:(t+1)*H], int(id))
 			default:
 				copy(dst[t*H:(t+1)*H], table.vec[int(id)*H:(int(id)+1)*H])
 			}

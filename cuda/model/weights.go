@@ -98,9 +98,6 @@ func (m *Model) SetTensor(name string, shape []int64, data []float32) error {
 		// Row is the offset inside a fused bias vector (0 otherwise).
 		copy(w.vec[p.Row:], data)
 	}
-	if p.Slot == SlotEmbed && m.cfg.TieWordEmbeddings && m.w.LMHead.mat != nil {
-		m.cpu.PackRows(m.w.LMHead.mat, 0, data, m.cfg.VocabSize)
-	}
 	m.loaded[name] = true
 	return nil
 }
@@ -342,9 +339,8 @@ type loadJob struct {
 	name   string
 	info   safetensors.Info
 	dst    *cpuWeight
-	head   *kernels.Packed // a tied fp32 head: the embedding's rows packed again
-	row    int             // the tensor's first row (or value) in dst
-	r0, r1 int             // rows of the tensor this job reads
+	row    int // the tensor's first row (or value) in dst
+	r0, r1 int // rows of the tensor this job reads
 	cols   int
 }
 
@@ -365,10 +361,6 @@ func (m *Model) loadJobs(set *safetensors.Set) []loadJob {
 		info, _ := set.Lookup(name)
 		p, _ := m.cfg.Place(name)
 		dst := *m.w.At(p)
-		var head *kernels.Packed
-		if p.Slot == SlotEmbed && m.cfg.TieWordEmbeddings && m.w.LMHead.mat != nil {
-			head = m.w.LMHead.mat
-		}
 		rows, cols := 1, int(info.NumElements())
 		if len(info.Shape) == 2 {
 			rows, cols = int(info.Shape[0]), int(info.Shape[1])
@@ -379,11 +371,11 @@ func (m *Model) loadJobs(set *safetensors.Set) []loadJob {
 			piece = loadPiece
 		}
 		step := max(1, piece/max(1, cols*esz))
-		if dst.mat != nil || dst.q8 != nil || head != nil {
+		if dst.mat != nil || dst.q8 != nil {
 			step = (step + kernels.Panel - 1) / kernels.Panel * kernels.Panel // whole panels: no shared cache lines
 		}
 		for r := 0; r < rows; r += step {
-			jobs = append(jobs, loadJob{cpu: m.cpu, set: set, name: name, info: info, dst: dst, head: head, row: p.Row, r0: r, r1: min(r+step, rows), cols: cols})
+			jobs = append(jobs, loadJob{cpu: m.cpu, set: set, name: name, info: info, dst: dst, row: p.Row, r0: r, r1: min(r+step, rows), cols: cols})
 		}
 	}
 	return jobs
@@ -474,13 +466,7 @@ func (j *loadJob) run(buf *loadBuffers) error {
 		return j.set.ReadAt(j.name, unsafe.Slice((*byte)(unsafe.Pointer(&dst[0])), 2*len(dst)), off)
 	case w.vec != nil && j.info.DType == safetensors.F32:
 		dst := w.vec[j.row+j.r0*j.cols : j.row+j.r1*j.cols]
-		if err := j.set.ReadAt(j.name, unsafe.Slice((*byte)(unsafe.Pointer(&dst[0])), 4*len(dst)), off); err != nil {
-			return err
-		}
-		if j.head != nil {
-			j.cpu.PackRows(j.head, j.r0, dst, rows)
-		}
-		return nil
+		return j.set.ReadAt(j.name, unsafe.Slice((*byte)(unsafe.Pointer(&dst[0])), 4*len(dst)), off)
 	}
 	src, err := sourceOf(j.info.DType)
 	if err != nil {
@@ -504,9 +490,6 @@ func (j *loadJob) run(buf *loadBuffers) error {
 		w.q8.QuantizeRowsFrom(j.row+j.r0, raw, src, rows, buf.floats(j.cols))
 	default:
 		kernels.Widen(w.vec[j.row+j.r0*j.cols:j.row+j.r1*j.cols], raw, src)
-	}
-	if j.head != nil {
-		j.cpu.PackRowsFrom(j.head, j.r0, raw, src, rows)
 	}
 	return nil
 }
