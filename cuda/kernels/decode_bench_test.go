@@ -10,69 +10,93 @@ import (
 // BenchmarkDecodeShape runs every matrix-vector product of one batch-1
 // decode step at the Qwen3-0.6B shape (28 layers of q|k|v 4096×1024,
 // o 1024×2048, gate|up 6144×1024, down 1024×3072, then the 151,936×1024
-// head), each weight read once from memory, and reports the bytes streamed
-// per second as a fraction of a streaming read of the same bytes by the
-// same threads (a StreamProbe), measured right before each step:
-// frac_of_bound is the median of those per-step ratios, best_frac the
-// fastest step against the fastest probe (on a shared machine, the pair
-// least disturbed by other work).
+// head) and at the Qwen3-1.7B shape (hidden 2048, MLP 6144: q|k|v
+// 4096×2048, o 2048×2048, gate|up 12288×2048, down 2048×6144, head
+// 151,936×2048), in bf16, fp32 and int8, each weight read once from
+// memory, and reports the bytes streamed per second as a fraction of the
+// best streaming read by the same threads (a StreamProbe, 1 GB: far beyond
+// the caches, so its rate does not depend on the size), measured right
+// before each step: frac_of_bound is the median of those per-step ratios,
+// best_frac the fastest step against the fastest probe (on a shared
+// machine, the pair least disturbed by other work).
 func BenchmarkDecodeShape(b *testing.B) {
-	type shape struct{ n, k int }
-	var shapes []shape
-	for range 28 {
-		shapes = append(shapes, shape{4096, 1024}, shape{1024, 2048}, shape{6144, 1024}, shape{1024, 3072})
+	for _, size := range []struct {
+		name          string
+		hidden, inter int
+	}{{"0.6B", 1024, 3072}, {"1.7B", 2048, 6144}} {
+		var shapes []shape
+		for range 28 {
+			shapes = append(shapes, shape{4096, size.hidden}, shape{size.hidden, 2048},
+				shape{2 * size.inter, size.hidden}, shape{size.hidden, size.inter})
+		}
+		shapes = append(shapes, shape{151936, size.hidden})
+		for _, typ := range []string{"bf16", "fp32", "int8"} {
+			b.Run(size.name+"/"+typ, func(b *testing.B) {
+				benchDecodeStep(b, typ, shapes)
+			})
+		}
 	}
-	shapes = append(shapes, shape{151936, 1024})
+}
+
+// shape is one n×k weight matrix of a decode step.
+type shape struct{ n, k int }
+
+func benchDecodeStep(b *testing.B, typ string, shapes []shape) {
+	c := NewCPU(2)
 	r := rand.New(rand.NewPCG(3, 3))
-	for _, typ := range []string{"bf16", "fp32"} {
-		b.Run(typ, func(b *testing.B) {
-			c := NewCPU(2)
-			var bfs []*BF16
-			var fps []*Packed
-			bytes := 0
-			for _, s := range shapes {
-				if typ == "bf16" {
-					w := NewBF16(s.n, s.k)
-					for i := range w.Data {
-						w.Data[i] = 0x3f80 + uint16(i%7)
-					}
-					bfs = append(bfs, w)
-					bytes += 2 * s.n * s.k
-				} else {
-					p := NewPacked(s.n, s.k)
-					for i := range p.Data {
-						p.Data[i] = float32(i%7) - 3
-					}
-					fps = append(fps, p)
-					bytes += 4 * s.n * s.k
-				}
+	var mul []func(y, x []float32)
+	bytes := 0
+	for _, s := range shapes {
+		switch typ {
+		case "bf16":
+			w := NewBF16(s.n, s.k)
+			for i := range w.Data {
+				w.Data[i] = 0x3f80 + uint16(i%7)
 			}
-			x := randSlice(r, 3072)
-			y := make([]float32, 151936)
-			probe := c.NewStreamProbe(bytes)
-			var fracs, rates, bws []float64
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				b.StopTimer()
-				bw := probe.Measure()
-				bws = append(bws, bw)
-				b.StartTimer()
-				start := time.Now()
-				for j, s := range shapes {
-					if typ == "bf16" {
-						c.MatMulBF16(y[:s.n], x[:s.k], 1, bfs[j], nil)
-					} else {
-						c.MatMul(y[:s.n], x[:s.k], 1, fps[j], nil)
-					}
-				}
-				rate := float64(bytes) / time.Since(start).Seconds()
-				rates = append(rates, rate)
-				fracs = append(fracs, rate/bw)
+			mul = append(mul, func(y, x []float32) { c.MatMulBF16(y, x, 1, w, nil) })
+			bytes += int(w.Bytes())
+		case "fp32":
+			p := NewPacked(s.n, s.k)
+			for i := range p.Data {
+				p.Data[i] = float32(i%7) - 3
 			}
-			b.ReportMetric(median(rates)/1e9, "GB/s")
-			b.ReportMetric(median(fracs), "frac_of_bound")
-			b.ReportMetric(slices.Max(rates)/slices.Max(bws), "best_frac")
-			b.ReportMetric(float64(bytes)/1e6, "MB/step")
-		})
+			mul = append(mul, func(y, x []float32) { c.MatMul(y, x, 1, p, nil) })
+			bytes += 4 * s.n * s.k
+		case "int8":
+			// The values do not matter for the timing: bytes in a
+			// pattern and scales of 1 instead of quantizing gigabytes.
+			w := NewQ8(s.n, s.k)
+			for i := range w.Q {
+				w.Q[i] = uint8(i * 7)
+			}
+			for i := range w.D {
+				w.D[i] = 0x3c00
+			}
+			mul = append(mul, func(y, x []float32) { c.MatMulQ8(y, x, 1, w, nil) })
+			bytes += int(w.Bytes())
+		}
 	}
+	x := randSlice(r, 8192)
+	y := make([]float32, 151936)
+	probe := c.NewStreamProbe(1 << 30)
+	var fracs, rates, bws []float64
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		bw := probe.Measure()
+		bws = append(bws, bw)
+		b.StartTimer()
+		start := time.Now()
+		for j, s := range shapes {
+			mul[j](y[:s.n], x[:s.k])
+		}
+		rate := float64(bytes) / time.Since(start).Seconds()
+		rates = append(rates, rate)
+		fracs = append(fracs, rate/bw)
+	}
+	b.ReportMetric(median(rates)/1e9, "GB/s")
+	b.ReportMetric(median(bws)/1e9, "probe_GB/s")
+	b.ReportMetric(median(fracs), "frac_of_bound")
+	b.ReportMetric(slices.Max(rates)/slices.Max(bws), "best_frac")
+	b.ReportMetric(float64(bytes)/1e6, "MB/step")
 }

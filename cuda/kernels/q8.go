@@ -152,7 +152,7 @@ type q8Act struct {
 var q8Scratch = sync.Pool{New: func() any { return new(q8Act) }}
 
 // q8Panels is panels per work item of MatMulQ8: a multiple of every
-// path's tile height (the VNNI decode tile is 8 panels).
+// path's tile height (the VNNI decode tile is 4 panels).
 const q8Panels = 8
 
 // MatMulQ8 computes y[t][n] = Σ_k x[t][k]·W[n][k] + bias[n] for t tokens
