@@ -3,6 +3,7 @@ package kernels
 import (
 	"math/rand/v2"
 	"slices"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -18,7 +19,8 @@ import (
 // the caches, so its rate does not depend on the size), measured right
 // before each step: frac_of_bound is the median of those per-step ratios,
 // best_frac the fastest step against the fastest probe (on a shared
-// machine, the pair least disturbed by other work).
+// machine, the pair least disturbed by other work); cpu_GB/s and cpu_frac
+// are the same per CPU second of the threads (see processCPU).
 func BenchmarkDecodeShape(b *testing.B) {
 	for _, size := range []struct {
 		name          string
@@ -36,6 +38,22 @@ func BenchmarkDecodeShape(b *testing.B) {
 			})
 		}
 	}
+}
+
+// processCPU is the CPU time the process has used, in seconds: on a
+// loaded machine, bytes per CPU second of the threads (CPU time divided by
+// the thread count) counts only the time they ran, which wall time does
+// not. The helper's spinning between and at the end of operations counts,
+// as it should (a thread waiting for the other does no reading). It
+// overstates the rate when one thread runs alone while the other is
+// descheduled (that one gets the whole memory bandwidth), for the probe as
+// for the kernels.
+func processCPU() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
 }
 
 // shape is one n×k weight matrix of a decode step.
@@ -79,24 +97,34 @@ func benchDecodeStep(b *testing.B, typ string, shapes []shape) {
 	x := randSlice(r, 8192)
 	y := make([]float32, 151936)
 	probe := c.NewStreamProbe(1 << 30)
-	var fracs, rates, bws []float64
+	var fracs, rates, bws, cpuFracs, cpuRates []float64
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
+		c0 := processCPU()
 		bw := probe.Measure()
+		// The probe's CPU time covers its four patterns: per pattern, the
+		// best rate per CPU second of the threads.
+		cpuBW := float64(probe.Bytes()) * float64(c.streamPatterns()) / ((processCPU() - c0) / float64(c.Threads()))
 		bws = append(bws, bw)
 		b.StartTimer()
+		c0 = processCPU()
 		start := time.Now()
 		for j, s := range shapes {
 			mul[j](y[:s.n], x[:s.k])
 		}
 		rate := float64(bytes) / time.Since(start).Seconds()
+		cpuRate := float64(bytes) / ((processCPU() - c0) / float64(c.Threads()))
 		rates = append(rates, rate)
 		fracs = append(fracs, rate/bw)
+		cpuRates = append(cpuRates, cpuRate)
+		cpuFracs = append(cpuFracs, cpuRate/cpuBW)
 	}
 	b.ReportMetric(median(rates)/1e9, "GB/s")
 	b.ReportMetric(median(bws)/1e9, "probe_GB/s")
 	b.ReportMetric(median(fracs), "frac_of_bound")
 	b.ReportMetric(slices.Max(rates)/slices.Max(bws), "best_frac")
+	b.ReportMetric(median(cpuRates)/1e9, "cpu_GB/s")
+	b.ReportMetric(median(cpuFracs), "cpu_frac")
 	b.ReportMetric(float64(bytes)/1e6, "MB/step")
 }
