@@ -11,15 +11,22 @@ import (
 // pages returns the whole 4 KiB pages inside bytes [off, off+n) of a (nil
 // if there are none), as bytes.
 func pages(a []float32, off, n uintptr) []byte {
+	return pagesAt(unsafe.Pointer(unsafe.SliceData(a)), off, n)
+}
+
+// pagesAt returns the whole 4 KiB pages inside bytes [off, off+n) of the
+// memory at p (nil if there are none), as bytes. (Rounded as addresses:
+// a range inside one page has no whole page, even when the page starts
+// before p.)
+func pagesAt(p unsafe.Pointer, off, n uintptr) []byte {
 	const page = 4096
-	b := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(a))), len(a)*4)
-	addr := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
-	lo := (addr+off+page-1)&^(page-1) - addr
-	hi := (addr+off+n)&^(page-1) - addr
-	if hi <= lo {
+	addr := uintptr(p)
+	lo := (addr + off + page - 1) &^ (page - 1)
+	hi := (addr + off + n) &^ (page - 1)
+	if p == nil || hi <= lo {
 		return nil
 	}
-	return b[lo:hi]
+	return unsafe.Slice((*byte)(unsafe.Add(p, lo-addr)), hi-lo)
 }
 
 // populate asks the kernel to map the whole pages inside bytes [off,
@@ -29,4 +36,11 @@ func pages(a []float32, off, n uintptr) []byte {
 func populate(a []float32, off, n uintptr) bool {
 	b := pages(a, off, n)
 	return b == nil || unix.Madvise(b, unix.MADV_POPULATE_WRITE) == nil
+}
+
+// populateRange is populate for bytes [off, off+n) of the memory at p.
+func populateRange(p unsafe.Pointer, off, n uintptr) {
+	if b := pagesAt(p, off, n); b != nil {
+		_ = unix.Madvise(b, unix.MADV_POPULATE_WRITE)
+	}
 }

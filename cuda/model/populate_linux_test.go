@@ -61,3 +61,28 @@ func TestPopulate(t *testing.T) {
 	require.Equal(t, float32(0), kv.K[1][777])
 	require.True(t, kv.Populate(step), "done stays done")
 }
+
+// TestPagesAt: only whole pages inside the range, rounded as addresses; a
+// range inside one page, or empty, has none.
+func TestPagesAt(t *testing.T) {
+	buf := make([]byte, 5*4096)
+	base := unsafe.Pointer(unsafe.SliceData(buf))
+	addr := uintptr(base)
+	first := (addr+4095)&^4095 - addr // offset of the first page boundary
+	p := unsafe.Add(base, first+100)  // 100 bytes into a page
+	require.Nil(t, pagesAt(p, 0, 200))
+	require.Nil(t, pagesAt(p, 0, 0))
+	require.Nil(t, pagesAt(nil, 0, 8192))
+	require.Nil(t, pagesAt(p, 0, 4096)) // crosses a boundary but holds no whole page
+	b := pagesAt(p, 0, 2*4096)
+	require.Len(t, b, 4096)
+	require.Equal(t, addr+first+4096, uintptr(unsafe.Pointer(&b[0])))
+	b = pagesAt(base, first, 3*4096)
+	require.Len(t, b, 3*4096)
+	require.Equal(t, addr+first, uintptr(unsafe.Pointer(&b[0])))
+	buf[first+4096+7] = 42
+	populateRange(p, 0, 2*4096) // maps, changes nothing
+	require.Equal(t, byte(42), buf[first+4096+7])
+	populateRange(p, 0, 10)
+	populateRange(nil, 0, 10)
+}

@@ -2,5 +2,10 @@
 
 package model
 
+import "unsafe"
+
 // populate is not available: pages are mapped by use.
 func populate(a []float32, off, n uintptr) bool { return false }
+
+// populateRange does nothing: pages are mapped by use.
+func populateRange(p unsafe.Pointer, off, n uintptr) {}

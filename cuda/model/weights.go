@@ -436,6 +436,18 @@ func runLoadJobs(threads int, jobs []loadJob) error {
 	return errors.Join(errs...)
 }
 
+// readInto preads a tensor's bytes straight into the model's fresh
+// memory, having mapped that memory first in one call
+// (MADV_POPULATE_WRITE where the OS has it) rather than by a page fault
+// per 4 KiB page inside the copy: at the 0.6B shape a bf16 load took ~20%
+// less time (alternating runs, every one faster). Jobs populate in
+// parallel, each its own range. (Conversions write their destination from
+// C; populating ahead of them measured no faster, so they do not.)
+func readInto(set *safetensors.Set, name string, dst []byte, off int64) error {
+	populateRange(unsafe.Pointer(unsafe.SliceData(dst)), 0, uintptr(len(dst)))
+	return set.ReadAt(name, dst, off)
+}
+
 // sourceOf is the kernels' name for a checkpoint element type (loadFrom
 // has accepted only these three).
 func sourceOf(dt safetensors.DType) (kernels.Source, error) {
@@ -463,10 +475,10 @@ func (j *loadJob) run(buf *loadBuffers) error {
 	case w.bf != nil && j.info.DType == safetensors.BF16:
 		// The checkpoint's bytes are the model's bytes: read them in place.
 		dst := w.bf.Data[(j.row+j.r0)*j.cols : (j.row+j.r1)*j.cols]
-		return j.set.ReadAt(j.name, unsafe.Slice((*byte)(unsafe.Pointer(&dst[0])), 2*len(dst)), off)
+		return readInto(j.set, j.name, unsafe.Slice((*byte)(unsafe.Pointer(&dst[0])), 2*len(dst)), off)
 	case w.vec != nil && j.info.DType == safetensors.F32:
 		dst := w.vec[j.row+j.r0*j.cols : j.row+j.r1*j.cols]
-		return j.set.ReadAt(j.name, unsafe.Slice((*byte)(unsafe.Pointer(&dst[0])), 4*len(dst)), off)
+		return readInto(j.set, j.name, unsafe.Slice((*byte)(unsafe.Pointer(&dst[0])), 4*len(dst)), off)
 	}
 	src, err := sourceOf(j.info.DType)
 	if err != nil {
