@@ -179,12 +179,43 @@ void agl_q8_row_f32(const uint8_t* q, const uint16_t* d, int64_t nb, int64_t r, 
 	}
 }
 
-void agl_q8_quantize_act(const float* x, int64_t t, int64_t k, int64_t nb, int8_t* xq, float* dx,
+// One whole block of activations (32 finite values, 127/max|x| finite)
+// with AVX-512F: the same operations as the scalar loop in
+// agl_q8_quantize_act (max of |x|, the scalar 127/max, x·id rounded by
+// one multiply, round to nearest even, clamp to ±127, the exact integer
+// sum), so the same bytes. It returns 0, writing nothing, when the block
+// needs the scalar path's special cases (a NaN or infinity, or 127/max
+// overflowing).
+AGV_AVX512 static int quantize_act_block512(const float* x, int8_t* o, float* dx, int32_t* corr) {
+	__m512 x0 = _mm512_loadu_ps(x), x1 = _mm512_loadu_ps(x + 16);
+	__m512 a0 = _mm512_abs_ps(x0), a1 = _mm512_abs_ps(x1);
+	const __m512 big = _mm512_set1_ps(FLT_MAX);
+	// !(|x| <= FLT_MAX): NaN or infinite
+	if (_mm512_cmp_ps_mask(a0, big, _CMP_NLE_UQ) | _mm512_cmp_ps_mask(a1, big, _CMP_NLE_UQ)) return 0;
+	const float amax = _mm512_reduce_max_ps(_mm512_max_ps(a0, a1));
+	const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
+	if (!(id <= FLT_MAX)) return 0;
+	const __m512 vid = _mm512_set1_ps(id), lo = _mm512_set1_ps(-127.0f), hi = _mm512_set1_ps(127.0f);
+	__m512i q[2];
+	__m512 xs[2] = {x0, x1};
+	for (int h = 0; h < 2; h++) {
+		__m512 v = _mm512_roundscale_ps(_mm512_mul_ps(xs[h], vid), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+		q[h] = _mm512_cvtps_epi32(_mm512_min_ps(_mm512_max_ps(v, lo), hi));
+		_mm_storeu_si128((__m128i*)(o + 16 * h), _mm512_cvtepi32_epi8(q[h]));
+	}
+	*dx = amax / 127.0f;
+	*corr = -128 * _mm512_reduce_add_epi32(_mm512_add_epi32(q[0], q[1]));
+	return 1;
+}
+
+void agl_q8_quantize_act(int vec, const float* x, int64_t t, int64_t k, int64_t nb, int8_t* xq, float* dx,
                          int32_t* corr) {
 	for (int64_t j = 0; j < t; j++) {
 		const float* xr = x + j * k;
 		for (int64_t b = 0; b < nb; b++) {
 			int64_t c0 = b * QB, c1 = c0 + QB < k ? c0 + QB : k;
+			int8_t* o = xq + j * nb * QB + c0;
+			if (vec && c1 - c0 == QB && quantize_act_block512(xr + c0, o, dx + j * nb + b, corr + j * nb + b)) continue;
 			float amax = 0.0f;
 			int bad = 0;
 			for (int64_t c = c0; c < c1; c++) {
@@ -193,7 +224,6 @@ void agl_q8_quantize_act(const float* x, int64_t t, int64_t k, int64_t nb, int8_
 				amax = amax > v ? amax : v;
 			}
 			const float id = amax != 0.0f && !bad ? 127.0f / amax : 0.0f;
-			int8_t* o = xq + j * nb * QB + c0;
 			int32_t s = 0;
 			for (int64_t c = c0; c < c0 + QB; c++) {
 				int qi = 0;

@@ -37,7 +37,8 @@ void agl_q8_row_f32(const uint8_t* q, const uint16_t* d, int64_t nb, int64_t r, 
 // corr = -128*Σxq (the offset of the +128 weight bytes). xq rows have
 // stride nb*32, zero-padded; dx and corr rows stride nb. A block holding
 // Inf or NaN gets dx = NaN, so the outputs it touches are NaN.
-void agl_q8_quantize_act(const float* x, int64_t t, int64_t k, int64_t nb, int8_t* xq, float* dx,
+// vec: whole blocks of finite values with AVX-512F (the same bytes).
+void agl_q8_quantize_act(int vec, const float* x, int64_t t, int64_t k, int64_t nb, int8_t* xq, float* dx,
                          int32_t* corr);
 
 // y[j][r] = Σ_b fl(dw[r][b]·dx[j][b]) · isum[j][r][b] (+ bias[r]) for the

@@ -409,3 +409,51 @@ func TestQ8QuantizeVector(t *testing.T) {
 		require.Equal(t, int8(math.Round(float64(i)-15.5)), int8(row[2+i]), "tie %d", i)
 	}
 }
+
+// TestQ8QuantizeActVector checks the AVX-512 activation quantizer against
+// the scalar loop, byte for byte, on blocks of every kind: wide magnitude
+// ranges, ties, zeros, NaN and infinities, tiny values whose 127/max
+// overflows, and a partial last block.
+func TestQ8QuantizeActVector(t *testing.T) {
+	if Detect() < AVX512 {
+		t.Skip("no AVX-512F")
+	}
+	r := rand.New(rand.NewPCG(11, 12))
+	const tok, k = 9, 32*12 + 7
+	nb := (k + 31) / 32
+	x := make([]float32, tok*k)
+	for i := range x {
+		x[i] = float32(r.NormFloat64() * math.Pow(2, float64(r.IntN(60)-30)))
+	}
+	block := func(j, b int) []float32 { return x[j*k+b*32 : j*k+b*32+32] }
+	for i := range block(1, 0) { // ties: max 127, so 127/max = 1
+		block(1, 0)[i] = float32(i) - 15.5
+	}
+	block(1, 0)[0] = 127
+	for i := range block(2, 3) {
+		block(2, 3)[i] = 0
+	}
+	block(3, 1)[5] = float32(math.NaN())
+	block(4, 2)[7] = float32(math.Inf(1))
+	block(5, 0)[2] = float32(math.Inf(-1))
+	for i := range block(6, 0) {
+		block(6, 0)[i] = float32(i) * 1e-44 // subnormal: 127/max overflows
+	}
+	block(7, 4)[3] = -0.0
+	run := func(vec bool) ([]int8, []float32, []int32) {
+		xq, dx, corr := make([]int8, tok*nb*32), make([]float32, tok*nb), make([]int32, tok*nb)
+		quantizeAct(vec, x, tok, k, xq, dx, corr)
+		return xq, dx, corr
+	}
+	sq, sd, sc := run(false)
+	vq, vd, vc := run(true)
+	require.Equal(t, sq, vq)
+	require.Equal(t, len(sd), len(vd))
+	for i := range sd { // NaN-aware bitwise comparison
+		require.Equal(t, math.Float32bits(sd[i]), math.Float32bits(vd[i]), "dx %d", i)
+	}
+	require.Equal(t, sc, vc)
+	for i := 1; i < 32; i++ { // nearest even, unlike the weights' roundf
+		require.Equal(t, int8(math.RoundToEven(float64(i)-15.5)), sq[1*nb*32+i], "tie %d", i)
+	}
+}
