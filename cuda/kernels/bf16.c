@@ -514,6 +514,249 @@ AGV_AVX2 static void tile_256(const tile_args* a, int R, int T) {
 	}
 }
 
+// ---- Many tokens at AVX-512 BF16: rows in the lanes. The tiles above
+// give each output a register of 16 lane sums and end with a horizontal
+// tree per output (shuffles and adds: a quarter of the work at k = 1024).
+// Here a zmm instead holds lane i's sum for 16 rows. Lane i of output
+// (r, j) only ever sees the pairs (32c+2i, 32c+2i+1) of row r and token j,
+// so its chain over the chunks c can run on its own, with row r's pair in
+// zmm lane r (the weights packed so) and token j's pair broadcast to every
+// lane. vdpbf16ps does the same two products and adds in the same order in
+// each lane as in the tiles, so every lane sum has the same bits; the 16
+// lane sums of 16 rows are then combined by the same tree with vertical
+// adds, and the result is a run of 16 consecutive outputs of y. The lanes
+// are visited in bit-reversed order (0, 8, 4, 12, …) so that the tree
+// folds in as a binary counter: a partial waits only until its sibling is
+// done, at most 4 levels of them.
+#ifndef OUT_R
+#define OUT_R 5 // 16-row groups per panel (80 rows)
+#endif
+#ifndef OUT_T
+#define OUT_T 5 // tokens per tile: 25 accumulators + 5 weight registers + 1 broadcast
+#endif
+
+static const uint8_t lane_order[16] = {0, 8, 4, 12, 2, 10, 6, 14, 1, 9, 5, 13, 3, 11, 7, 15};
+
+// The packed activations: tiles of OUT_T tokens; in each, pass s (lane
+// i = lane_order[s]) reads one contiguous run xp[tile][s][c][j] of the
+// pairs (32c+2i, 32c+2i+1) of token j as 32-bit words (even element low,
+// as in memory), and the passes follow one another in memory too. Tokens
+// past t and elements past k are zero.
+int64_t agl_bf16_act_tiles(int64_t t) { return (t + OUT_T - 1) / OUT_T; }
+
+int64_t agl_bf16_panel_rows(void) { return 16 * OUT_R; }
+
+int64_t agl_bf16_act_words(int64_t t, int64_t k) {
+	return (t + OUT_T - 1) / OUT_T * OUT_T * 16 * ((k + BK - 1) / BK);
+}
+
+// tr16 transposes 16 vectors of 16 32-bit words: out[e] word j = in[j] word e.
+AGB_BF16 AGV_INLINE void tr16(__m512i v[16]) {
+	__m512i t[16], u[16];
+#pragma GCC unroll 8
+	for (int p = 0; p < 8; p++) {
+		t[2 * p] = _mm512_unpacklo_epi32(v[2 * p], v[2 * p + 1]);
+		t[2 * p + 1] = _mm512_unpackhi_epi32(v[2 * p], v[2 * p + 1]);
+	}
+	// u[4q+m], 128-bit lane L: rows 4q..4q+3, word 4L+m.
+#pragma GCC unroll 4
+	for (int q = 0; q < 4; q++) {
+		u[4 * q] = _mm512_unpacklo_epi64(t[4 * q], t[4 * q + 2]);
+		u[4 * q + 1] = _mm512_unpackhi_epi64(t[4 * q], t[4 * q + 2]);
+		u[4 * q + 2] = _mm512_unpacklo_epi64(t[4 * q + 1], t[4 * q + 3]);
+		u[4 * q + 3] = _mm512_unpackhi_epi64(t[4 * q + 1], t[4 * q + 3]);
+	}
+#pragma GCC unroll 4
+	for (int m = 0; m < 4; m++) {
+		__m512i a = _mm512_shuffle_i32x4(u[m], u[4 + m], 0x88), b = _mm512_shuffle_i32x4(u[m], u[4 + m], 0xdd);
+		__m512i c = _mm512_shuffle_i32x4(u[8 + m], u[12 + m], 0x88), d = _mm512_shuffle_i32x4(u[8 + m], u[12 + m], 0xdd);
+		v[m] = _mm512_shuffle_i32x4(a, c, 0x88);
+		v[8 + m] = _mm512_shuffle_i32x4(a, c, 0xdd);
+		v[4 + m] = _mm512_shuffle_i32x4(b, d, 0x88);
+		v[12 + m] = _mm512_shuffle_i32x4(b, d, 0xdd);
+	}
+}
+
+// round16 rounds 16 floats to bf16 as f32_to_bf16 does, in the low halves.
+AGB_BF16 AGV_INLINE __m512i round16(__m512 f) {
+	const __m512i u = _mm512_castps_si512(f);
+	const __m512i one = _mm512_set1_epi32(1);
+	__m512i r = _mm512_add_epi32(u, _mm512_add_epi32(_mm512_set1_epi32(0x7fff), _mm512_and_si512(_mm512_srli_epi32(u, 16), one)));
+	r = _mm512_srli_epi32(r, 16);
+	const __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)), _mm512_set1_epi32(0x7f800000));
+	return _mm512_mask_or_epi32(r, nan, _mm512_srli_epi32(u, 16), _mm512_set1_epi32(0x40));
+}
+
+// chunk32 rounds token row xr's chunk c (elements past k zero) into 16
+// pair words.
+AGB_BF16 AGV_INLINE __m512i chunk32(const float* xr, int64_t k, int64_t c) {
+	const int64_t e = 32 * c, left = k - e;
+	__m512 a, b;
+	if (left >= 32) {
+		a = _mm512_loadu_ps(xr + e);
+		b = _mm512_loadu_ps(xr + e + 16);
+	} else {
+		a = _mm512_maskz_loadu_ps(left >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1), xr + e);
+		b = _mm512_maskz_loadu_ps(left > 16 ? (__mmask16)((1u << (left - 16)) - 1) : 0, xr + e + 16);
+	}
+	// The rounding of a zero is zero, so the padding stays zero.
+	const __m256i lo = _mm512_cvtepi32_epi16(round16(a)), hi = _mm512_cvtepi32_epi16(round16(b));
+	return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+}
+
+AGB_BF16 static void pack_act_bf16(const float* x, int64_t t, int64_t k, int64_t tile_lo, int64_t tile_hi, uint32_t* xp) {
+	// G chunks of the tile's tokens at a time (G·OUT_T ≤ 16 rows of a
+	// transpose): transposed, lane i's words of chunks c … c+G-1 are one
+	// run of G·OUT_T words.
+	enum { G = 16 / OUT_T };
+	const int64_t nc = (k + BK - 1) / BK;
+	for (int64_t tile = tile_lo; tile < tile_hi; tile++) {
+		uint32_t* dst = xp + tile * OUT_T * 16 * nc;
+		for (int64_t c = 0; c < nc; c += G) {
+			__m512i v[16];
+#pragma GCC unroll 16
+			for (int q = 0; q < 16; q++) {
+				const int64_t j = tile * OUT_T + q % OUT_T, cq = c + q / OUT_T;
+				v[q] = q < G * OUT_T && j < t && cq < nc ? chunk32(x + j * k, k, cq) : _mm512_setzero_si512();
+			}
+			tr16(v);
+			const int64_t g = nc - c < G ? nc - c : G;
+			const __mmask16 m = (__mmask16)((1u << (g * OUT_T)) - 1);
+#pragma GCC unroll 16
+			for (int i = 0; i < 16; i++) _mm512_mask_storeu_epi32(dst + ((int64_t)lane_order[i] * nc + c) * OUT_T, m, v[i]);
+		}
+	}
+}
+
+void agl_bf16_pack_act(const float* x, int64_t t, int64_t k, int64_t tile_lo, int64_t tile_hi, uint32_t* xp) {
+	pack_act_bf16(x, t, k, tile_lo, tile_hi, xp);
+}
+
+int64_t agl_bf16_panel_words(int64_t k) { return 16 * OUT_R * 16 * ((k + BK - 1) / BK); }
+
+// pack_panel writes rows [r0, r0+16R) of w (those ≥ r_hi as zero) as
+// pk[s][c][row], for lane i = lane_order[s] the pair (w[row][32c+2i],
+// w[row][32c+2i+1]) as one 32-bit word, for nc chunks, zero past k: 16
+// rows' chunk c, transposed. (lane_order is its own inverse.)
+AGB_BF16 static void pack_panel(const uint16_t* w, int64_t k, int64_t nc, int64_t r0, int64_t r_hi, int R, uint32_t* pk) {
+	const int64_t rw = 16 * (int64_t)R;
+	for (int g = 0; g < R; g++) {
+		for (int64_t c = 0; c < nc; c++) {
+			const int64_t left = k - 32 * c;
+			const __mmask32 m = left >= 32 ? (__mmask32)0xffffffffu : (__mmask32)((1u << left) - 1);
+			__m512i v[16];
+#pragma GCC unroll 16
+			for (int r = 0; r < 16; r++) {
+				const int64_t row = r0 + 16 * g + r;
+				v[r] = row < r_hi ? _mm512_maskz_loadu_epi16(m, w + row * k + 32 * c) : _mm512_setzero_si512();
+			}
+			tr16(v);
+#pragma GCC unroll 16
+			for (int i = 0; i < 16; i++) _mm512_storeu_si512(pk + ((int64_t)lane_order[i] * nc + c) * rw + 16 * g, v[i]);
+		}
+	}
+}
+
+// outer_tile: a panel of R 16-row groups (packed as above) × T tokens of
+// one packed activation tile: 16 passes of R·T accumulators over all
+// chunks, each 16 rows × 1 token of one lane. y is the output of the panel's row 0 and the
+// tile's token 0 (stride n); rows past nrows are neither read nor stored.
+AGB_BF16 AGV_INLINE void outer_tile(const uint32_t* pk, int64_t nc, const uint32_t* xt, float* y, int64_t n,
+                                    const float* bias, int nrows, const int R, const int T) {
+	__m512 stk[4][OUT_R][OUT_T] __attribute__((aligned(64)));
+	const int64_t rw = 16 * (int64_t)R;
+	for (int s = 0; s < 16; s++) {
+		__m512 acc[OUT_R][OUT_T];
+#pragma GCC unroll 6
+		for (int r = 0; r < R; r++)
+#pragma GCC unroll 12
+			for (int j = 0; j < T; j++) acc[r][j] = _mm512_setzero_ps();
+		const uint32_t* wp = pk + (int64_t)s * nc * rw;
+		const uint32_t* xp = xt + (int64_t)s * nc * OUT_T;
+		for (int64_t c = 0; c < nc; c++) {
+			__m512bh wv[OUT_R];
+#pragma GCC unroll 6
+			for (int r = 0; r < R; r++) wv[r] = (__m512bh)_mm512_loadu_si512(wp + c * rw + 16 * r);
+#pragma GCC unroll 12
+			for (int j = 0; j < T; j++) {
+				__m512bh xv = (__m512bh)_mm512_set1_epi32((int)xp[c * OUT_T + j]);
+#pragma GCC unroll 6
+				for (int r = 0; r < R; r++) acc[r][j] = _mm512_dpbf16_ps(acc[r][j], wv[r], xv);
+			}
+		}
+		// Fold into the tree: step s completes one level per trailing one bit.
+		int lvl = 0;
+		for (; (s >> lvl) & 1; lvl++) {
+#pragma GCC unroll 6
+			for (int r = 0; r < R; r++)
+#pragma GCC unroll 12
+				for (int j = 0; j < T; j++) acc[r][j] = _mm512_add_ps(stk[lvl][r][j], acc[r][j]);
+		}
+		if (s < 15) {
+#pragma GCC unroll 6
+			for (int r = 0; r < R; r++)
+#pragma GCC unroll 12
+				for (int j = 0; j < T; j++) stk[lvl][r][j] = acc[r][j];
+			continue;
+		}
+#pragma GCC unroll 6
+		for (int r = 0; r < R; r++) {
+			const int left = nrows - 16 * r;
+			const __mmask16 m = left >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1);
+			const __m512 b = bias ? _mm512_maskz_loadu_ps(m, bias + 16 * r) : _mm512_setzero_ps();
+#pragma GCC unroll 12
+			for (int j = 0; j < T; j++) {
+				// The tiles add the bias to the tree's sum; so does this.
+				const __m512 v = bias ? _mm512_add_ps(acc[r][j], b) : acc[r][j];
+				_mm512_mask_storeu_ps(y + j * n + 16 * r, m, v);
+			}
+		}
+	}
+}
+
+#define OUT_TILE(R, TT) outer_tile(pk, nc, xt, y, n, bias, nrows, R, OUT_T >= TT ? TT : 1)
+#define OUT_CASE_T(R)                                      \
+	switch (T) {                                           \
+	case 1: OUT_TILE(R, 1); break;                         \
+	case 2: OUT_TILE(R, 2); break;                         \
+	case 3: OUT_TILE(R, 3); break;                         \
+	case 4: OUT_TILE(R, 4); break;                         \
+	case 5: OUT_TILE(R, 5); break;                         \
+	case 6: OUT_TILE(R, 6); break;                         \
+	case 7: OUT_TILE(R, 7); break;                         \
+	case 8: OUT_TILE(R, 8); break;                         \
+	case 9: OUT_TILE(R, 9); break;                         \
+	case 10: OUT_TILE(R, 10); break;                       \
+	case 11: OUT_TILE(R, 11); break;                       \
+	case 12: OUT_TILE(R, 12); break;                       \
+	}
+
+AGB_BF16 static void outer_tile_any(const uint32_t* pk, int64_t nc, const uint32_t* xt, float* y, int64_t n,
+                                    const float* bias, int nrows, int R, int T) {
+	switch (R) {
+	case 1: OUT_CASE_T(1) break;
+	case 2: if (OUT_R >= 2) OUT_CASE_T(OUT_R >= 2 ? 2 : 1) break;
+	case 3: if (OUT_R >= 3) OUT_CASE_T(OUT_R >= 3 ? 3 : 1) break;
+	case 4: if (OUT_R >= 4) OUT_CASE_T(OUT_R >= 4 ? 4 : 1) break;
+	case 5: if (OUT_R >= 5) OUT_CASE_T(OUT_R >= 5 ? 5 : 1) break;
+	case 6: if (OUT_R >= 6) OUT_CASE_T(OUT_R >= 6 ? 6 : 1) break;
+	}
+}
+
+void agl_gemm_bf16_many(const uint32_t* xp, int64_t t, int64_t k, const uint16_t* w, int64_t n, const float* bias,
+                        float* y, int64_t r_lo, int64_t r_hi, uint32_t* pk) {
+	const int64_t nc = (k + BK - 1) / BK;
+	for (int64_t r0 = r_lo; r0 < r_hi; r0 += 16 * OUT_R) {
+		const int nrows = r_hi - r0 < 16 * OUT_R ? (int)(r_hi - r0) : 16 * OUT_R;
+		const int R = (nrows + 15) / 16;
+		pack_panel(w, k, nc, r0, r_hi, R, pk);
+		for (int64_t j0 = 0; j0 < t; j0 += OUT_T) {
+			const int T = t - j0 < OUT_T ? (int)(t - j0) : OUT_T;
+			outer_tile_any(pk, nc, xp + j0 * 16 * nc, y + j0 * n + r0, n, bias ? bias + r0 : NULL, nrows, R, T);
+		}
+	}
+}
+
 void agl_gemm_bf16(int level, const uint16_t* xb, int64_t t, int64_t k, int64_t ldx, const uint16_t* w,
                    int64_t n, const float* bias, float* y, int64_t r_lo, int64_t r_hi) {
 	void (*tile)(const tile_args*, int, int);

@@ -93,6 +93,10 @@ func (c *CPU) MatMulBF16(y, x []float32, t int, w *BF16, bias []float32) {
 	if t == 0 || w.N == 0 {
 		return
 	}
+	if c.level >= AVX512BF16 && t >= bf16ManyTokens && w.K > 0 {
+		c.matMulBF16Many(y, x, t, w, bias)
+		return
+	}
 	ldx := (w.K + 31) / 32 * 32
 	need := t * ldx
 	var xb []uint16
@@ -111,4 +115,64 @@ func (c *CPU) MatMulBF16(y, x []float32, t int, w *BF16, bias []float32) {
 		C.agl_gemm_bf16(C.int(c.level), u16ptr(xb), C.int64_t(t), C.int64_t(w.K), C.int64_t(ldx), u16ptr(w.Data),
 			C.int64_t(w.N), fptr(bias), fptr(y), C.int64_t(lo*bf16Rows), C.int64_t(min(hi*bf16Rows, w.N)))
 	})
+}
+
+// bf16ManyTokens is the fewest tokens for which MatMulBF16 at AVX512BF16
+// takes agl_gemm_bf16_many (rows in the vector lanes, weights repacked per
+// panel) instead of the tiles: the repacking costs about as much as
+// computing 40–50 tokens, so below that the tiles are faster. Both give
+// the same bits, so this only moves time.
+const bf16ManyTokens = 48
+
+// bf16Words holds packed activations and per-panel weight scratch, pooled
+// like bf16Scratch.
+var bf16Words sync.Pool
+
+func getWords(n int) *[]uint32 {
+	if p, ok := bf16Words.Get().(*[]uint32); ok && cap(*p) >= n {
+		*p = (*p)[:n]
+		return p
+	}
+	s := make([]uint32, n)
+	return &s
+}
+
+func u32ptr(s []uint32) *C.uint32_t { return (*C.uint32_t)(unsafe.Pointer(&s[0])) }
+
+// matMulBF16Many is MatMulBF16 for many tokens at AVX512BF16: the
+// activations are rounded and packed once (in parallel over tiles of
+// tokens), then the threads take row ranges of at most one panel each
+// (packed once, used for all t tokens) from a shared counter. The ranges
+// are whole 16-row groups cut as evenly as the panel height allows, their
+// count a multiple of the threads, so that the threads' shares come out
+// equal (at the 0.6B shapes: 64 groups of o and down → 14 ranges of 4–5
+// groups) where parallelChunks' pieces of a fixed size would leave one
+// thread a panel more.
+func (c *CPU) matMulBF16Many(y, x []float32, t int, w *BF16, bias []float32) {
+	xp := getWords(int(C.agl_bf16_act_words(C.int64_t(t), C.int64_t(w.K))))
+	defer bf16Words.Put(xp)
+	c.parallelChunks(int(C.agl_bf16_act_tiles(C.int64_t(t))), func(lo, hi int) {
+		C.agl_bf16_pack_act(fptr(x), C.int64_t(t), C.int64_t(w.K), C.int64_t(lo), C.int64_t(hi), u32ptr(*xp))
+	})
+	groups := (w.N + 15) / 16
+	perPanel := int(C.agl_bf16_panel_rows()) / 16
+	items := (groups + perPanel - 1) / perPanel
+	if c.threads > 1 {
+		items = min(groups, (items+c.threads-1)/c.threads*c.threads)
+	}
+	pw := int(C.agl_bf16_panel_words(C.int64_t(w.K)))
+	f := func(lo, hi int) {
+		pk := getWords(pw)
+		defer bf16Words.Put(pk)
+		for i := lo; i < hi; i++ {
+			r0, r1 := 16*(groups*i/items), min(16*(groups*(i+1)/items), w.N)
+			C.agl_gemm_bf16_many(u32ptr(*xp), C.int64_t(t), C.int64_t(w.K), u16ptr(w.Data), C.int64_t(w.N), fptr(bias), fptr(y),
+				C.int64_t(r0), C.int64_t(r1), u32ptr(*pk))
+		}
+	}
+	if c.threads <= 1 || items <= 1 {
+		f(0, items)
+		return
+	}
+	c.crew.run(min(c.threads, items)-1, items, 1, f)
 }

@@ -55,6 +55,59 @@ func TestBF16Rounding(t *testing.T) {
 	require.Equal(t, float32(1), back[0])
 }
 
+// TestMatMulBF16ManyRounding checks the rounding of the activations on the
+// many-token path (vectorized, packed with the products' operands) with
+// TestBF16Rounding's cases: with the identity as weights every output is
+// its activation rounded to bf16 (the products by 1 and the sums with
+// zeros are exact), and each token computed alone (the scalar rounding)
+// gives the same bits. A value that rounds to infinity or NaN makes every
+// other output of its token NaN (0·∞).
+func TestMatMulBF16ManyRounding(t *testing.T) {
+	finite := []uint32{0x3f800000, 0x3f808000, 0x3f818000, 0x3f808001, 0x80000001, 0xbf808000, 0x00000000,
+		0x80000000, 0x477fe000, 0x3f7fffff, 0xc0c08000}
+	nonFinite := []uint32{0x7f7fffff, 0xff800000, 0x7fc00001, 0x7f800001, 0x7f7f8000}
+	const tt, k = 64, 37 // k: a partial chunk; tt: the many-token path at AVX512BF16
+	r := rand.New(rand.NewPCG(7, 8))
+	x := randSlice(r, tt*k)
+	for i := range x {
+		if i%3 == 0 {
+			x[i] = math.Float32frombits(finite[(i/3)%len(finite)])
+		}
+	}
+	for j := 0; j < tt; j += 4 {
+		x[j*k+j%k] = math.Float32frombits(nonFinite[(j/4)%len(nonFinite)])
+	}
+	w := NewBF16(k, k)
+	for i := 0; i < k; i++ {
+		w.Data[i*k+i] = bf16Of(1)
+	}
+	for _, c := range bf16Levels(t) {
+		y := make([]float32, tt*k)
+		c.MatMulBF16(y, x, tt, w, nil)
+		for j := 0; j < tt; j++ {
+			yj := make([]float32, k)
+			c.MatMulBF16(yj, x[j*k:(j+1)*k], 1, w, nil)
+			for i := range yj {
+				require.Equalf(t, math.Float32bits(yj[i]), math.Float32bits(y[j*k+i]), "level %v token %d alone, element %d", c.Level(), j, i)
+				if j%4 == 0 && i != j%k {
+					require.Truef(t, y[j*k+i] != y[j*k+i], "level %v token %d element %d: %v, want NaN", c.Level(), j, i, y[j*k+i])
+					continue
+				}
+				want := float32(widen(bf16Of(x[j*k+i])))
+				if want != want {
+					require.Truef(t, y[j*k+i] != y[j*k+i], "level %v token %d element %d: %v, want NaN", c.Level(), j, i, y[j*k+i])
+					continue
+				}
+				if want == 0 { // −0 + 0 (the other lanes) is +0
+					want = 0
+				}
+				require.Equalf(t, math.Float32bits(want), math.Float32bits(y[j*k+i]), "level %v token %d element %d (%08x)",
+					c.Level(), j, i, math.Float32bits(x[j*k+i]))
+			}
+		}
+	}
+}
+
 func randBF16(r *rand.Rand, n int) []uint16 {
 	out := make([]uint16, n)
 	for i := range out {
@@ -85,18 +138,31 @@ func TestMatMulBF16(t *testing.T) {
 		{25, 20, 257}, {12, 48, 0}, {6, 5, 31}, {100, 11, 96}, {1, 1003, 64}, {200, 9, 40},
 		{8, 19, 70}, {5, 40, 1024}, {9, 24, 65}, {4, 7, 2048},
 		{3, 203, 77}, {8, 150, 96}, {1, 611, 1000},
+		// Enough tokens for the many-token path at AVX512BF16: panels of
+		// 80 rows cut short (n not a multiple of 16 or 80), odd k, a last
+		// tile of fewer than 5 tokens, k below one chunk, many row ranges.
+		{48, 1, 1}, {50, 49, 33}, {57, 100, 77}, {64, 16, 32}, {97, 145, 1024}, {130, 7, 3}, {60, 1003, 40},
 	} {
 		t.Run(fmt.Sprintf("t%d_n%d_k%d", sz.t, sz.n, sz.k), func(t *testing.T) {
 			x := randSlice(r, sz.t*sz.k)
 			w := &BF16{N: sz.n, K: sz.k, Data: randBF16(r, sz.n*sz.k)}
 			bias := randSlice(r, sz.n)
+			if sz.t%2 == 0 { // no bias: a different store in every path
+				bias = nil
+			}
+			biasAt := func(j int) float64 {
+				if bias == nil {
+					return 0
+				}
+				return float64(bias[j])
+			}
 			var first []float32
 			for _, c := range bf16Levels(t) {
 				y := make([]float32, sz.t*sz.n)
 				c.MatMulBF16(y, x, sz.t, w, bias)
 				for i := 0; i < sz.t; i++ {
 					for j := 0; j < sz.n; j++ {
-						ref, mag := float64(bias[j]), math.Abs(float64(bias[j]))
+						ref, mag := biasAt(j), math.Abs(biasAt(j))
 						for k := 0; k < sz.k; k++ {
 							p := widen(bf16Of(x[i*sz.k+k])) * widen(w.Data[j*sz.k+k])
 							ref += p
@@ -175,5 +241,30 @@ func BenchmarkMatMulBF16(b *testing.B) {
 				})
 			}
 		})
+	}
+}
+
+// BenchmarkMatMulBF16Prefill runs the products of a 512-token prefill at
+// the Qwen3-0.6B shapes (q|k|v, o, gate|up, down) on one and two threads
+// at the best level.
+func BenchmarkMatMulBF16Prefill(b *testing.B) {
+	const t = 512
+	for _, sz := range []struct {
+		name string
+		n, k int
+	}{{"qkv", 4096, 1024}, {"o", 1024, 2048}, {"gateup", 6144, 1024}, {"down", 1024, 3072}} {
+		r := rand.New(rand.NewPCG(1, 1))
+		x := randSlice(r, t*sz.k)
+		w := &BF16{N: sz.n, K: sz.k, Data: randBF16(r, sz.n*sz.k)}
+		y := make([]float32, t*sz.n)
+		for _, threads := range []int{1, 2} {
+			b.Run(fmt.Sprintf("%s_n%d_k%d/threads%d", sz.name, sz.n, sz.k, threads), func(b *testing.B) {
+				c := NewCPU(threads)
+				for b.Loop() {
+					c.MatMulBF16(y, x, t, w, nil)
+				}
+				b.ReportMetric(float64(2*t*sz.n*sz.k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			})
+		}
 	}
 }

@@ -29,6 +29,18 @@ void agl_f32_to_bf16(const float* src, uint16_t* dst, int64_t n);
 void agl_gemm_bf16(int level, const uint16_t* xb, int64_t t, int64_t k, int64_t ldx, const uint16_t* w,
                    int64_t n, const float* bias, float* y, int64_t r_lo, int64_t r_hi);
 
+// The same products for many tokens at level 3 (AVX-512 BF16), same bits:
+// the activations are first rounded and packed by agl_bf16_pack_act
+// (tiles [tile_lo, tile_hi) of agl_bf16_act_words(t, k) words in all), and
+// pk is scratch of agl_bf16_panel_words(k) words for the weights.
+int64_t agl_bf16_act_tiles(int64_t t);
+int64_t agl_bf16_panel_rows(void);
+int64_t agl_bf16_act_words(int64_t t, int64_t k);
+int64_t agl_bf16_panel_words(int64_t k);
+void agl_bf16_pack_act(const float* x, int64_t t, int64_t k, int64_t tile_lo, int64_t tile_hi, uint32_t* xp);
+void agl_gemm_bf16_many(const uint32_t* xp, int64_t t, int64_t k, const uint16_t* w, int64_t n, const float* bias,
+                        float* y, int64_t r_lo, int64_t r_hi, uint32_t* pk);
+
 // Weights W[n][k] (row-major, out × in) are packed once into panels of 16
 // output columns: P[p][k][j] = W[16p+j][k], zero-padded to a multiple of 16.
 // agl_pack_rows writes rows [row0, row0+n) of such a packed matrix.
