@@ -182,7 +182,7 @@ func TestLoadConvertedBitIdentical(t *testing.T) {
 func TestNewQ8Fill(t *testing.T) {
 	m := &Model{cpu: kernels.NewCPU(3)}
 	for _, sh := range [][2]int{{1, 1}, {17, 33}, {300, 4000}, {0, 32}} {
-		want, got := kernels.NewQ8(sh[0], sh[1]), m.newQ8(sh[0], sh[1])
+		want, got := kernels.NewQ8(sh[0], sh[1]), m.newQ8(sh[0], sh[1], false)
 		require.Equal(t, want, got, "%v", sh)
 	}
 	b := make([]byte, 1000)

@@ -46,12 +46,16 @@ type cpuWeight struct {
 // SetTensor or LoadWeights. NewWith chooses bf16 storage.
 func New(cfg *Config, cpu *kernels.CPU) (*Model, error) { return NewWith(cfg, cpu, WeightsF32) }
 
-func (m *Model) alloc() {
+func (m *Model) alloc() { m.allocFor(false) }
+
+// allocFor allocates the weights; loading: a load will write every row
+// next, so int8 matrices skip the fill their rows get from it (see newQ8).
+func (m *Model) allocFor(loading bool) {
 	switch m.wt {
 	case WeightsInt8:
 		m.w, _ = NewWeights(m.cfg, func(s Slot, rows, cols int) (*cpuWeight, error) {
 			if s.Matrix() || s == SlotEmbed {
-				return &cpuWeight{q8: m.newQ8(rows, cols)}, nil
+				return &cpuWeight{q8: m.newQ8(rows, cols, loading)}, nil
 			}
 			return &cpuWeight{vec: make([]float32, rows*cols)}, nil
 		})
@@ -87,14 +91,25 @@ func (m *Model) alloc() {
 
 // newQ8 is kernels.NewQ8 (every weight q = 0: the byte 128, scale 0) with
 // the bytes filled on all the CPU's threads: NewQ8 fills them on one, and
-// the fill is where the new pages are first written, so mapped.
-func (m *Model) newQ8(rows, cols int) *kernels.Q8 {
+// the fill is where the new pages are first written, so mapped. For a
+// load (loading) only the last panel's padding rows need the fill: the
+// quantizer writes every byte of the rows it is given, k padding included,
+// so the rest would be written twice (at the 1.7B shape the fill was a
+// third of an int8 load's time).
+func (m *Model) newQ8(rows, cols int, loading bool) *kernels.Q8 {
 	w := &kernels.Q8{N: rows, K: cols}
 	w.Q = make([]uint8, w.Panels()*w.Blocks()*kernels.Q8BlockSize*kernels.Panel)
 	w.D = make([]uint16, w.Panels()*w.Blocks()*kernels.Panel)
+	q := w.Q
+	if loading {
+		if rows%kernels.Panel == 0 {
+			return w
+		}
+		q = q[(w.Panels()-1)*w.Blocks()*kernels.Q8BlockSize*kernels.Panel:] // the last panel
+	}
 	const chunk = 1 << 20
-	m.cpu.Split((len(w.Q)+chunk-1)/chunk, func(lo, hi int) {
-		fill(w.Q[lo*chunk:min(hi*chunk, len(w.Q))], 128)
+	m.cpu.Split((len(q)+chunk-1)/chunk, func(lo, hi int) {
+		fill(q[lo*chunk:min(hi*chunk, len(q))], 128)
 	})
 	return w
 }

@@ -166,6 +166,12 @@ func ParseWeightType(s string) (WeightType, error) {
 // NewWith is New with the matrices stored as wt (WeightsAuto means fp32:
 // there is no checkpoint to follow).
 func NewWith(cfg *Config, cpu *kernels.CPU, wt WeightType) (*Model, error) {
+	return newWith(cfg, cpu, wt, false)
+}
+
+// newWith is NewWith, its weights allocated for a load (allocFor) if
+// loading.
+func newWith(cfg *Config, cpu *kernels.CPU, wt WeightType, loading bool) (*Model, error) {
 	switch wt {
 	case WeightsAuto:
 		wt = WeightsF32
@@ -180,7 +186,7 @@ func NewWith(cfg *Config, cpu *kernels.CPU, wt WeightType) (*Model, error) {
 		cpu = kernels.NewCPU(0)
 	}
 	m := &Model{cfg: cfg, cpu: cpu, shapes: cfg.TensorShapes(), loaded: map[string]bool{}, invFreq: cfg.InvFreq(), wt: wt}
-	m.alloc()
+	m.allocFor(loading)
 	return m, nil
 }
 
@@ -223,7 +229,9 @@ func LoadWith(dir string, cpu *kernels.CPU, o LoadOptions) (*Model, error) {
 		if wt == WeightsAuto {
 			wt = checkpointWeightType(cfg, set)
 		}
-		m, err = NewWith(cfg, cpu, wt)
+		// Allocated for the load below, which writes every weight (or
+		// fails, and m is dropped).
+		m, err = newWith(cfg, cpu, wt, true)
 	default:
 		if o.Weights == WeightsBF16 || o.Weights == WeightsInt8 {
 			return nil, fmt.Errorf("model: %s weights are CPU only (device %s stores fp32)", o.Weights, o.Device)
