@@ -5,17 +5,53 @@
 //   npm install node-llama-cpp @node-llama-cpp/linux-x64 --omit=optional --ignore-scripts
 //   agentrl model gguf --model DIR --out model.gguf
 // Run (NODE_PATH pointing at that directory's node_modules):
-//   node llamacpp_bench.mjs model.gguf [reps] [prefill_tokens] [decode_tokens] [threads]
-// Prints one JSON line: median prefill and batch-1 decode tokens/s.
+//   node llamacpp_bench.mjs model.gguf [reps] [prefill_tokens] [decode_tokens] [threads] [concurrency]
+// (defaults 5, 512, 64, 2, 32). Prints one JSON line with the medians over
+// reps of:
+//   - load_s: loadModel (open to ready);
+//   - prefill_tok_s: one prefill_tokens-token prompt, evaluated alone;
+//   - decode_tok_s: batch-1 decode after a 16-token prompt, (decode_tokens − 1)
+//     tokens over the time from the first generated token to the last;
+//   - aggregate_decode_tok_s: concurrency sequences of one context decoding
+//     together, measured as `agentrl bench engine` measures its aggregate
+//     decode (cmd/agentrl/bench.go, decodeRate): each sequence gets a fresh
+//     random 16-token prompt and generates greedily; the rate is
+//     concurrency × (decode_tokens − 1) / (time(decode_tokens tokens) −
+//     time(1 token)), so the prompts' prefill cancels out. node-llama-cpp
+//     puts the pending tokens of all sequences into one llama_decode batch
+//     per step (batch size ≥ concurrency); as its dispatcher takes the
+//     sequences that have queued their next token when the previous batch
+//     ends, a step holds about 31 of 32 sequences and the one left out joins
+//     the next (a few % more steps than the ideal);
+//   - max_rss_mb: peak RSS (getrusage) through load, prefill and batch-1
+//     decode, whose context holds 2048 positions of F32 KV cache (the engine
+//     reports its peak after load with its KV cache populated);
+//     max_rss_mb_all also covers the aggregate context (concurrency × 256
+//     positions of F32 KV cache: node-llama-cpp gives each sequence its own).
+// The KV cache is F32 as the engine's is; flash attention off. Generation
+// goes on past end-of-generation tokens (random weights emit them), as the
+// engine's measurements do: every sequence makes exactly decode_tokens.
 import { createRequire } from "node:module";
 import path from "node:path";
 
 const require = createRequire(path.join(process.env.NODE_PATH || process.cwd(), "x.js"));
 const { getLlama } = await import(require.resolve("node-llama-cpp"));
 
-const [modelPath, repsArg, prefillArg, decodeArg, threadsArg] = process.argv.slice(2);
+const [modelPath, repsArg, prefillArg, decodeArg, threadsArg, concArg] = process.argv.slice(2);
+if (!modelPath) {
+  console.error("usage: node llamacpp_bench.mjs model.gguf [reps] [prefill_tokens] [decode_tokens] [threads] [concurrency]");
+  process.exit(2);
+}
 const reps = Number(repsArg || 5), prefillN = Number(prefillArg || 512), decodeN = Number(decodeArg || 64);
-const threads = Number(threadsArg || 2);
+const threads = Number(threadsArg || 2), conc = Number(concArg || 32);
+for (const [name, v, lo] of [["reps", reps, 1], ["prefill_tokens", prefillN, 2], ["decode_tokens", decodeN, 2],
+  ["threads", threads, 1], ["concurrency", conc, 1]]) {
+  if (!Number.isInteger(v) || v < lo) {
+    console.error(`llamacpp_bench: ${name} must be an integer ≥ ${lo}, got ${v}`);
+    process.exit(2);
+  }
+}
+const promptN = 16; // as the engine's decode measurements
 
 const llama = await getLlama({ gpu: false, build: "never", logLevel: "error" });
 const loadStart = performance.now();
@@ -27,12 +63,12 @@ let seed = 12345;
 const rnd = () => { seed = (seed * 1103515245 + 12345) % 2147483648; return seed; };
 const tokens = (n) => Array.from({ length: n }, () => 259 + (rnd() % (vocab - 259)));
 const median = (a) => [...a].sort((x, y) => x - y)[Math.floor(a.length / 2)];
+const kvF32 = { experimentalKvCacheKeyType: "F32", experimentalKvCacheValueType: "F32" };
 
 const prefill = [], decode = [];
 for (let r = 0; r < reps; r++) {
   const context = await model.createContext({
-    contextSize: 2048, batchSize: prefillN, threads, flashAttention: false,
-    experimentalKvCacheKeyType: "F32", experimentalKvCacheValueType: "F32",
+    contextSize: 2048, batchSize: prefillN, threads, flashAttention: false, ...kvF32,
   });
   const seq = context.getSequence();
   const p = tokens(prefillN);
@@ -42,22 +78,62 @@ for (let r = 0; r < reps; r++) {
   await seq.clearHistory();
 
   // batch-1 decode after a 16-token prompt: time(n tokens) − time(first)
-  const q = tokens(16);
+  const q = tokens(promptN);
   let n = 0, tFirst = 0;
   t = performance.now();
-  for await (const tok of seq.evaluate(q, { temperature: 0 })) {
+  for await (const tok of seq.evaluate(q, { temperature: 0, yieldEogToken: true })) {
     n++;
     if (n === 1) tFirst = performance.now();
     if (n >= decodeN) break;
   }
+  if (n !== decodeN) throw new Error(`batch-1 decode: generated ${n} tokens, want ${decodeN}`);
   decode.push((decodeN - 1) / ((performance.now() - tFirst) / 1000));
   await context.dispose();
 }
-// Peak RSS (getrusage) after loading and over the whole run: llama.cpp
-// maps the file, so its weights count once they have been touched.
+const rssBeforeAggregate = process.resourceUsage().maxRSS / 1024;
+
+// Aggregate decode. One context with conc sequences, each with room for its
+// prompt and output; the batch takes every prompt token at once (as the
+// engine's MaxBatchTokens ≥ 512 does), so a decode step always fits all
+// sequences.
+const aggContext = await model.createContext({
+  sequences: conc, contextSize: promptN + decodeN, batchSize: Math.max(conc * promptN, 512), threads,
+  flashAttention: false, ...kvF32,
+});
+const seqs = Array.from({ length: conc }, () => aggContext.getSequence());
+// run generates maxNew tokens greedily on every sequence at once from fresh
+// prompts and returns the seconds it took.
+const run = async (maxNew) => {
+  await Promise.all(seqs.map((s) => s.clearHistory()));
+  const prompts = seqs.map(() => tokens(promptN));
+  const start = performance.now();
+  const counts = await Promise.all(seqs.map(async (s, i) => {
+    let n = 0;
+    for await (const tok of s.evaluate(prompts[i], { temperature: 0, yieldEogToken: true })) {
+      n++;
+      if (n >= maxNew) break;
+    }
+    return n;
+  }));
+  const s = (performance.now() - start) / 1000;
+  for (const n of counts) {
+    if (n !== maxNew) throw new Error(`aggregate decode: a sequence generated ${n} tokens, want ${maxNew}`);
+  }
+  return s;
+};
+const aggregate = [];
+for (let r = 0; r < reps; r++) {
+  const t1 = await run(1);
+  const tn = await run(decodeN);
+  aggregate.push(conc * (decodeN - 1) / (tn - t1));
+}
+await aggContext.dispose();
+
 console.log(JSON.stringify({ peer: "llama.cpp (node-llama-cpp)", threads, prefill_tokens: prefillN,
-  prefill_tok_s: median(prefill), decode_tok_s: median(decode), load_s: loadS,
-  max_rss_mb_after_load: rssAfterLoad, max_rss_mb: process.resourceUsage().maxRSS / 1024,
-  prefill_all: prefill, decode_all: decode }));
+  decode_tokens: decodeN, concurrency: conc,
+  prefill_tok_s: median(prefill), decode_tok_s: median(decode), aggregate_decode_tok_s: median(aggregate),
+  load_s: loadS, max_rss_mb_after_load: rssAfterLoad, max_rss_mb: rssBeforeAggregate,
+  max_rss_mb_all: process.resourceUsage().maxRSS / 1024,
+  prefill_all: prefill, decode_all: decode, aggregate_all: aggregate }));
 await model.dispose();
 await llama.dispose();

@@ -1,22 +1,59 @@
 #!/bin/sh
 # Side-by-side measurement of the engine and llama.cpp at real model shapes
-# (Qwen3-0.6B, -1.7B and -4B dimensions, random weights), bf16 and fp32,
-# alternating runs so both see the same machine state. Run from the
+# (Qwen3-0.6B, -1.7B and -4B dimensions, random weights) in bf16, fp32 and
+# int8, alternating runs so both see the same machine state. Run from the
 # repository root:
 #   sh cuda/testdata/peer/run_shapes.sh SCRATCH_DIR [rounds] [shapes] [dtypes]
-# shapes: any of 0.6b 1.7b 4b (default "0.6b"); dtypes: bf16 fp32 int8
-# (default "bf16 fp32"; int8 runs llama.cpp on a Q8_0 export). SCRATCH_DIR must hold node_modules with node-llama-cpp and
-# @node-llama-cpp/linux-x64 (see run.sh). Checkpoints are bf16 safetensors
-# (as released models are); the fp32 runs load them as fp32 (agentrl
-# --weights fp32) and an F32 GGUF export (llama.cpp).
+#   node cuda/testdata/peer/summarize.mjs SCRATCH_DIR/logs   # markdown table
+# rounds: default 2. shapes: any of 0.6b 1.7b 4b, or tiny (2 layers, hidden
+# 256, the real vocabulary: a smoke test of the harness; default "0.6b").
+# dtypes: any of bf16 fp32 int8 (default "bf16 fp32 int8"): bf16 runs our
+# bf16 weights against a BF16 GGUF export, fp32 our fp32 weights (loaded
+# from the bf16 checkpoint) against an F32 export, int8 our int8 weights
+# (quantized at load) against a Q8_0 export. SCRATCH_DIR must hold
+# node_modules with node-llama-cpp and @node-llama-cpp/linux-x64 (see
+# run.sh); checkpoints (bf16 safetensors, sharded as released models are)
+# and GGUF exports are made there once and reused.
+#
+# Each round runs, per dtype, `agentrl bench engine` and then
+# llamacpp_bench.mjs, both 3 reps, 2 threads, 512-token prefill, 32 tokens
+# per decode measurement, 32 sequences in the aggregate decode (see the two
+# programs for what each number times). Right before each timed run the
+# files it loads are read once (cat > /dev/null) so that both sides load from
+# a warm page cache; when a shape is done its files are dropped from the
+# page cache (dd iflag=nocache), so the next shape's are not evicted by
+# them. Each run's output goes to SCRATCH_DIR/logs (or $PEER_LOGS) as
+# SHAPE-DTYPE-STAMP-rN-{agentrl,llamacpp}.log, which summarize.mjs reads
+# (medians over rounds of every log in the directory); a failed run is
+# reported and the rest go on.
+#
+# Memory: a dtype is skipped, with a message, when its weights (ours, or the
+# GGUF llama.cpp maps) plus 3 GB for KV caches and buffers exceed the
+# machine's memory less 4 GB for everything else (override the memory
+# considered with PEER_MEM_GB). On a 24 GB machine that skips fp32 at 4b
+# (16 GB of fp32 weights): 4b runs bf16 and int8 only. PEER_PRUNE=1 deletes
+# a shape's checkpoint and exports once its rounds are done (disk space).
 set -eu
 scratch=$1
 rounds=${2:-2}
 shapes=${3:-0.6b}
-dtypes=${4:-bf16 fp32}
+dtypes=${4:-bf16 fp32 int8}
+logs=${PEER_LOGS:-$scratch/logs}
+mkdir -p "$logs"
 go build -o "$scratch/agentrl" ./cmd/agentrl
+mem_kb=$(awk '/^MemTotal:/ {print $2}' /proc/meminfo)
+[ -n "${PEER_MEM_GB:-}" ] && mem_kb=$((PEER_MEM_GB * 1024 * 1024))
+stamp=$(date -u +%Y%m%dT%H%M%S)
+
+# warm reads the files once so that the run after it loads from the page
+# cache; evict drops them from it.
+warm() { for f in "$@"; do cat "$f" >/dev/null; done; }
+evict() { for f in "$@"; do [ -f "$f" ] && dd if="$f" iflag=nocache count=0 status=none; done; return 0; }
+gguf_of() { echo "$1-$2.gguf"; }
+
 for shape in $shapes; do
   case $shape in
+  tiny) dims="--layers 2 --hidden 256 --heads 4 --kv-heads 2 --head-dim 64 --intermediate 768" ;;
   0.6b) dims="--layers 28 --hidden 1024 --heads 16 --kv-heads 8 --head-dim 128 --intermediate 3072" ;;
   1.7b) dims="--layers 28 --hidden 2048 --heads 16 --kv-heads 8 --head-dim 128 --intermediate 6144" ;;
   4b) dims="--layers 36 --hidden 2560 --heads 32 --kv-heads 8 --head-dim 128 --intermediate 9728" ;;
@@ -28,20 +65,52 @@ for shape in $shapes; do
     "$scratch/agentrl" model init --arch qwen3 $dims --vocab 151936 --tie --max-pos 4096 --seed 1 \
       --dtype bf16 --shard-size 2000000000 --out "$dir"
   fi
+  ckpt_kb=$(du -k -c "$dir"/*.safetensors | tail -1 | cut -f1) # bf16: 2 bytes a parameter
+  run_dtypes=
   for dt in $dtypes; do
+    case $dt in
+    bf16) need_kb=$ckpt_kb ;;
+    fp32) need_kb=$((ckpt_kb * 23 / 10)) ;; # 4 bytes a parameter, and the tied head's copy
+    int8) need_kb=$((ckpt_kb * 6 / 10)) ;;  # 34 bytes per 32 parameters
+    *) echo "unknown dtype $dt" >&2; exit 2 ;;
+    esac
+    need_kb=$((need_kb + 3 * 1024 * 1024))
+    if [ "$need_kb" -gt $((mem_kb - 4 * 1024 * 1024)) ]; then
+      echo "skipping $shape $dt: needs about $((need_kb / 1048576)) GB of memory; the machine has $((mem_kb / 1048576)) GB, 4 GB of it kept for the rest"
+      continue
+    fi
+    run_dtypes="$run_dtypes $dt"
     gdt=$dt
     [ "$dt" = int8 ] && gdt=q8_0
-    [ -f "$dir-$dt.gguf" ] || "$scratch/agentrl" model gguf --model "$dir" --dtype "$gdt" --out "$dir-$dt.gguf"
+    [ -f "$(gguf_of "$dir" "$dt")" ] || "$scratch/agentrl" model gguf --model "$dir" --dtype "$gdt" --out "$(gguf_of "$dir" "$dt")"
   done
   i=0
   while [ "$i" -lt "$rounds" ]; do
-    for dt in $dtypes; do
-      echo "== $shape $dt round $i $(date -u +%H:%M:%S) load $(cut -d' ' -f1-3 /proc/loadavg)"
+    for dt in $run_dtypes; do
+      base="$logs/$shape-$dt-$stamp-r$i"
+      head="== $shape $dt round $i $(date -u +%H:%M:%S) load $(cut -d' ' -f1-3 /proc/loadavg)"
+      echo "$head"
+      warm "$dir"/*.safetensors
+      { echo "$head"; echo "cmd: agentrl bench engine --weights $dt"; } >"$base-agentrl.log"
       "$scratch/agentrl" bench engine --model "$dir" --weights "$dt" --reps 3 --decode-tokens 32 \
-        --prefill-tokens 512 --concurrency 32 --kv-memory 536870912 --bandwidth-bytes 536870912
+        --prefill-tokens 512 --concurrency 32 --kv-memory 536870912 --bandwidth-bytes 536870912 \
+        >>"$base-agentrl.log" 2>&1 || echo "FAILED: agentrl bench engine ($shape $dt), see $base-agentrl.log"
+      tail -n +3 "$base-agentrl.log"
       sync
-      NODE_PATH="$scratch/node_modules" node cuda/testdata/peer/llamacpp_bench.mjs "$dir-$dt.gguf" 3 512 32 2
+      g=$(gguf_of "$dir" "$dt")
+      warm "$g"
+      { echo "-- $shape $dt round $i $(date -u +%H:%M:%S) load $(cut -d' ' -f1-3 /proc/loadavg)"
+        echo "cmd: llamacpp_bench.mjs $(basename "$g") 3 512 32 2 32"; } >"$base-llamacpp.log"
+      NODE_PATH="$scratch/node_modules" node cuda/testdata/peer/llamacpp_bench.mjs "$g" 3 512 32 2 32 \
+        >>"$base-llamacpp.log" 2>&1 || echo "FAILED: llamacpp_bench.mjs ($shape $dt), see $base-llamacpp.log"
+      tail -n 1 "$base-llamacpp.log"
     done
     i=$((i + 1))
   done
+  # This shape's files leave the page cache (or the disk) so that the next
+  # shape's runs have the memory to themselves.
+  evict "$dir"/*.safetensors "$dir"-*.gguf
+  if [ "${PEER_PRUNE:-0}" = 1 ]; then
+    rm -rf "$dir" "$dir"-*.gguf
+  fi
 done

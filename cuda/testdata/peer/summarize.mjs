@@ -1,0 +1,135 @@
+// Summarizes the per-run logs that run_shapes.sh writes into one markdown
+// table for BENCHMARKS.md:
+//   node cuda/testdata/peer/summarize.mjs LOG_DIR [LOG_DIR...]
+// Every SHAPE-DTYPE-STAMP-rN-{agentrl,llamacpp}.log in the directories
+// counts as one round of that shape and dtype (rounds of several
+// invocations are pooled). For each shape and dtype it prints the median over
+// rounds (the mean of the middle two for an even count) of each side's
+// numbers — model load, peak RSS, 512-token prefill, batch-1 decode and
+// aggregate decode of 32 sequences, each itself a median over reps — and
+// agentrl ÷ llama.cpp of the medians next to issue #20's target for that
+// ratio (load and RSS: lower is better). Runs that failed or printed no
+// numbers are left out of the medians; the column n says how many rounds each
+// side contributed.
+import fs from "node:fs";
+import path from "node:path";
+
+const dirs = process.argv.slice(2);
+if (dirs.length === 0) {
+  console.error("usage: node summarize.mjs LOG_DIR [LOG_DIR...]");
+  process.exit(2);
+}
+
+const nameRE = /^(.+)-(bf16|fp32|int8)-(\d{8}T\d{6})-r(\d+)-(agentrl|llamacpp)\.log$/;
+const num = (re, text) => {
+  const m = re.exec(text);
+  return m ? Number(m[1]) : undefined;
+};
+
+// parseOurs reads the table `agentrl bench engine` prints.
+function parseOurs(text) {
+  const rss = /^peak RSS after load\s+([\d.]+) MB\s+weights ([\d.]+) MB \+ KV cache ([\d.]+) MB/m.exec(text);
+  return {
+    load: num(/^model load \(open to ready\)\s+([\d.]+) s/m, text),
+    rss: rss ? Number(rss[1]) : undefined,
+    rssBound: rss ? Number(rss[1]) / (Number(rss[2]) + Number(rss[3])) : undefined,
+    prefill: num(/^prefill \d+ tokens\s+([\d.]+) tok\/s/m, text),
+    decode: num(/^batch-1 decode\s+([\d.]+) tok\/s/m, text),
+    aggregate: num(/^aggregate decode, \d+ sequences\s+([\d.]+) tok\/s/m, text),
+  };
+}
+
+// parseLlama reads the JSON line llamacpp_bench.mjs prints last.
+function parseLlama(text) {
+  const line = text.trim().split("\n").reverse().find((l) => l.startsWith("{"));
+  if (!line) return {};
+  let j;
+  try {
+    j = JSON.parse(line);
+  } catch {
+    return {};
+  }
+  return { load: j.load_s, rss: j.max_rss_mb, prefill: j.prefill_tok_s, decode: j.decode_tok_s,
+    aggregate: j.aggregate_decode_tok_s };
+}
+
+const runs = new Map(); // "shape dtype" → {shape, dtype, agentrl: [], llamacpp: []}
+const loads = []; // 1-minute load averages from the run headers
+for (const dir of dirs) {
+  for (const f of fs.readdirSync(dir).sort()) {
+    const m = nameRE.exec(f);
+    if (!m) continue;
+    const [, shape, dtype, , , side] = m;
+    const text = fs.readFileSync(path.join(dir, f), "utf8");
+    const l = /^(?:==|--) .* load ([\d.]+)/m.exec(text);
+    if (l) loads.push(Number(l[1]));
+    const key = `${shape} ${dtype}`;
+    if (!runs.has(key)) runs.set(key, { shape, dtype, agentrl: [], llamacpp: [] });
+    runs.get(key)[side].push(side === "agentrl" ? parseOurs(text) : parseLlama(text));
+  }
+}
+if (runs.size === 0) {
+  console.error(`summarize: no SHAPE-DTYPE-STAMP-rN-SIDE.log files in ${dirs.join(", ")}`);
+  process.exit(1);
+}
+
+function median(xs) {
+  const a = xs.filter((x) => typeof x === "number" && Number.isFinite(x)).sort((x, y) => x - y);
+  if (a.length === 0) return undefined;
+  const h = Math.floor(a.length / 2);
+  return a.length % 2 ? a[h] : (a[h - 1] + a[h]) / 2;
+}
+const fmt = (x, digits) => (x === undefined ? "–" : x.toFixed(digits));
+const count = (rs, k) => rs.filter((r) => typeof r[k] === "number").length;
+
+const shapeOrder = ["tiny", "0.6b", "1.7b", "4b"];
+const dtypeOrder = ["bf16", "fp32", "int8"];
+const gguf = { bf16: "BF16", fp32: "F32", int8: "Q8_0" };
+const rank = (order, v) => (order.includes(v) ? order.indexOf(v) : order.length);
+const groups = [...runs.values()].sort((a, b) =>
+  rank(shapeOrder, a.shape) - rank(shapeOrder, b.shape) || a.shape.localeCompare(b.shape) ||
+  rank(dtypeOrder, a.dtype) - rank(dtypeOrder, b.dtype));
+
+// Each measurement: key, label, unit digits, target on agentrl ÷ llama.cpp.
+const rows = [
+  ["load", "model load, s", 2, (r) => r <= 1, "≤ 1"],
+  ["rss", "peak RSS, MB", 0, null, ""],
+  ["prefill", "prefill 512 tokens, tok/s", 1, (r) => r >= 2, "≥ 2"],
+  ["decode", "batch-1 decode, tok/s", 1, (r) => r >= 1.3, "≥ 1.3"],
+  ["aggregate", "aggregate decode 32 seq, tok/s", 1, (r) => r >= 3, "≥ 3"],
+];
+
+const out = [];
+const lo = Math.min(...loads), hi = Math.max(...loads);
+out.push(`Medians over rounds (n = rounds per side); ratio = agentrl ÷ llama.cpp; 1-minute load average at the runs' starts ${loads.length ? `${lo.toFixed(1)}–${hi.toFixed(1)}` : "unknown"}.`);
+out.push("");
+out.push("| shape | weights | measurement | agentrl | llama.cpp | ratio | target | n |");
+out.push("|---|---|---|---|---|---|---|---|");
+for (const g of groups) {
+  for (const [k, label, digits, ok, target] of rows) {
+    const a = median(g.agentrl.map((r) => r[k])), b = median(g.llamacpp.map((r) => r[k]));
+    const ratio = a !== undefined && b !== undefined && b > 0 ? a / b : undefined;
+    const met = ok && ratio !== undefined ? (ok(ratio) ? " met" : " missed") : "";
+    out.push(`| ${g.shape} | ${g.dtype} vs ${gguf[g.dtype]} | ${label} | ${fmt(a, digits)} | ${fmt(b, digits)} | ` +
+      `${ratio === undefined ? "–" : ratio.toFixed(2) + "×"} | ${target ? target + met : ""} | ` +
+      `${count(g.agentrl, k)}/${count(g.llamacpp, k)} |`);
+  }
+  // The engine's own memory target: peak RSS ≤ 1.1 × (weights + KV cache).
+  const rb = median(g.agentrl.map((r) => r.rssBound));
+  out.push(`| ${g.shape} | ${g.dtype} | agentrl peak RSS ÷ (weights + KV cache) | ${fmt(rb, 2)} | | | ` +
+    `≤ 1.1${rb === undefined ? "" : rb <= 1.1 ? " met" : " missed"} | ${count(g.agentrl, "rssBound")} |`);
+}
+
+// Our bf16 batch-1 decode against our own fp32 (target ≥ 1.8× at 0.6b).
+const own = [];
+for (const shape of new Set(groups.map((g) => g.shape))) {
+  const d = (dt) => median((runs.get(`${shape} ${dt}`)?.agentrl ?? []).map((r) => r.decode));
+  const b = d("bf16"), f = d("fp32"), q = d("int8");
+  if (b !== undefined && f !== undefined) {
+    own.push(`- ${shape}: agentrl bf16 batch-1 decode ÷ agentrl fp32 = ${(b / f).toFixed(2)}×` +
+      (shape === "0.6b" ? ` (target ≥ 1.8×: ${b / f >= 1.8 ? "met" : "missed"})` : "") +
+      (q !== undefined ? `; int8 ÷ fp32 = ${(q / f).toFixed(2)}×` : ""));
+  }
+}
+if (own.length) out.push("", ...own);
+console.log(out.join("\n"));
