@@ -8,7 +8,12 @@
 // numbers — model load, peak RSS, 512-token prefill, batch-1 decode and
 // aggregate decode of 32 sequences, each itself a median over reps — and
 // agentrl ÷ llama.cpp of the medians next to issue #20's target for that
-// ratio (load and RSS: lower is better). Runs that failed or printed no
+// ratio (load and RSS: lower is better). Peak RSS is the engine's after load
+// with its KV cache populated (512 MiB in run_shapes.sh) and llama.cpp's
+// through load, prefill and batch-1 decode (a 2048-position F32 KV cache);
+// the engine's own target, RSS ≤ 1.1 × (weights + KV cache), gets a row of
+// its own, and our bf16 and int8 batch-1 decode are set against our fp32
+// (issue #20: bf16 ≥ 1.8× fp32 at 0.6b). Runs that failed or printed no
 // numbers are left out of the medians; the column n says how many rounds each
 // side contributed.
 import fs from "node:fs";
