@@ -3,6 +3,7 @@
 
 #include <immintrin.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 int agl_cpu_level(void) {
@@ -376,6 +377,95 @@ AGV_AVX512 AGV_INLINE void attend512(const int nc, const float* qh, const float*
 	for (int c = 0; c < nc; c++) _mm512_storeu_ps(oh + 16 * c, _mm512_mul_ps(o[c], inv));
 }
 
+// Two query heads of one KV group for one token (GQA): the same positions
+// and the same K and V rows. Each query's scores, softmax and weighted sum
+// are attend512's, operation for operation, so the outputs have the same
+// bits; the K and V rows are read once for both (prefill reads each row
+// from L2/L3 once per query otherwise: 1 KB per query and position at
+// head size 128). The exponentials and sum are attend512's middle loop.
+AGV_AVX512 AGV_INLINE void softmax512(float* scratch, int64_t n, __m512 vmax, __m512* inv) {
+	__m512 mx = _mm512_set1_ps(_mm512_reduce_max_ps(vmax));
+	__m512 vsum = _mm512_setzero_ps();
+	for (int64_t p0 = 0; p0 < n; p0 += 16) {
+		int m = n - p0 < 16 ? (int)(n - p0) : 16;
+		__mmask16 live = (__mmask16)(m == 16 ? 0xFFFF : (1u << m) - 1);
+		__m512 e = _mm512_maskz_mov_ps(live, agv_exp512(_mm512_sub_ps(_mm512_loadu_ps(scratch + p0), mx)));
+		vsum = _mm512_add_ps(vsum, e);
+		_mm512_storeu_ps(scratch + p0, e);
+	}
+	*inv = _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(vsum));
+}
+
+AGV_AVX512 AGV_INLINE void attend512_pair(const int nc, const float* qa, const float* qb, const float* kc,
+                                          const float* vc, int64_t kvstride, const int32_t* table, int64_t bs,
+                                          int64_t n, float scale, float* oa, float* ob, float* sa, float* sb) {
+	__m512 vmaxa = _mm512_set1_ps(-INFINITY), vmaxb = vmaxa;
+	slot_iter ks = slots_from(table, bs);
+	for (int64_t p0 = 0; p0 < n; p0 += 16) {
+		int m = n - p0 < 16 ? (int)(n - p0) : 16;
+		__m512 acca[16], accb[16];
+		for (int j = 0; j < 16; j++) {
+			if (j >= m) {
+				acca[j] = accb[j] = _mm512_setzero_ps();
+				continue;
+			}
+			const float* kp = kc + slot_next(&ks) * kvstride;
+			__m512 k0 = _mm512_loadu_ps(kp);
+			__m512 a = _mm512_mul_ps(_mm512_loadu_ps(qa), k0), b = _mm512_mul_ps(_mm512_loadu_ps(qb), k0);
+#pragma GCC unroll 16
+			for (int c = 1; c < nc; c++) {
+				__m512 kv = _mm512_loadu_ps(kp + 16 * c);
+				a = _mm512_fmadd_ps(_mm512_loadu_ps(qa + 16 * c), kv, a);
+				b = _mm512_fmadd_ps(_mm512_loadu_ps(qb + 16 * c), kv, b);
+			}
+			acca[j] = a;
+			accb[j] = b;
+		}
+		__mmask16 live = (__mmask16)(m == 16 ? 0xFFFF : (1u << m) - 1);
+		__m512 sva = _mm512_mask_mov_ps(_mm512_set1_ps(-INFINITY), live,
+		                                _mm512_mul_ps(hsum16x16(acca), _mm512_set1_ps(scale)));
+		__m512 svb = _mm512_mask_mov_ps(_mm512_set1_ps(-INFINITY), live,
+		                                _mm512_mul_ps(hsum16x16(accb), _mm512_set1_ps(scale)));
+		vmaxa = _mm512_max_ps(vmaxa, sva);
+		vmaxb = _mm512_max_ps(vmaxb, svb);
+		_mm512_storeu_ps(sa + p0, sva);
+		_mm512_storeu_ps(sb + p0, svb);
+	}
+	__m512 inva, invb;
+	softmax512(sa, n, vmaxa, &inva);
+	softmax512(sb, n, vmaxb, &invb);
+	__m512 o1[ATT_MAXC / 2], o2[ATT_MAXC / 2];
+#pragma GCC unroll 8
+	for (int c = 0; c < nc; c++) o1[c] = o2[c] = _mm512_setzero_ps();
+	slot_iter vs = slots_from(table, bs);
+	for (int64_t p = 0; p < n; p++) {
+		const float* vp = vc + slot_next(&vs) * kvstride;
+		__m512 wa = _mm512_set1_ps(sa[p]), wb = _mm512_set1_ps(sb[p]);
+#pragma GCC unroll 8
+		for (int c = 0; c < nc; c++) {
+			__m512 v = _mm512_loadu_ps(vp + 16 * c);
+			o1[c] = _mm512_fmadd_ps(wa, v, o1[c]);
+			o2[c] = _mm512_fmadd_ps(wb, v, o2[c]);
+		}
+	}
+#pragma GCC unroll 8
+	for (int c = 0; c < nc; c++) {
+		_mm512_storeu_ps(oa + 16 * c, _mm512_mul_ps(o1[c], inva));
+		_mm512_storeu_ps(ob + 16 * c, _mm512_mul_ps(o2[c], invb));
+	}
+}
+
+AGV_AVX512 static void attend512_pair_any(int64_t hd, const float* qa, const float* qb, const float* kc,
+                                          const float* vc, int64_t kvstride, const int32_t* table, int64_t bs,
+                                          int64_t n, float scale, float* oa, float* ob, float* sa, float* sb) {
+	switch (hd / 16) {
+	case 1: attend512_pair(1, qa, qb, kc, vc, kvstride, table, bs, n, scale, oa, ob, sa, sb); break;
+	case 2: attend512_pair(2, qa, qb, kc, vc, kvstride, table, bs, n, scale, oa, ob, sa, sb); break;
+	case 4: attend512_pair(4, qa, qb, kc, vc, kvstride, table, bs, n, scale, oa, ob, sa, sb); break;
+	case 8: attend512_pair(8, qa, qb, kc, vc, kvstride, table, bs, n, scale, oa, ob, sa, sb); break;
+	}
+}
+
 AGV_AVX512 static void attend512_any(int64_t hd, const float* qh, const float* kc, const float* vc, int64_t kvstride,
                                      const int32_t* table, int64_t bs, int64_t n, float scale, float* oh,
                                      float* scratch) {
@@ -395,12 +485,25 @@ void agl_attention(int level, const float* q, int64_t t, int64_t nh, int64_t nkv
 	int64_t group = nh / nkv;
 	int64_t kvstride = nkv * hd;
 	int vec = level >= 2 && (hd == 16 || hd == 32 || hd == 64 || hd == 128 || hd == 256);
+	// Heads 2g and 2g+1 of an even-sized group share their K/V reads when
+	// both items are in [lo, hi) (item it+t is head h+1's); the second
+	// scores go to scratch2, as many floats as scratch holds.
+	int64_t maxn = 0;
+	for (int64_t it = lo; it < hi; it++) maxn = pos[it % t] + 1 > maxn ? pos[it % t] + 1 : maxn;
+	float* scratch2 = NULL;
+	if (vec && hd <= 128 && group % 2 == 0 && hi - lo > t) scratch2 = malloc((size_t)(maxn + 15) / 16 * 16 * sizeof(float));
 	for (int64_t it = lo; it < hi; it++) {
 		int64_t i = it % t, h = it / t, kvh = h / group;
 		const float* qh = q + i * nh * hd + h * hd;
 		const int32_t* table = bt + bt_off[i];
 		int64_t n = (int64_t)pos[i] + 1;
 		float* oh = out + i * nh * hd + h * hd;
+		if (scratch2 && h % 2 == 1 && it - t >= lo) continue; // done with head h-1
+		if (scratch2 && h % 2 == 0 && it + t < hi) {
+			attend512_pair_any(hd, qh, qh + hd, kc + kvh * hd, vc + kvh * hd, kvstride, table, bs, n, scale, oh, oh + hd,
+			                   scratch, scratch2);
+			continue;
+		}
 		if (vec) {
 			attend512_any(hd, qh, kc + kvh * hd, vc + kvh * hd, kvstride, table, bs, n, scale, oh, scratch);
 			continue;
@@ -427,6 +530,7 @@ void agl_attention(int level, const float* q, int64_t t, int64_t nh, int64_t nkv
 			agv_axpy(level, oh, scratch[p] * inv, vc + slot * kvstride + kvh * hd, hd);
 		}
 	}
+	free(scratch2);
 }
 
 void agl_add(float* x, const float* y, int64_t n) {
