@@ -439,7 +439,7 @@ func TestQ8QuantizeActVector(t *testing.T) {
 	for i := range block(6, 0) {
 		block(6, 0)[i] = float32(i) * 1e-44 // subnormal: 127/max overflows
 	}
-	block(7, 4)[3] = -0.0
+	block(7, 4)[3] = float32(math.Copysign(0, -1))
 	run := func(vec bool) ([]int8, []float32, []int32) {
 		xq, dx, corr := make([]int8, tok*nb*32), make([]float32, tok*nb), make([]int32, tok*nb)
 		quantizeAct(vec, x, tok, k, xq, dx, corr)
