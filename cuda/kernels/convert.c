@@ -68,27 +68,38 @@ static void cvt_scalar(int st, const void* src, int64_t n, uint32_t* dst) {
 	}
 }
 
+// f16_bits for 16 halves (zero-extended to 32 bits) at once, case by case
+// as the scalar code: normals rebiased (the 13-bit shift of exponent and
+// mantissa plus 112 in the exponent field), Inf/NaN given exponent 255
+// with the payload kept, subnormals converted as the exact float
+// mant·2^-24, zeros left as the sign.
+AGV_AVX512 static inline __m512i f16_bits512(__m512i h) {
+	const __m512i sign = _mm512_slli_epi32(_mm512_and_si512(h, _mm512_set1_epi32(0x8000)), 16);
+	const __m512i exp = _mm512_and_si512(h, _mm512_set1_epi32(0x7c00));
+	const __m512i mant = _mm512_and_si512(h, _mm512_set1_epi32(0x3ff));
+	const __m512i em = _mm512_slli_epi32(_mm512_and_si512(h, _mm512_set1_epi32(0x7fff)), 13);
+	__m512i r = _mm512_add_epi32(em, _mm512_set1_epi32(112 << 23)); // normals
+	const __mmask16 special = _mm512_cmpeq_epi32_mask(exp, _mm512_set1_epi32(0x7c00));
+	r = _mm512_mask_or_epi32(r, special, _mm512_slli_epi32(mant, 13), _mm512_set1_epi32(0x7f800000));
+	const __mmask16 tiny = _mm512_cmpeq_epi32_mask(exp, _mm512_setzero_si512()); // zeros and subnormals
+	const __m512 sub = _mm512_mul_ps(_mm512_cvtepi32_ps(mant), _mm512_set1_ps(1.0f / (1 << 24)));
+	r = _mm512_mask_mov_epi32(r, tiny, _mm512_castps_si512(sub)); // mant = 0 gives +0
+	return _mm512_or_si512(r, sign);
+}
+
 // 16 elements from src at element i as float32 bits.
 AGV_AVX512 static inline __m512i load16(int st, const void* src, int64_t i) {
 	switch (st) {
 	case AGL_SRC_BF16:
 		return _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i*)((const uint16_t*)src + i))), 16);
-	case AGL_SRC_F16: {
-		uint32_t t[16];
-		const uint16_t* s = (const uint16_t*)src + i;
-		for (int j = 0; j < 16; j++) t[j] = f16_bits(s[j]);
-		return _mm512_loadu_si512(t);
-	}
+	case AGL_SRC_F16:
+		return f16_bits512(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i*)((const uint16_t*)src + i))));
 	default:
 		return _mm512_loadu_si512((const uint32_t*)src + i);
 	}
 }
 
 AGV_AVX512 static void cvt512(int st, const void* src, int64_t n, uint32_t* dst) {
-	if (st == AGL_SRC_F16) { // no vector gain: f16_bits is per element
-		cvt_scalar(st, src, n, dst);
-		return;
-	}
 	int64_t i = 0;
 	for (; i + 16 <= n; i += 16) _mm512_storeu_si512(dst + i, load16(st, src, i));
 	for (; i < n; i++) dst[i] = elem_bits(st, src, i);

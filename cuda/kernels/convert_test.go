@@ -231,3 +231,44 @@ func TestPackedRowFloat32(t *testing.T) {
 	require.PanicsWithValue(t, "kernels: Packed.RowFloat32: row 37 of 37 into 19 values for K=19", func() { p.RowFloat32(make([]float32, k), n) })
 	require.PanicsWithValue(t, "kernels: Packed.RowFloat32: row 0 of 37 into 3 values for K=19", func() { p.RowFloat32(make([]float32, 3), 0) })
 }
+
+// BenchmarkConvert: converting a 1024×1024 checkpoint tensor of
+// weight-like values (no specials) into fp32 panels and into int8, per
+// source type and path (one thread).
+func BenchmarkConvert(b *testing.B) {
+	const n, k = 1024, 1024
+	r := rand.New(rand.NewPCG(9, 10))
+	w := make([]float32, n*k)
+	for i := range w {
+		w[i] = float32(r.NormFloat64() * 0.05)
+	}
+	for _, s := range convertSources {
+		src := make([]byte, n*k*s.Size())
+		for i, f := range w {
+			switch s {
+			case SourceF32:
+				binary.LittleEndian.PutUint32(src[4*i:], math.Float32bits(f))
+			case SourceBF16:
+				binary.LittleEndian.PutUint16(src[2*i:], uint16(math.Float32bits(f)>>16))
+			default:
+				binary.LittleEndian.PutUint16(src[2*i:], F32ToF16(f))
+			}
+		}
+		for _, vec := range vecModes() {
+			b.Run(fmt.Sprintf("pack/%v/vec=%v", s, vec), func(b *testing.B) {
+				p := NewPacked(n, k)
+				b.SetBytes(int64(len(src)))
+				for b.Loop() {
+					packRowsFrom(vec, p, 0, src, s, n)
+				}
+			})
+			b.Run(fmt.Sprintf("q8/%v/vec=%v", s, vec), func(b *testing.B) {
+				q, scratch := NewQ8(n, k), make([]float32, k)
+				b.SetBytes(int64(len(src)))
+				for b.Loop() {
+					q.quantizeRowsFrom(vec, 0, src, s, n, scratch)
+				}
+			})
+		}
+	}
+}
