@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -191,5 +192,29 @@ func TestNewQ8Fill(t *testing.T) {
 	require.Equal(t, byte(0), b[999])
 	for _, v := range b[1:999] {
 		require.Equal(t, byte(7), v)
+	}
+}
+
+// TestLoadF16Truncated: an F16 checkpoint cut short after it was opened is
+// an error for every weight type (the conversions read only what pread
+// returned), and no weight counts as loaded.
+func TestLoadF16Truncated(t *testing.T) {
+	cfg := oddConfig(true)
+	for _, wt := range []WeightType{WeightsF32, WeightsBF16, WeightsInt8} {
+		dir := t.TempDir()
+		writeRawDir(t, dir, cfg, safetensors.F16, 3)
+		set, err := safetensors.OpenDir(dir)
+		require.NoError(t, err)
+		path := filepath.Join(dir, safetensors.SingleFile)
+		st, err := os.Stat(path)
+		require.NoError(t, err)
+		require.NoError(t, os.Truncate(path, st.Size()*2/3))
+		m, err := NewWith(cfg, kernels.NewCPU(2), wt)
+		require.NoError(t, err)
+		err = m.loadFrom(set, dir)
+		require.ErrorIs(t, err, ErrWeights, "%s", wt)
+		require.ErrorContains(t, err, "truncated")
+		require.Len(t, m.Missing(), len(cfg.TensorShapes()))
+		require.NoError(t, set.Close())
 	}
 }
