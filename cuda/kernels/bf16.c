@@ -353,7 +353,11 @@ AGV_AVX512 AGV_INLINE void rows_512_t(const tile_args* a, int64_t r_lo, int64_t 
 // prefetch 256 / 512 / 1024 / 2048 elements ahead 0.84–0.86 / 0.87–0.96 /
 // 0.89–0.91 / 0.80–0.83; 2 rows with it 0.82–0.86. Both can be changed when
 // compiling, for measuring (AGL_BF16_ROWPAIR 1 restores one row at a time,
-// AGL_BF16_PF 0 turns the prefetch off).
+// AGL_BF16_PF 0 turns the prefetch off). The AVX-512F emulation (CPUs
+// without AVX512_BF16) does the same with rowsn_512_t (4 rows for 1–2
+// tokens, 2 for 3–4; AGL_BF16_ROWS512 0 turns it off): run at that level
+// here, 0.69–0.82 → 0.85–0.96 of the best read at 1 token, 0.67–0.70 →
+// 0.77–0.83 at 2, 0.45–0.53 → 0.61–0.66 at 4.
 #ifndef AGL_BF16_PF
 #define AGL_BF16_PF 512
 #endif
@@ -450,7 +454,87 @@ AGB_BF16 static void rows_bf16(const tile_args* a, int64_t r_lo, int64_t r_hi, i
 	}
 }
 
+// rowsn_bf16_t for the AVX-512F emulation (rows_512_t's lanes): NR rows
+// from NR parts of the range in lockstep, each part's weights prefetched
+// AGL_BF16_PF elements ahead; the activations' halves are split once per
+// chunk and token for all NR rows.
+AGV_AVX512 AGV_INLINE void rowsn_512_t(const int NR, const tile_args* a, int64_t r_lo, int64_t r_hi, const int T) {
+	const int64_t k = a->k, part = (r_hi - r_lo) / NR, nfull = a->nfull;
+	const __m512i hi = _mm512_set1_epi32((int)0xffff0000u);
+	for (int64_t i = 0; i < part; i++) {
+		const uint16_t* w[4];
+#pragma GCC unroll 4
+		for (int s = 0; s < NR; s++) w[s] = a->w + (r_lo + s * part + i) * k;
+		__m512 acc[4][4];
+#pragma GCC unroll 4
+		for (int s = 0; s < NR; s++)
+#pragma GCC unroll 4
+			for (int j = 0; j < T; j++) acc[s][j] = _mm512_setzero_ps();
+		uint16_t tl[4][BK] __attribute__((aligned(64)));
+		for (int64_t c = 0; c <= nfull; c++) {
+			const uint16_t* wp[4];
+			if (c == nfull) {
+				if (c * BK == k) break;
+				memset(tl, 0, sizeof(tl));
+#pragma GCC unroll 4
+				for (int s = 0; s < NR; s++) {
+					memcpy(tl[s], w[s] + c * BK, (size_t)(k - c * BK) * sizeof(uint16_t));
+					wp[s] = tl[s];
+				}
+			} else {
+#pragma GCC unroll 4
+				for (int s = 0; s < NR; s++) {
+#if AGL_BF16_PF
+					_mm_prefetch((const char*)(w[s] + c * BK + AGL_BF16_PF), _MM_HINT_T0);
+#endif
+					wp[s] = w[s] + c * BK;
+				}
+			}
+			__m512 xo[4], xe[4];
+#pragma GCC unroll 4
+			for (int j = 0; j < T; j++) {
+				__m512i xv = _mm512_loadu_si512(a->x + j * a->ldx + c * BK);
+				xo[j] = _mm512_castsi512_ps(_mm512_and_si512(xv, hi));
+				xe[j] = _mm512_castsi512_ps(_mm512_slli_epi32(xv, 16));
+			}
+#pragma GCC unroll 4
+			for (int s = 0; s < NR; s++) {
+				__m512i wv = _mm512_loadu_si512(wp[s]);
+				__m512 wo = _mm512_castsi512_ps(_mm512_and_si512(wv, hi));
+				__m512 we = _mm512_castsi512_ps(_mm512_slli_epi32(wv, 16));
+#pragma GCC unroll 4
+				for (int j = 0; j < T; j++) {
+					acc[s][j] = _mm512_fmadd_ps(wo, xo[j], acc[s][j]);
+					acc[s][j] = _mm512_fmadd_ps(we, xe[j], acc[s][j]);
+				}
+			}
+		}
+#pragma GCC unroll 4
+		for (int s = 0; s < NR; s++)
+#pragma GCC unroll 4
+			for (int j = 0; j < T; j++) store_out(a, r_lo + s * part + i, j, tree512(acc[s][j]));
+	}
+	if (r_lo + NR * part < r_hi) rows_512_t(a, r_lo + NR * part, r_hi, T);
+}
+
 AGV_AVX512 static void rows_512(const tile_args* a, int64_t r_lo, int64_t r_hi, int T) {
+#ifndef AGL_BF16_ROWS512
+#define AGL_BF16_ROWS512 1
+#endif
+	if (AGL_BF16_ROWS512 && AGL_BF16_ROWPAIR >= 4 && T <= 2) {
+		if (T == 1) rowsn_512_t(4, a, r_lo, r_hi, 1);
+		else rowsn_512_t(4, a, r_lo, r_hi, 2);
+		return;
+	}
+	if (AGL_BF16_ROWS512 && AGL_BF16_ROWPAIR >= 2 && T <= 4) {
+		switch (T) {
+		case 1: rowsn_512_t(2, a, r_lo, r_hi, 1); break;
+		case 2: rowsn_512_t(2, a, r_lo, r_hi, 2); break;
+		case 3: rowsn_512_t(2, a, r_lo, r_hi, 3); break;
+		case 4: rowsn_512_t(2, a, r_lo, r_hi, 4); break;
+		}
+		return;
+	}
 	switch (T) {
 	case 1: rows_512_t(a, r_lo, r_hi, 1); break;
 	case 2: rows_512_t(a, r_lo, r_hi, 2); break;
