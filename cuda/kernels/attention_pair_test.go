@@ -17,12 +17,15 @@ import (
 // and not others).
 func TestAttentionPairedHeads(t *testing.T) {
 	r := rand.New(rand.NewPCG(9, 10))
-	for _, tc := range []struct{ heads, kvHeads, hd, bs, n int }{
-		{4, 2, 128, 5, 37}, {8, 2, 64, 16, 40}, {2, 1, 16, 3, 20}, {6, 3, 32, 4, 17}, {4, 1, 256, 16, 9},
+	// start: the first token's position (a sequence continued after a
+	// cached prefix, and blocks of 16 positions cut at other tokens).
+	for _, tc := range []struct{ heads, kvHeads, hd, bs, n, start int }{
+		{4, 2, 128, 5, 37, 0}, {4, 2, 128, 5, 37, 1}, {8, 2, 64, 16, 40, 0}, {8, 2, 64, 16, 40, 1}, {2, 1, 16, 3, 20, 0},
+		{6, 3, 32, 4, 17, 0}, {4, 1, 256, 16, 9, 0}, {4, 2, 16, 7, 50, 1},
 	} {
 		t.Run(fmt.Sprintf("%+v", tc), func(t *testing.T) {
 			heads, kvHeads, hd, bs, n := tc.heads, tc.kvHeads, tc.hd, tc.bs, tc.n
-			nb := (n + bs - 1) / bs
+			nb := (n + tc.start + bs - 1) / bs
 			tab := make([]int32, nb)
 			for i, b := range r.Perm(nb + 2)[:nb] {
 				tab[i] = int32(b)
@@ -34,7 +37,7 @@ func TestAttentionPairedHeads(t *testing.T) {
 			pos := make([]int32, n)
 			off := make([]int32, n)
 			for i := range pos {
-				pos[i] = int32(i)
+				pos[i] = int32(tc.start + i)
 			}
 			scale := float32(1 / math.Sqrt(float64(hd)))
 			for _, c := range levels(t) {
