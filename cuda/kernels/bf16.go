@@ -124,12 +124,14 @@ func (c *CPU) MatMulBF16(y, x []float32, t int, w *BF16, bias []float32) {
 // the same bits, so this only moves time.
 const bf16ManyTokens = 48
 
-// bf16Words holds packed activations and per-panel weight scratch, pooled
-// like bf16Scratch.
-var bf16Words sync.Pool
+// bf16Acts holds packed activations and bf16Panels per-panel weight
+// scratch, pooled like bf16Scratch; two pools, because one would hand a
+// panel's buffer to the activations (too small: dropped, a fresh one of
+// megabytes allocated) and the activations' to a panel on every call.
+var bf16Acts, bf16Panels sync.Pool
 
-func getWords(n int) *[]uint32 {
-	if p, ok := bf16Words.Get().(*[]uint32); ok && cap(*p) >= n {
+func getWords(pool *sync.Pool, n int) *[]uint32 {
+	if p, ok := pool.Get().(*[]uint32); ok && cap(*p) >= n {
 		*p = (*p)[:n]
 		return p
 	}
@@ -149,8 +151,8 @@ func u32ptr(s []uint32) *C.uint32_t { return (*C.uint32_t)(unsafe.Pointer(&s[0])
 // groups) where parallelChunks' pieces of a fixed size would leave one
 // thread a panel more.
 func (c *CPU) matMulBF16Many(y, x []float32, t int, w *BF16, bias []float32) {
-	xp := getWords(int(C.agl_bf16_act_words(C.int64_t(t), C.int64_t(w.K))))
-	defer bf16Words.Put(xp)
+	xp := getWords(&bf16Acts, int(C.agl_bf16_act_words(C.int64_t(t), C.int64_t(w.K))))
+	defer bf16Acts.Put(xp)
 	c.parallelChunks(int(C.agl_bf16_act_tiles(C.int64_t(t))), func(lo, hi int) {
 		C.agl_bf16_pack_act(fptr(x), C.int64_t(t), C.int64_t(w.K), C.int64_t(lo), C.int64_t(hi), u32ptr(*xp))
 	})
@@ -162,8 +164,8 @@ func (c *CPU) matMulBF16Many(y, x []float32, t int, w *BF16, bias []float32) {
 	}
 	pw := int(C.agl_bf16_panel_words(C.int64_t(w.K)))
 	f := func(lo, hi int) {
-		pk := getWords(pw)
-		defer bf16Words.Put(pk)
+		pk := getWords(&bf16Panels, pw)
+		defer bf16Panels.Put(pk)
 		for i := lo; i < hi; i++ {
 			r0, r1 := 16*(groups*i/items), min(16*(groups*(i+1)/items), w.N)
 			C.agl_gemm_bf16_many(u32ptr(*xp), C.int64_t(t), C.int64_t(w.K), u16ptr(w.Data), C.int64_t(w.N), fptr(bias), fptr(y),
