@@ -23,6 +23,9 @@
 //     sequences that have queued their next token when the previous batch
 //     ends, a step holds about 31 of 32 sequences and the one left out joins
 //     the next (a few % more steps than the ideal);
+//   - aggregate_tokens_per_step: the mean number of tokens in the aggregate
+//     measurement's llama_decode calls of at most concurrency tokens (its
+//     decode steps), the check that the sequences are batched;
 //   - max_rss_mb: peak RSS (getrusage) through load, prefill and batch-1
 //     decode, whose context holds 2048 positions of F32 KV cache (the engine
 //     reports its peak after load with its KV cache populated);
@@ -100,6 +103,32 @@ const aggContext = await model.createContext({
   sequences: conc, contextSize: promptN + decodeN, batchSize: Math.max(conc * promptN, 512), threads,
   flashAttention: false, ...kvF32,
 });
+// Count the tokens of each llama_decode call, to show in the output that
+// the steps really batch the sequences. This wraps node-llama-cpp's
+// internal native context (_ctx); if that is not possible the count is
+// left out (null) and the measurement is unchanged.
+let steps = 0, stepTokens = 0;
+try {
+  const native = aggContext._ctx;
+  let size = 0;
+  const wrapped = new Proxy(native, {
+    get(target, prop) {
+      if (prop === "initBatch") return (n) => { size = n; return target.initBatch(n); };
+      if (prop === "decodeBatch") {
+        return () => {
+          if (size <= conc) { steps++; stepTokens += size; } // a decode step, not a batch of prompts
+          return target.decodeBatch();
+        };
+      }
+      const v = target[prop];
+      return typeof v === "function" ? v.bind(target) : v;
+    },
+  });
+  aggContext._ctx = wrapped;
+  if (aggContext._ctx !== wrapped) steps = NaN;
+} catch {
+  steps = NaN;
+}
 const seqs = Array.from({ length: conc }, () => aggContext.getSequence());
 // run generates maxNew tokens greedily on every sequence at once from fresh
 // prompts and returns the seconds it took.
@@ -132,6 +161,7 @@ await aggContext.dispose();
 console.log(JSON.stringify({ peer: "llama.cpp (node-llama-cpp)", threads, prefill_tokens: prefillN,
   decode_tokens: decodeN, concurrency: conc,
   prefill_tok_s: median(prefill), decode_tok_s: median(decode), aggregate_decode_tok_s: median(aggregate),
+  aggregate_tokens_per_step: steps > 0 ? stepTokens / steps : null,
   load_s: loadS, max_rss_mb_after_load: rssAfterLoad, max_rss_mb: rssBeforeAggregate,
   max_rss_mb_all: process.resourceUsage().maxRSS / 1024,
   prefill_all: prefill, decode_all: decode, aggregate_all: aggregate }));

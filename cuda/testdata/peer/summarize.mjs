@@ -55,7 +55,7 @@ function parseLlama(text) {
     return {};
   }
   return { load: j.load_s, rss: j.max_rss_mb, prefill: j.prefill_tok_s, decode: j.decode_tok_s,
-    aggregate: j.aggregate_decode_tok_s };
+    aggregate: j.aggregate_decode_tok_s, perStep: j.aggregate_tokens_per_step ?? undefined, conc: j.concurrency };
 }
 
 const runs = new Map(); // "shape dtype" → {shape, dtype, agentrl: [], llamacpp: []}
@@ -134,6 +134,14 @@ for (const shape of new Set(groups.map((g) => g.shape))) {
     own.push(`- ${shape}: agentrl bf16 batch-1 decode ÷ agentrl fp32 = ${(b / f).toFixed(2)}×` +
       (shape === "0.6b" ? ` (target ≥ 1.8×: ${b / f >= 1.8 ? "met" : "missed"})` : "") +
       (q !== undefined ? `; int8 ÷ fp32 = ${(q / f).toFixed(2)}×` : ""));
+  }
+}
+// How well node-llama-cpp batched the sequences in its aggregate decode.
+for (const g of groups) {
+  const ps = median(g.llamacpp.map((r) => r.perStep));
+  if (ps !== undefined) {
+    own.push(`- ${g.shape} ${gguf[g.dtype]}: llama.cpp's aggregate decode steps held ${ps.toFixed(1)} of ` +
+      `${g.llamacpp.find((r) => r.conc)?.conc ?? "?"} sequences on average`);
   }
 }
 if (own.length) out.push("", ...own);
