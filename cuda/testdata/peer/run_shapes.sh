@@ -50,6 +50,7 @@ stamp=$(date -u +%Y%m%dT%H%M%S)
 warm() { for f in "$@"; do cat "$f" >/dev/null; done; }
 evict() { for f in "$@"; do [ -f "$f" ] && dd if="$f" iflag=nocache count=0 status=none; done; return 0; }
 gguf_of() { echo "$1-$2.gguf"; }
+gb() { awk -v kb="$1" 'BEGIN { printf "%.1f", kb / 1048576 }'; }
 
 for shape in $shapes; do
   case $shape in
@@ -76,7 +77,7 @@ for shape in $shapes; do
     esac
     need_kb=$((need_kb + 3 * 1024 * 1024))
     if [ "$need_kb" -gt $((mem_kb - 4 * 1024 * 1024)) ]; then
-      echo "skipping $shape $dt: needs about $((need_kb / 1048576)) GB of memory; the machine has $((mem_kb / 1048576)) GB, 4 GB of it kept for the rest"
+      echo "skipping $shape $dt: needs about $(gb "$need_kb") GB of memory; the machine has $(gb "$mem_kb") GB, 4 GB of it kept for the rest"
       continue
     fi
     run_dtypes="$run_dtypes $dt"
