@@ -13,7 +13,8 @@ import (
 )
 
 // MeasureBandwidth streams a buffer of the given size through all threads
-// reps times and returns the median read bandwidth in bytes per second. It
+// reps times (each time the best of several read patterns, see Measure)
+// and returns the median read bandwidth in bytes per second. It
 // is the bound batch-1 decode is compared with: every step reads every
 // weight once.
 func (c *CPU) MeasureBandwidth(bytes int, reps int) float64 {
@@ -60,9 +61,9 @@ func (p *StreamProbe) Bytes() int { return 4 * len(p.buf) }
 // compared with should be the best read the machine can do at that moment,
 // not one loop's. The pattern order rotates from call to call so that none
 // always runs first. The buffer is split as the kernels split a matrix
-// (parallelChunks: work items of an eighth of it per thread, taken from a
-// shared counter by the caller and the helper goroutines, as in a decode
-// step); one contiguous half per thread read no faster (within ±5 %,
+// (parallelChunks: work items of a quarter of a thread's share, taken
+// from a shared counter by the caller and the helper goroutines, as in a
+// decode step); one contiguous half per thread read no faster (within ±5 %,
 // alternating runs) and loses more when a thread is descheduled.
 func (p *StreamProbe) Measure() float64 {
 	n := p.c.streamPatterns()
