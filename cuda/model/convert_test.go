@@ -172,6 +172,12 @@ func TestLoadConvertedBitIdentical(t *testing.T) {
 						require.NoError(t, want.SetTensor(name, cfg.TensorShapes()[name], widenRaw(b, dt)))
 					}
 					requireSameWeights(t, want, got, msg)
+					// Sleep and wake: the weights are dropped, then read again
+					// into fresh memory.
+					got.DropWeights()
+					require.NoError(t, got.LoadWeights(dir), msg)
+					require.Empty(t, got.Missing())
+					requireSameWeights(t, want, got, msg+" after DropWeights")
 				}
 			}
 		}

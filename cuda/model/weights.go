@@ -327,7 +327,9 @@ func (m *Model) loadFrom(set *safetensors.Set, dir string) error {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.ensureAlloc()
+	if m.w == nil { // dropped (sleep): allocated for this load, which writes every weight
+		m.allocFor(true)
+	}
 	jobs := m.loadJobs(set)
 	if err := runLoadJobs(m.cpu.Threads(), jobs); err != nil {
 		// Some weights hold new values, some old: none counts as loaded.
