@@ -134,6 +134,32 @@ static void tile_generic(const tile_args* a, int R, int T) {
 	}
 }
 
+// tree16x16: lane e of the result is tree512(v[e]), the same adds in the
+// same tree, for 16 vectors at once: each level adds the halves of two
+// vectors' live parts side by side (level 1: 256-bit halves, 2: 128-bit
+// quarters, 3: 64-bit pairs, 4: neighbours), a quarter of the shuffles
+// and adds of 16 tree512s. The lanes come out in the order 4L+q ↔ v[4q+L]
+// and are put back in order by one permute.
+AGB_BF16 AGV_INLINE __m512 tree16x16(const __m512 v[16]) {
+	__m512 s[8], u[4], w[2];
+#pragma GCC unroll 8
+	for (int m = 0; m < 8; m++) // [b(v2m) | b(v2m+1)], b[i] = v[i] + v[i+8]
+		s[m] = _mm512_add_ps(_mm512_shuffle_f32x4(v[2 * m], v[2 * m + 1], 0x44),
+		                     _mm512_shuffle_f32x4(v[2 * m], v[2 * m + 1], 0xEE));
+#pragma GCC unroll 4
+	for (int m = 0; m < 4; m++) // lane L: c(v4m+L), c[i] = b[i] + b[i+4]
+		u[m] = _mm512_add_ps(_mm512_shuffle_f32x4(s[2 * m], s[2 * m + 1], 0x88),
+		                     _mm512_shuffle_f32x4(s[2 * m], s[2 * m + 1], 0xDD));
+#pragma GCC unroll 2
+	for (int m = 0; m < 2; m++) // lane L: [d(v8m+L), d(v8m+4+L)], d[i] = c[i] + c[i+2]
+		w[m] = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(u[2 * m]), _mm512_castps_pd(u[2 * m + 1]))),
+		                     _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(u[2 * m]), _mm512_castps_pd(u[2 * m + 1]))));
+	// lane L: [v(L), v(4+L), v(8+L), v(12+L)] summed: d[0] + d[1]
+	__m512 z = _mm512_add_ps(_mm512_shuffle_ps(w[0], w[1], 0x88), _mm512_shuffle_ps(w[0], w[1], 0xDD));
+	const __m512i back = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+	return _mm512_permutexvar_ps(back, z);
+}
+
 // ---- AVX-512 BF16: vdpbf16ps.
 AGB_BF16 AGV_INLINE void tile_bf16_rt(const tile_args* a, const int R, const int T) {
 	__m512 acc[8][6];
@@ -167,6 +193,28 @@ AGB_BF16 AGV_INLINE void tile_bf16_rt(const tile_args* a, const int R, const int
 #pragma GCC unroll 8
 			for (int r = 0; r < R; r++) acc[r][j] = _mm512_dpbf16_ps(acc[r][j], w[r], xv);
 		}
+	}
+	if (R == 4) {
+		// Four tokens' four rows per tree16x16: lanes 4j'..4j'+3 are
+		// token j's rows, one 128-bit store each.
+		const __m128 b4 = a->bias ? _mm_loadu_ps(a->bias) : _mm_setzero_ps();
+#pragma GCC unroll 2
+		for (int j0 = 0; j0 < T; j0 += 4) {
+			__m512 v[16];
+#pragma GCC unroll 4
+			for (int jj = 0; jj < 4; jj++)
+#pragma GCC unroll 4
+				for (int r = 0; r < 4; r++) v[4 * jj + r] = j0 + jj < T ? acc[r][j0 + jj] : _mm512_setzero_ps();
+			const __m512 z = tree16x16(v);
+			__m128 q[4] = {_mm512_castps512_ps128(z), _mm512_extractf32x4_ps(z, 1), _mm512_extractf32x4_ps(z, 2),
+			               _mm512_extractf32x4_ps(z, 3)};
+#pragma GCC unroll 4
+			for (int jj = 0; jj < 4; jj++) {
+				if (j0 + jj >= T) break;
+				_mm_storeu_ps(a->y + (j0 + jj) * a->n, a->bias ? _mm_add_ps(q[jj], b4) : q[jj]);
+			}
+		}
+		return;
 	}
 #pragma GCC unroll 8
 	for (int r = 0; r < R; r++)
