@@ -97,12 +97,10 @@ func runBenchEngine(ctx context.Context, args []string, stdout, stderr io.Writer
 	case model.WeightsInt8:
 		elem = 34.0 / 32 // an int8 per weight and an fp16 scale per 32
 	}
-	// Memory the weights take: a bf16 or int8 model's tied head is the
-	// embedding itself; an fp32 one packs a copy of it.
+	// Memory the weights take: a tied head is the embedding table itself
+	// in every weight type (an fp32 model keeps the table packed once for
+	// the head and gathers embedding rows from its panels).
 	storedBytes := elem * float64(cfg.NumParams())
-	if cfg.TieWordEmbeddings && wtype == model.WeightsF32 {
-		storedBytes += elem * float64(cfg.VocabSize*cfg.HiddenSize)
-	}
 
 	// The CPU's bounds say nothing about a GPU run.
 	var bw, peak, fma float64
