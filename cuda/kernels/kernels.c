@@ -322,6 +322,23 @@ AGV_INLINE int64_t slot_next(slot_iter* it) {
 	return it->base + it->off++;
 }
 
+// softmax512 turns the scores in scratch[0,n) (their running maximum in
+// vmax) into exponentials exp(s − max) in place and sets inv to 1/their sum:
+// the middle of attend512 and attend512_pair, one definition so both give
+// the same bits.
+AGV_AVX512 AGV_INLINE void softmax512(float* scratch, int64_t n, __m512 vmax, __m512* inv) {
+	__m512 mx = _mm512_set1_ps(_mm512_reduce_max_ps(vmax));
+	__m512 vsum = _mm512_setzero_ps();
+	for (int64_t p0 = 0; p0 < n; p0 += 16) {
+		int m = n - p0 < 16 ? (int)(n - p0) : 16;
+		__mmask16 live = (__mmask16)(m == 16 ? 0xFFFF : (1u << m) - 1);
+		__m512 e = _mm512_maskz_mov_ps(live, agv_exp512(_mm512_sub_ps(_mm512_loadu_ps(scratch + p0), mx)));
+		vsum = _mm512_add_ps(vsum, e);
+		_mm512_storeu_ps(scratch + p0, e);
+	}
+	*inv = _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(vsum));
+}
+
 // One query head of nc 16-float chunks over n ≥ 1 cache positions; scratch
 // holds n rounded up to 16. Inlined with a constant nc for the common head
 // sizes so that q and the output stay in registers.
@@ -353,16 +370,8 @@ AGV_AVX512 AGV_INLINE void attend512(const int nc, const float* qh, const float*
 		vmax = _mm512_max_ps(vmax, sv);
 		_mm512_storeu_ps(scratch + p0, sv);
 	}
-	__m512 mx = _mm512_set1_ps(_mm512_reduce_max_ps(vmax));
-	__m512 vsum = _mm512_setzero_ps();
-	for (int64_t p0 = 0; p0 < n; p0 += 16) {
-		int m = n - p0 < 16 ? (int)(n - p0) : 16;
-		__mmask16 live = (__mmask16)(m == 16 ? 0xFFFF : (1u << m) - 1);
-		__m512 e = _mm512_maskz_mov_ps(live, agv_exp512(_mm512_sub_ps(_mm512_loadu_ps(scratch + p0), mx)));
-		vsum = _mm512_add_ps(vsum, e);
-		_mm512_storeu_ps(scratch + p0, e);
-	}
-	__m512 inv = _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(vsum));
+	__m512 inv;
+	softmax512(scratch, n, vmax, &inv);
 	__m512 o[ATT_MAXC];
 #pragma GCC unroll 16
 	for (int c = 0; c < nc; c++) o[c] = _mm512_setzero_ps();
@@ -382,20 +391,7 @@ AGV_AVX512 AGV_INLINE void attend512(const int nc, const float* qh, const float*
 // are attend512's, operation for operation, so the outputs have the same
 // bits; the K and V rows are read once for both (prefill reads each row
 // from L2/L3 once per query otherwise: 1 KB per query and position at
-// head size 128). The exponentials and sum are attend512's middle loop.
-AGV_AVX512 AGV_INLINE void softmax512(float* scratch, int64_t n, __m512 vmax, __m512* inv) {
-	__m512 mx = _mm512_set1_ps(_mm512_reduce_max_ps(vmax));
-	__m512 vsum = _mm512_setzero_ps();
-	for (int64_t p0 = 0; p0 < n; p0 += 16) {
-		int m = n - p0 < 16 ? (int)(n - p0) : 16;
-		__mmask16 live = (__mmask16)(m == 16 ? 0xFFFF : (1u << m) - 1);
-		__m512 e = _mm512_maskz_mov_ps(live, agv_exp512(_mm512_sub_ps(_mm512_loadu_ps(scratch + p0), mx)));
-		vsum = _mm512_add_ps(vsum, e);
-		_mm512_storeu_ps(scratch + p0, e);
-	}
-	*inv = _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(vsum));
-}
-
+// head size 128).
 AGV_AVX512 AGV_INLINE void attend512_pair(const int nc, const float* qa, const float* qb, const float* kc,
                                           const float* vc, int64_t kvstride, const int32_t* table, int64_t bs,
                                           int64_t n, float scale, float* oa, float* ob, float* sa, float* sb) {
