@@ -459,3 +459,28 @@ func TestLlamaCppReference(t *testing.T) {
 	}
 	t.Logf("max relative probability difference vs llama.cpp: %.2g", worst)
 }
+
+// TestStatsAfterGenerate: once Generate has returned, Stats no longer
+// counts the request as running nor its blocks as held (the scheduler
+// publishes before replying; it used to publish only after the step, so a
+// caller could read its own finished request as running, which made
+// cudaprom's TestEngineMetrics flaky under load).
+func TestStatsAfterGenerate(t *testing.T) {
+	e := newEngine(t, loadReferences(t)[0], Options{})
+	// Widen the window between a step's replies and the loop's publish:
+	// the scheduler dawdles after every step, so a Stats read right after
+	// Generate returns would see the loop's stale snapshot every time.
+	require.NoError(t, e.do(context.Background(), "test hook", func(s *sched) error {
+		s.afterStep = func(*sched) { time.Sleep(2 * time.Millisecond) }
+		return nil
+	}))
+	prompt := []int32{1, 2, 3, 4, 5, 6, 7, 8}
+	for i := 0; i < 20; i++ {
+		_, err := e.Generate(context.Background(), server.GenerateRequest{PromptIDs: prompt, Params: server.SamplingParams{MaxNewTokens: 1 + i%3}})
+		require.NoError(t, err)
+		st := e.Stats()
+		require.Zero(t, st.Running, "request %d: running after Generate returned", i)
+		require.Zero(t, st.Waiting, "request %d: waiting after Generate returned", i)
+		require.Equal(t, st.KVBlocks, st.FreeBlocks, "request %d: blocks held after Generate returned", i)
+	}
+}

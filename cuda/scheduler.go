@@ -251,6 +251,11 @@ func (s *sched) finish(r *request, reason server.StopReason, err error) {
 	}
 	s.running, _ = remove(s.running, r)
 	s.waiting, _ = remove(s.waiting, r)
+	// Published before the reply, as run does for control ops: a caller
+	// whose Generate has returned must not see its request still running
+	// (or its blocks still held) in Stats, which the loop would otherwise
+	// publish only after the step.
+	s.e.publish(s)
 	r.reply <- result{out: r.output(reason, s.e.version.Load()), err: err}
 }
 
