@@ -225,6 +225,34 @@ AGB_BF16 AGV_INLINE void tile_bf16_rt(const tile_args* a, const int R, const int
 // ---- AVX-512F: the odd element of each 32-bit pair is its high half (a
 // float32 once the low half is masked off), the even one its low half
 // shifted up.
+
+// emu_chunk512 is one 32-element chunk c of the AVX-512F emulation: each
+// token's activations are split once into odd and even halves, then each of
+// the R weight rows at wp adds its odd products and then its even ones to
+// acc, vdpbf16ps's order. The tile kernel and the multi-row decode kernel
+// share it, so both keep the same lanes and order (the same bits).
+AGV_AVX512 AGV_INLINE void emu_chunk512(__m512 (*acc)[4], const uint16_t* const* wp, const int R, const tile_args* a,
+                                        int64_t c, const int T, __m512i hi) {
+	__m512 xo[4], xe[4];
+#pragma GCC unroll 4
+	for (int j = 0; j < T; j++) {
+		__m512i xv = _mm512_loadu_si512(a->x + j * a->ldx + c * BK);
+		xo[j] = _mm512_castsi512_ps(_mm512_and_si512(xv, hi));
+		xe[j] = _mm512_castsi512_ps(_mm512_slli_epi32(xv, 16));
+	}
+#pragma GCC unroll 8
+	for (int r = 0; r < R; r++) {
+		__m512i wv = _mm512_loadu_si512(wp[r]);
+		__m512 wo = _mm512_castsi512_ps(_mm512_and_si512(wv, hi));
+		__m512 we = _mm512_castsi512_ps(_mm512_slli_epi32(wv, 16));
+#pragma GCC unroll 4
+		for (int j = 0; j < T; j++) {
+			acc[r][j] = _mm512_fmadd_ps(wo, xo[j], acc[r][j]);
+			acc[r][j] = _mm512_fmadd_ps(we, xe[j], acc[r][j]);
+		}
+	}
+}
+
 AGV_AVX512 AGV_INLINE void tile_512_rt(const tile_args* a, const int R, const int T) {
 	__m512 acc[8][4];
 	const __m512i hi = _mm512_set1_epi32((int)0xffff0000u);
@@ -243,24 +271,7 @@ AGV_AVX512 AGV_INLINE void tile_512_rt(const tile_args* a, const int R, const in
 		} else {
 			break;
 		}
-		__m512 xo[4], xe[4];
-#pragma GCC unroll 4
-		for (int j = 0; j < T; j++) {
-			__m512i xv = _mm512_loadu_si512(a->x + j * a->ldx + c * BK);
-			xo[j] = _mm512_castsi512_ps(_mm512_and_si512(xv, hi));
-			xe[j] = _mm512_castsi512_ps(_mm512_slli_epi32(xv, 16));
-		}
-#pragma GCC unroll 8
-		for (int r = 0; r < R; r++) {
-			__m512i wv = _mm512_loadu_si512(wp[r]);
-			__m512 wo = _mm512_castsi512_ps(_mm512_and_si512(wv, hi));
-			__m512 we = _mm512_castsi512_ps(_mm512_slli_epi32(wv, 16));
-#pragma GCC unroll 4
-			for (int j = 0; j < T; j++) {
-				acc[r][j] = _mm512_fmadd_ps(wo, xo[j], acc[r][j]);
-				acc[r][j] = _mm512_fmadd_ps(we, xe[j], acc[r][j]);
-			}
-		}
+		emu_chunk512(acc, wp, R, a, c, T, hi);
 	}
 #pragma GCC unroll 8
 	for (int r = 0; r < R; r++)
@@ -538,24 +549,7 @@ AGV_AVX512 AGV_INLINE void rowsn_512_t(const int NR, const tile_args* a, int64_t
 					wp[s] = w[s] + c * BK;
 				}
 			}
-			__m512 xo[4], xe[4];
-#pragma GCC unroll 4
-			for (int j = 0; j < T; j++) {
-				__m512i xv = _mm512_loadu_si512(a->x + j * a->ldx + c * BK);
-				xo[j] = _mm512_castsi512_ps(_mm512_and_si512(xv, hi));
-				xe[j] = _mm512_castsi512_ps(_mm512_slli_epi32(xv, 16));
-			}
-#pragma GCC unroll 4
-			for (int s = 0; s < NR; s++) {
-				__m512i wv = _mm512_loadu_si512(wp[s]);
-				__m512 wo = _mm512_castsi512_ps(_mm512_and_si512(wv, hi));
-				__m512 we = _mm512_castsi512_ps(_mm512_slli_epi32(wv, 16));
-#pragma GCC unroll 4
-				for (int j = 0; j < T; j++) {
-					acc[s][j] = _mm512_fmadd_ps(wo, xo[j], acc[s][j]);
-					acc[s][j] = _mm512_fmadd_ps(we, xe[j], acc[s][j]);
-				}
-			}
+			emu_chunk512(acc, wp, NR, a, c, T, hi);
 		}
 #pragma GCC unroll 4
 		for (int s = 0; s < NR; s++)
