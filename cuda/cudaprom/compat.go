@@ -9,11 +9,6 @@ import (
 	"github.com/agentrl/agentrl/cuda"
 )
 
-type compatMetric struct {
-	metric
-	labels []string // the label values: the model name, and vLLM's engine index
-}
-
 // Compat is a prometheus.Collector that shows an engine's Stats under the
 // metric names SGLang and vLLM export where they mean the same thing, so
 // dashboards and autoscalers written for those servers read this one.
@@ -27,8 +22,7 @@ type compatMetric struct {
 // What the engine does not track (per-request latencies, finish reasons)
 // is not invented here.
 type Compat struct {
-	src     Source
-	metrics []compatMetric
+	statsMetrics
 
 	mu       sync.Mutex
 	lastAt   time.Time
@@ -39,14 +33,14 @@ type Compat struct {
 // NewCompat returns a Compat collector reading src; model is the served
 // model name, the model_name label's value.
 func NewCompat(src Source, model string) *Compat {
-	c := &Compat{src: src}
+	c := &Compat{statsMetrics: statsMetrics{src: src}}
 	sgl := func(name, help string, kind prometheus.ValueType, f func(s cuda.Stats) float64) {
-		c.metrics = append(c.metrics, compatMetric{metric{prometheus.NewDesc(name, help, []string{"model_name"}, nil), kind, f},
+		c.metrics = append(c.metrics, metric{prometheus.NewDesc(name, help, []string{"model_name"}, nil), kind, f,
 			[]string{model}})
 	}
 	// One engine per process: vLLM labels its engine core index, 0 here.
 	vl := func(name, help string, kind prometheus.ValueType, f func(s cuda.Stats) float64) {
-		c.metrics = append(c.metrics, compatMetric{metric{prometheus.NewDesc(name, help, []string{"model_name", "engine"}, nil), kind, f},
+		c.metrics = append(c.metrics, metric{prometheus.NewDesc(name, help, []string{"model_name", "engine"}, nil), kind, f,
 			[]string{model, "0"}})
 	}
 	g, k := prometheus.GaugeValue, prometheus.CounterValue
@@ -99,19 +93,4 @@ func (c *Compat) throughput(s cuda.Stats) float64 {
 	}
 	c.lastAt, c.lastToks = now, s.DecodeTokens
 	return c.rate
-}
-
-// Describe implements prometheus.Collector.
-func (c *Compat) Describe(ch chan<- *prometheus.Desc) {
-	for _, m := range c.metrics {
-		ch <- m.desc
-	}
-}
-
-// Collect implements prometheus.Collector.
-func (c *Compat) Collect(ch chan<- prometheus.Metric) {
-	s := c.src.Stats()
-	for _, m := range c.metrics {
-		ch <- prometheus.MustNewConstMetric(m.desc, m.kind, m.value(s), m.labels...)
-	}
 }

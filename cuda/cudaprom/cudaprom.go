@@ -26,15 +26,37 @@ type Options struct {
 }
 
 type metric struct {
-	desc  *prometheus.Desc
-	kind  prometheus.ValueType
-	value func(s cuda.Stats) float64
+	desc   *prometheus.Desc
+	kind   prometheus.ValueType
+	value  func(s cuda.Stats) float64
+	labels []string // variable label values (Compat's model name and engine index)
+}
+
+// statsMetrics is the body both collectors share: constant metrics read
+// from one Stats snapshot per scrape.
+type statsMetrics struct {
+	src     Source
+	metrics []metric
+}
+
+// Describe implements prometheus.Collector.
+func (c *statsMetrics) Describe(ch chan<- *prometheus.Desc) {
+	for _, m := range c.metrics {
+		ch <- m.desc
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (c *statsMetrics) Collect(ch chan<- prometheus.Metric) {
+	s := c.src.Stats()
+	for _, m := range c.metrics {
+		ch <- prometheus.MustNewConstMetric(m.desc, m.kind, m.value(s), m.labels...)
+	}
 }
 
 // Collector is a prometheus.Collector over an engine's Stats.
 type Collector struct {
-	src     Source
-	metrics []metric
+	statsMetrics
 }
 
 func b2f(b bool) float64 {
@@ -50,9 +72,9 @@ func New(src Source, opts Options) *Collector {
 	if ns == "" {
 		ns = "agentrl"
 	}
-	c := &Collector{src: src}
+	c := &Collector{statsMetrics{src: src}}
 	add := func(name, help string, kind prometheus.ValueType, f func(s cuda.Stats) float64) {
-		c.metrics = append(c.metrics, metric{prometheus.NewDesc(prometheus.BuildFQName(ns, "engine", name), help, nil, opts.ConstLabels), kind, f})
+		c.metrics = append(c.metrics, metric{desc: prometheus.NewDesc(prometheus.BuildFQName(ns, "engine", name), help, nil, opts.ConstLabels), kind: kind, value: f})
 	}
 	g, k := prometheus.GaugeValue, prometheus.CounterValue
 	add("requests_running", "Requests being decoded now.", g, func(s cuda.Stats) float64 { return float64(s.Running) })
@@ -85,19 +107,4 @@ func New(src Source, opts Options) *Collector {
 	add("asleep", "1 while the engine sleeps (weights and KV released).", g, func(s cuda.Stats) float64 { return b2f(s.Asleep) })
 	add("paused", "1 while the engine is paused.", g, func(s cuda.Stats) float64 { return b2f(s.Paused) })
 	return c
-}
-
-// Describe implements prometheus.Collector.
-func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, m := range c.metrics {
-		ch <- m.desc
-	}
-}
-
-// Collect implements prometheus.Collector.
-func (c *Collector) Collect(ch chan<- prometheus.Metric) {
-	s := c.src.Stats()
-	for _, m := range c.metrics {
-		ch <- prometheus.MustNewConstMetric(m.desc, m.kind, m.value(s))
-	}
 }
