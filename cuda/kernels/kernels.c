@@ -547,34 +547,22 @@ void agl_add(float* x, const float* y, int64_t n) {
 // Every pattern reads each of the n floats once and returns their sum (so
 // the loads are not dead code).
 
-// Four accumulators, 256 bytes an iteration, the hardware prefetcher alone.
-AGV_AVX512 static float sum512(const float* x, int64_t n) {
-	__m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-	int64_t i = 0;
-	for (; i + 64 <= n; i += 64) {
-		a0 = _mm512_add_ps(a0, _mm512_loadu_ps(x + i));
-		a1 = _mm512_add_ps(a1, _mm512_loadu_ps(x + i + 16));
-		a2 = _mm512_add_ps(a2, _mm512_loadu_ps(x + i + 32));
-		a3 = _mm512_add_ps(a3, _mm512_loadu_ps(x + i + 48));
-	}
-	float s = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
-	for (; i < n; i++) s += x[i];
-	return s;
-}
-
-// The plain loop plus a software prefetch of every line STREAM_PF_DIST
-// floats (4 KB) ahead. (Near the end it names lines past the buffer: a
-// prefetch never faults.)
+// Four accumulators, 256 bytes an iteration; with pf, a software prefetch
+// of every line STREAM_PF_DIST floats (4 KB) ahead too, else the hardware
+// prefetcher alone. (Near the end the prefetch names lines past the
+// buffer: a prefetch never faults.) Inlined with a constant pf.
 enum { STREAM_PF_DIST = 1024 };
-AGV_AVX512 static float sum512_pf(const float* x, int64_t n) {
+AGV_AVX512 AGV_INLINE float sum512_at(const int pf, const float* x, int64_t n) {
 	__m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
 	int64_t i = 0;
 	for (; i + 64 <= n; i += 64) {
-		const char* p = (const char*)(x + i + STREAM_PF_DIST);
-		_mm_prefetch(p, _MM_HINT_T0);
-		_mm_prefetch(p + 64, _MM_HINT_T0);
-		_mm_prefetch(p + 128, _MM_HINT_T0);
-		_mm_prefetch(p + 192, _MM_HINT_T0);
+		if (pf) {
+			const char* p = (const char*)(x + i + STREAM_PF_DIST);
+			_mm_prefetch(p, _MM_HINT_T0);
+			_mm_prefetch(p + 64, _MM_HINT_T0);
+			_mm_prefetch(p + 128, _MM_HINT_T0);
+			_mm_prefetch(p + 192, _MM_HINT_T0);
+		}
 		a0 = _mm512_add_ps(a0, _mm512_loadu_ps(x + i));
 		a1 = _mm512_add_ps(a1, _mm512_loadu_ps(x + i + 16));
 		a2 = _mm512_add_ps(a2, _mm512_loadu_ps(x + i + 32));
@@ -584,6 +572,8 @@ AGV_AVX512 static float sum512_pf(const float* x, int64_t n) {
 	for (; i < n; i++) s += x[i];
 	return s;
 }
+AGV_AVX512 static float sum512(const float* x, int64_t n) { return sum512_at(0, x, n); }
+AGV_AVX512 static float sum512_pf(const float* x, int64_t n) { return sum512_at(1, x, n); }
 
 // S far-apart parts of the range read in lockstep, one 64-byte line of
 // each an iteration: S streams for the hardware prefetcher to run ahead
