@@ -381,24 +381,7 @@ func TestQ8QuantizeVector(t *testing.T) {
 	r := rand.New(rand.NewPCG(9, 10))
 	const n, k = 40, 32 * 24
 	src := make([]float32, n*k)
-	for i := range src {
-		src[i] = float32(r.NormFloat64() * math.Pow(2, float64(r.IntN(60)-30)))
-	}
-	block := func(row, b int) []float32 { return src[row*k+b*32 : row*k+b*32+32] }
-	for i, v := range block(1, 0) { // ties: d = 1
-		v = float32(i) - 15.5
-		block(1, 0)[i] = v
-	}
-	block(1, 0)[0] = 127
-	for i := range block(2, 3) {
-		block(2, 3)[i] = 0
-	}
-	block(3, 1)[5] = float32(math.NaN())
-	block(4, 2)[7] = float32(math.Inf(1))
-	block(5, 0)[2] = float32(math.Inf(-1))
-	for i := range block(6, 0) {
-		block(6, 0)[i] = float32(i) * 1e-44 // subnormal: 1/d overflows
-	}
+	edgeBlocks(src, k, r)
 	vec, sc := NewQ8(n, k), NewQ8(n, k)
 	vec.quantizeRows(true, 0, src, n)
 	sc.quantizeRows(false, 0, src, n)
@@ -422,24 +405,8 @@ func TestQ8QuantizeActVector(t *testing.T) {
 	const tok, k = 9, 32*12 + 7
 	nb := (k + 31) / 32
 	x := make([]float32, tok*k)
-	for i := range x {
-		x[i] = float32(r.NormFloat64() * math.Pow(2, float64(r.IntN(60)-30)))
-	}
-	block := func(j, b int) []float32 { return x[j*k+b*32 : j*k+b*32+32] }
-	for i := range block(1, 0) { // ties: max 127, so 127/max = 1
-		block(1, 0)[i] = float32(i) - 15.5
-	}
-	block(1, 0)[0] = 127
-	for i := range block(2, 3) {
-		block(2, 3)[i] = 0
-	}
-	block(3, 1)[5] = float32(math.NaN())
-	block(4, 2)[7] = float32(math.Inf(1))
-	block(5, 0)[2] = float32(math.Inf(-1))
-	for i := range block(6, 0) {
-		block(6, 0)[i] = float32(i) * 1e-44 // subnormal: 127/max overflows
-	}
-	block(7, 4)[3] = float32(math.Copysign(0, -1))
+	edgeBlocks(x, k, r)
+	x[7*k+4*32+3] = float32(math.Copysign(0, -1))
 	run := func(vec bool) ([]int8, []float32, []int32) {
 		xq, dx, corr := make([]int8, tok*nb*32), make([]float32, tok*nb), make([]int32, tok*nb)
 		quantizeAct(vec, x, tok, k, xq, dx, corr)
@@ -455,5 +422,30 @@ func TestQ8QuantizeActVector(t *testing.T) {
 	require.Equal(t, sc, vc)
 	for i := 1; i < 32; i++ { // nearest even, unlike the weights' roundf
 		require.Equal(t, int8(math.RoundToEven(float64(i)-15.5)), sq[1*nb*32+i], "tie %d", i)
+	}
+}
+
+// edgeBlocks fills x (rows of k values: at least 7 rows, k ≥ 4·32) with
+// values of widely spread magnitudes drawn from r, then gives six 32-value
+// blocks the cases a vector quantizer must round as the scalar loop does:
+// ties (block 0 of row 1: max 127, so the scale is 1 and x.5 values round
+// away from zero), all zeros (row 2, block 3), NaN (row 3, block 1), +Inf
+// (row 4, block 2), −Inf (row 5, block 0), and subnormals whose reciprocal
+// scale overflows (row 6, block 0).
+func edgeBlocks(x []float32, k int, r *rand.Rand) {
+	for i := range x {
+		x[i] = float32(r.NormFloat64() * math.Pow(2, float64(r.IntN(60)-30)))
+	}
+	block := func(row, b int) []float32 { return x[row*k+b*32 : row*k+b*32+32] }
+	for i := range block(1, 0) {
+		block(1, 0)[i] = float32(i) - 15.5
+	}
+	block(1, 0)[0] = 127
+	clear(block(2, 3))
+	block(3, 1)[5] = float32(math.NaN())
+	block(4, 2)[7] = float32(math.Inf(1))
+	block(5, 0)[2] = float32(math.Inf(-1))
+	for i := range block(6, 0) {
+		block(6, 0)[i] = float32(i) * 1e-44
 	}
 }
