@@ -59,17 +59,17 @@ func TestGenerateStreamOverHTTPClients(t *testing.T) {
 		want, err := r.Generate(ctx, rq)
 		require.NoError(t, err)
 		rq.RequestID = "s2"
-		var c collect
-		out, err := r.GenerateStream(ctx, rq, c.emit)
+		var c servertest.Chunks
+		out, err := r.GenerateStream(ctx, rq, c.Emit)
 		require.NoError(t, err)
 		want.CachedTokens = out.CachedTokens
 		require.Equal(t, want, out)
-		require.Equal(t, out.TokenIDs, c.ids)
-		require.Equal(t, out.Logprobs, c.lps)
+		require.Equal(t, out.TokenIDs, c.TokenIDs)
+		require.Equal(t, out.Logprobs, c.Logprobs)
 		if !useVLLM {
 			// agentrl's SGLang stream sends an event per sampled token;
 			// its vLLM token endpoint still sends the whole turn.
-			require.Equal(t, 4, c.calls)
+			require.Equal(t, 4, c.Calls)
 		}
 	}
 }
@@ -97,11 +97,11 @@ func TestGenerateStreamHTTPRetryBeforeFirstToken(t *testing.T) {
 	r := newRouter(t, Config{MaxAttempts: 3}, Backend{"a", a}, Backend{"ok", ok})
 	const n = 16
 	for i := range n {
-		var c collect
-		out, err := r.GenerateStream(ctx, req(fmt.Sprint("x", i), ""), c.emit)
+		var c servertest.Chunks
+		out, err := r.GenerateStream(ctx, req(fmt.Sprint("x", i), ""), c.Emit)
 		require.NoError(t, err)
-		require.Equal(t, []int32{4, 5, 6}, c.ids)
-		require.Equal(t, out.TokenIDs, c.ids)
+		require.Equal(t, []int32{4, 5, 6}, c.TokenIDs)
+		require.Equal(t, out.TokenIDs, c.TokenIDs)
 	}
 	require.Equal(t, int64(n), okEng.Stats().Calls)
 	require.Positive(t, refused.Load(), "some request was first sent to the refusing server")
@@ -120,11 +120,11 @@ func TestGenerateStreamHTTPRetryBeforeFirstToken(t *testing.T) {
 	e1 := servertest.New(servertest.Config{Rule: servertest.Constant(4, 5, 6), TokenLatency: servertest.Fixed(time.Millisecond)})
 	e2 := servertest.New(servertest.Config{Rule: servertest.Constant(4, 5, 6), TokenLatency: servertest.Fixed(time.Millisecond)})
 	r2 := newRouter(t, Config{MaxAttempts: 3}, Backend{"c1", streamBackend(t, "c1", e1, false, cut)}, Backend{"c2", streamBackend(t, "c2", e2, false, cut)})
-	var c2 collect
-	_, err := r2.GenerateStream(ctx, req("y", ""), c2.emit)
+	var c2 servertest.Chunks
+	_, err := r2.GenerateStream(ctx, req("y", ""), c2.Emit)
 	require.Error(t, err)
 	require.False(t, server.IsRetryable(err), "%v", err)
-	require.Equal(t, []int32{4}, c2.ids)
+	require.Equal(t, []int32{4}, c2.TokenIDs)
 	require.Equal(t, int64(1), e1.Stats().Calls+e2.Stats().Calls, "a streamed request is not resent")
 }
 

@@ -11,20 +11,6 @@ import (
 	"github.com/agentrl/agentrl/server/servertest"
 )
 
-// collect is an emit that gathers the chunks.
-type collect struct {
-	ids   []int32
-	lps   []float32
-	calls int
-}
-
-func (c *collect) emit(ch server.Chunk) error {
-	c.calls++
-	c.ids = append(c.ids, ch.TokenIDs...)
-	c.lps = append(c.lps, ch.Logprobs...)
-	return nil
-}
-
 // hidden hides servertest's Streamer: a server that returns whole turns.
 type hidden struct{ server.LLMServer }
 
@@ -45,13 +31,13 @@ func TestGenerateStreamForwardsOrFallsBack(t *testing.T) {
 			r := newRouter(t, Config{}, Backend{"a", tc.wrap(eng)})
 			want, err := r.Generate(ctx, rq)
 			require.NoError(t, err)
-			var c collect
-			out, err := r.GenerateStream(ctx, rq, c.emit)
+			var c servertest.Chunks
+			out, err := r.GenerateStream(ctx, rq, c.Emit)
 			require.NoError(t, err)
 			require.Equal(t, want.TokenIDs, out.TokenIDs)
-			require.Equal(t, out.TokenIDs, c.ids)
-			require.Equal(t, out.Logprobs, c.lps)
-			require.Equal(t, tc.chunks, c.calls)
+			require.Equal(t, out.TokenIDs, c.TokenIDs)
+			require.Equal(t, out.Logprobs, c.Logprobs)
+			require.Equal(t, tc.chunks, c.Calls)
 			s := r.Snapshot().Servers[0]
 			require.Equal(t, uint64(2), s.Assigned)
 			require.Equal(t, uint64(0), s.Failures)
@@ -78,11 +64,11 @@ func TestGenerateStreamFailures(t *testing.T) {
 	a := servertest.New(servertest.Config{Name: "a", Rule: servertest.Constant(4, 5, 6)})
 	b := servertest.New(servertest.Config{Name: "b", Rule: servertest.Constant(4, 5, 6)})
 	r2 := newRouter(t, Config{}, Backend{"a", &failAfterFirst{Server: a}}, Backend{"b", &failAfterFirst{Server: b}})
-	var c collect
-	_, err = r2.GenerateStream(ctx, req("y", ""), c.emit)
+	var c servertest.Chunks
+	_, err = r2.GenerateStream(ctx, req("y", ""), c.Emit)
 	require.Error(t, err)
 	require.False(t, server.IsRetryable(err), "a streamed request must not be resent: %v", err)
-	require.Equal(t, []int32{4}, c.ids)
+	require.Equal(t, []int32{4}, c.TokenIDs)
 	require.Equal(t, int64(1), a.Stats().Calls+b.Stats().Calls)
 	require.Equal(t, uint64(0), r2.Snapshot().Retries)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/agentrl/agentrl/server"
 	"github.com/agentrl/agentrl/server/servertest"
@@ -45,4 +46,17 @@ func ExampleServer_GenerateStream() {
 	// chunk [6] 1
 	// chunk [7] 1
 	// [5 6 7] stop <nil>
+}
+
+// Chunks records a stream for a test to check against the returned output.
+func ExampleChunks() {
+	eng := servertest.New(servertest.Config{Rule: servertest.Constant(5, 6, 7)})
+	req := server.GenerateRequest{PromptIDs: []int32{1}, Params: server.SamplingParams{Logprobs: true}}
+	var got servertest.Chunks
+	out, err := eng.GenerateStream(context.Background(), req, got.Emit)
+	fmt.Println(got.Calls, got.TokenIDs, len(got.Logprobs), err)
+	fmt.Println(slices.Equal(got.TokenIDs, out.TokenIDs), slices.Equal(got.Logprobs, out.Logprobs))
+	// Output:
+	// 3 [5 6 7] 3 <nil>
+	// true true
 }

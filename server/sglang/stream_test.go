@@ -21,20 +21,6 @@ import (
 	"github.com/agentrl/agentrl/server/sglang"
 )
 
-// chunks gathers what GenerateStream emits.
-type chunks struct {
-	ids   []int32
-	lps   []float32
-	calls int
-}
-
-func (c *chunks) emit(ch server.Chunk) error {
-	c.calls++
-	c.ids = append(c.ids, ch.TokenIDs...)
-	c.lps = append(c.lps, ch.Logprobs...)
-	return nil
-}
-
 // TestGenerateStreamMatchesGenerate: through agentrl's own SGLang API over
 // a streaming engine, the streamed output equals Generate's and the
 // chunks add up to it.
@@ -47,17 +33,17 @@ func TestGenerateStreamMatchesGenerate(t *testing.T) {
 			Params: server.SamplingParams{MaxNewTokens: 10, StopTokenIDs: []int32{2}, Logprobs: lp}}
 		want, err := c.Generate(ctx, req)
 		require.NoError(t, err)
-		var got chunks
+		var got servertest.Chunks
 		req.RequestID += "-stream" // not served from the first call's prefix cache
-		out, err := c.GenerateStream(ctx, req, got.emit)
+		out, err := c.GenerateStream(ctx, req, got.Emit)
 		require.NoError(t, err)
 		require.Equal(t, want, out)
-		require.Equal(t, out.TokenIDs, got.ids)
-		require.Greater(t, got.calls, 1, "the engine's chunks arrive one by one")
+		require.Equal(t, out.TokenIDs, got.TokenIDs)
+		require.Greater(t, got.Calls, 1, "the engine's chunks arrive one by one")
 		if lp {
-			require.Equal(t, out.Logprobs, got.lps)
+			require.Equal(t, out.Logprobs, got.Logprobs)
 		} else {
-			require.Empty(t, got.lps)
+			require.Empty(t, got.Logprobs)
 		}
 		require.Contains(t, rec.Last("/generate").Body, `"stream":true`)
 	}
@@ -252,8 +238,8 @@ func TestGenerateStreamUpstreamShapes(t *testing.T) {
 				req := server.GenerateRequest{RequestID: "r1", PromptIDs: []int32{1, 2, 3}, Params: server.SamplingParams{Logprobs: lp}}
 				want, err := c.Generate(ctx, req)
 				require.NoError(t, err)
-				var got chunks
-				out, err := c.GenerateStream(ctx, req, got.emit)
+				var got servertest.Chunks
+				out, err := c.GenerateStream(ctx, req, got.Emit)
 				require.NoError(t, err)
 				require.Equal(t, want, out)
 				require.Equal(t, []int32{7, 8, 9, 7, 8, 2}, out.TokenIDs)
@@ -261,14 +247,14 @@ func TestGenerateStreamUpstreamShapes(t *testing.T) {
 				require.Equal(t, int64(7), out.WeightVersion)
 				require.Equal(t, 3, out.PromptTokens)
 				require.Equal(t, 1, out.CachedTokens)
-				require.Equal(t, out.TokenIDs, got.ids)
-				require.Equal(t, (len(u.ids)+max(u.per, 1)-1)/max(u.per, 1), got.calls)
+				require.Equal(t, out.TokenIDs, got.TokenIDs)
+				require.Equal(t, (len(u.ids)+max(u.per, 1)-1)/max(u.per, 1), got.Calls)
 				if lp {
-					require.Equal(t, []float32{-0.5, -1.25, float32(math.Inf(-1)), -0.125, -0.5, -1.25}, got.lps)
-					require.Equal(t, out.Logprobs, got.lps)
+					require.Equal(t, []float32{-0.5, -1.25, float32(math.Inf(-1)), -0.125, -0.5, -1.25}, got.Logprobs)
+					require.Equal(t, out.Logprobs, got.Logprobs)
 				} else {
 					require.Nil(t, out.Logprobs)
-					require.Empty(t, got.lps)
+					require.Empty(t, got.Logprobs)
 				}
 			})
 		}
@@ -283,13 +269,13 @@ func TestGenerateStreamFirstTokenEarly(t *testing.T) {
 	c := serveUpstream(t, u, sglang.Config{})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	var got chunks
+	var got servertest.Chunks
 	out, err := c.GenerateStream(ctx, server.GenerateRequest{RequestID: "r1", Params: server.SamplingParams{Logprobs: true}}, func(ch server.Chunk) error {
-		if got.calls == 0 {
+		if got.Calls == 0 {
 			require.Equal(t, []int32{7}, ch.TokenIDs)
 			close(u.gate)
 		}
-		return got.emit(ch)
+		return got.Emit(ch)
 	})
 	require.NoError(t, err)
 	require.Equal(t, u.ids, out.TokenIDs)
@@ -337,8 +323,8 @@ func TestGenerateStreamMidStreamError(t *testing.T) {
 	u := newUpstream()
 	u.errAfter = 2
 	c := serveUpstream(t, u, sglang.Config{Name: "sg0"})
-	var got chunks
-	out, err := c.GenerateStream(context.Background(), server.GenerateRequest{RequestID: "r1"}, got.emit)
+	var got servertest.Chunks
+	out, err := c.GenerateStream(context.Background(), server.GenerateRequest{RequestID: "r1"}, got.Emit)
 	require.ErrorIs(t, err, server.ErrBadRequest)
 	require.ErrorContains(t, err, "longer than the model's context length")
 	require.ErrorContains(t, err, "sg0 generate")
@@ -353,7 +339,7 @@ func TestGenerateStreamDisconnect(t *testing.T) {
 	u := newUpstream()
 	u.cutAfter = 3
 	c := serveUpstream(t, u, sglang.Config{})
-	out, err := c.GenerateStream(context.Background(), server.GenerateRequest{RequestID: "r1"}, (&chunks{}).emit)
+	out, err := c.GenerateStream(context.Background(), server.GenerateRequest{RequestID: "r1"}, (&servertest.Chunks{}).Emit)
 	require.ErrorIs(t, err, server.ErrUnavailable)
 	require.False(t, server.IsRetryable(err))
 	require.Equal(t, []int32{7, 8, 9}, out.TokenIDs)
@@ -385,7 +371,7 @@ func TestGenerateStreamHostile(t *testing.T) {
 			defer ts.Close()
 			c, err := sglang.New(sglang.Config{BaseURL: ts.URL, MaxResponseBytes: 4096})
 			require.NoError(t, err)
-			_, err = c.GenerateStream(context.Background(), server.GenerateRequest{RequestID: "r"}, (&chunks{}).emit)
+			_, err = c.GenerateStream(context.Background(), server.GenerateRequest{RequestID: "r"}, (&servertest.Chunks{}).Emit)
 			require.ErrorIs(t, err, server.ErrBadResponse)
 			require.ErrorContains(t, err, "/generate")
 			require.ErrorContains(t, err, tc.want)
@@ -404,12 +390,12 @@ func TestGenerateStreamWholeAnswer(t *testing.T) {
 	defer ts.Close()
 	c, err := sglang.New(sglang.Config{BaseURL: ts.URL})
 	require.NoError(t, err)
-	var got chunks
-	out, err := c.GenerateStream(context.Background(), server.GenerateRequest{RequestID: "r", Params: server.SamplingParams{Logprobs: true}}, got.emit)
+	var got servertest.Chunks
+	out, err := c.GenerateStream(context.Background(), server.GenerateRequest{RequestID: "r", Params: server.SamplingParams{Logprobs: true}}, got.Emit)
 	require.NoError(t, err)
-	require.Equal(t, 1, got.calls)
-	require.Equal(t, u.ids, got.ids)
-	require.Equal(t, out.Logprobs, got.lps)
+	require.Equal(t, 1, got.Calls)
+	require.Equal(t, u.ids, got.TokenIDs)
+	require.Equal(t, out.Logprobs, got.Logprobs)
 }
 
 // TestGenerateStreamRetriesBeforeAnswer: 503 before any event is retried
@@ -432,7 +418,7 @@ func TestGenerateStreamRetriesBeforeAnswer(t *testing.T) {
 	defer ts.Close()
 	c, err := sglang.New(sglang.Config{BaseURL: ts.URL, BackoffBase: time.Millisecond, BackoffMax: time.Millisecond})
 	require.NoError(t, err)
-	out, err := c.GenerateStream(context.Background(), server.GenerateRequest{RequestID: "r"}, (&chunks{}).emit)
+	out, err := c.GenerateStream(context.Background(), server.GenerateRequest{RequestID: "r"}, (&servertest.Chunks{}).Emit)
 	require.NoError(t, err)
 	require.Equal(t, u.ids, out.TokenIDs)
 	require.Equal(t, 2, calls)
@@ -466,11 +452,11 @@ func FuzzStreamEvents(f *testing.F) {
 		hc := &http.Client{Transport: sseAnswer(b.String())}
 		c, err := sglang.New(sglang.Config{BaseURL: "http://upstream.invalid", HTTPClient: hc, MaxAttempts: 1})
 		require.NoError(t, err)
-		var got chunks
-		out, err := c.GenerateStream(context.Background(), server.GenerateRequest{RequestID: "r", Params: server.SamplingParams{Logprobs: logprobs}}, got.emit)
-		require.Len(t, out.TokenIDs, len(got.ids))
-		if len(got.ids) > 0 {
-			require.Equal(t, got.ids, out.TokenIDs)
+		var got servertest.Chunks
+		out, err := c.GenerateStream(context.Background(), server.GenerateRequest{RequestID: "r", Params: server.SamplingParams{Logprobs: logprobs}}, got.Emit)
+		require.Len(t, out.TokenIDs, len(got.TokenIDs))
+		if len(got.TokenIDs) > 0 {
+			require.Equal(t, got.TokenIDs, out.TokenIDs)
 		}
 		if err == nil && logprobs {
 			require.Len(t, out.Logprobs, len(out.TokenIDs))
@@ -493,7 +479,7 @@ func TestGenerateStreamPromptLogprobs(t *testing.T) {
 	want, err := api.Generate(ctx, server.GenerateRequest{RequestID: "a", PromptIDs: []int32{1, 2, 3, 4}, Params: p})
 	require.NoError(t, err)
 	require.Len(t, want.PromptLogprobs, 3)
-	out, err := api.GenerateStream(ctx, server.GenerateRequest{RequestID: "b", PromptIDs: []int32{1, 2, 3, 4}, Params: p}, (&chunks{}).emit)
+	out, err := api.GenerateStream(ctx, server.GenerateRequest{RequestID: "b", PromptIDs: []int32{1, 2, 3, 4}, Params: p}, (&servertest.Chunks{}).Emit)
 	require.NoError(t, err)
 	require.Equal(t, want, out)
 
@@ -504,7 +490,7 @@ func TestGenerateStreamPromptLogprobs(t *testing.T) {
 		req := server.GenerateRequest{RequestID: "r1", PromptIDs: []int32{1, 2, 3}, Params: p}
 		want, err := c.Generate(ctx, req)
 		require.NoError(t, err)
-		out, err := c.GenerateStream(ctx, req, (&chunks{}).emit)
+		out, err := c.GenerateStream(ctx, req, (&servertest.Chunks{}).Emit)
 		require.NoError(t, err)
 		require.Equal(t, []float32{-1.5, -0.25}, out.PromptLogprobs)
 		require.Equal(t, want, out)

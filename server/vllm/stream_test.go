@@ -20,19 +20,6 @@ import (
 	"github.com/agentrl/agentrl/server/vllm"
 )
 
-type chunks struct {
-	ids   []int32
-	lps   []float32
-	calls int
-}
-
-func (c *chunks) emit(ch server.Chunk) error {
-	c.calls++
-	c.ids = append(c.ids, ch.TokenIDs...)
-	c.lps = append(c.lps, ch.Logprobs...)
-	return nil
-}
-
 // TestGenerateStreamMatchesGenerate: through agentrl's own vLLM API, on
 // both endpoints, the streamed output equals Generate's.
 func TestGenerateStreamMatchesGenerate(t *testing.T) {
@@ -51,13 +38,13 @@ func TestGenerateStreamMatchesGenerate(t *testing.T) {
 				want, err := c.Generate(ctx, req)
 				require.NoError(t, err)
 				req.RequestID = "s-" + strconv.FormatBool(lp)
-				var got chunks
-				out, err := c.GenerateStream(ctx, req, got.emit)
+				var got servertest.Chunks
+				out, err := c.GenerateStream(ctx, req, got.Emit)
 				require.NoError(t, err)
 				require.Equal(t, want, out)
-				require.Equal(t, out.TokenIDs, got.ids)
+				require.Equal(t, out.TokenIDs, got.TokenIDs)
 				if lp {
-					require.Equal(t, out.Logprobs, got.lps)
+					require.Equal(t, out.Logprobs, got.Logprobs)
 				}
 				path := "/inference/v1/generate"
 				if hide {
@@ -313,23 +300,23 @@ func TestGenerateStreamUpstreamShapes(t *testing.T) {
 				req := server.GenerateRequest{RequestID: "r1", PromptIDs: []int32{1, 2, 3}, Params: server.SamplingParams{Logprobs: lp}}
 				want, err := c.Generate(ctx, req)
 				require.NoError(t, err)
-				var got chunks
-				out, err := c.GenerateStream(ctx, req, got.emit)
+				var got servertest.Chunks
+				out, err := c.GenerateStream(ctx, req, got.Emit)
 				require.NoError(t, err)
 				require.Equal(t, want, out)
 				require.Equal(t, u.ids, out.TokenIDs)
 				require.Equal(t, server.StopEOS, out.StopReason)
 				require.Equal(t, 3, out.PromptTokens)
 				require.Equal(t, 1, out.CachedTokens)
-				require.Equal(t, out.TokenIDs, got.ids)
+				require.Equal(t, out.TokenIDs, got.TokenIDs)
 				wantCalls := (len(u.ids) + max(u.per, 1) - 1) / max(u.per, 1)
 				if u.noStream {
 					wantCalls = 1
 				}
-				require.Equal(t, wantCalls, got.calls)
+				require.Equal(t, wantCalls, got.Calls)
 				if lp {
-					require.Equal(t, []float32{-0.5, -1.25, -9999, -0.125, -0.5, -1.25}, got.lps)
-					require.Equal(t, out.Logprobs, got.lps)
+					require.Equal(t, []float32{-0.5, -1.25, -9999, -0.125, -0.5, -1.25}, got.Logprobs)
+					require.Equal(t, out.Logprobs, got.Logprobs)
 				} else {
 					require.Nil(t, out.Logprobs)
 				}
@@ -345,8 +332,8 @@ func TestGenerateStreamAbortWithoutFinish(t *testing.T) {
 	u := newUpstream()
 	u.finish = ""
 	c := serveUpstream(t, u, vllm.Config{})
-	var got chunks
-	out, err := c.GenerateStream(context.Background(), server.GenerateRequest{RequestID: "r1"}, got.emit)
+	var got servertest.Chunks
+	out, err := c.GenerateStream(context.Background(), server.GenerateRequest{RequestID: "r1"}, got.Emit)
 	require.NoError(t, err)
 	require.Equal(t, server.StopAbort, out.StopReason)
 	require.Equal(t, u.ids, out.TokenIDs)
@@ -359,13 +346,13 @@ func TestGenerateStreamFirstTokenEarly(t *testing.T) {
 		u.gate = make(chan struct{})
 		c := serveUpstream(t, u, vllm.Config{})
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		var got chunks
+		var got servertest.Chunks
 		out, err := c.GenerateStream(ctx, server.GenerateRequest{RequestID: "r1", Params: server.SamplingParams{Logprobs: true}}, func(ch server.Chunk) error {
-			if got.calls == 0 {
+			if got.Calls == 0 {
 				require.Equal(t, []int32{7}, ch.TokenIDs)
 				close(u.gate)
 			}
-			return got.emit(ch)
+			return got.Emit(ch)
 		})
 		cancel()
 		require.NoError(t, err)
@@ -397,7 +384,7 @@ func TestGenerateStreamMidStreamError(t *testing.T) {
 	u := newUpstream()
 	u.errAfter = 2
 	c := serveUpstream(t, u, vllm.Config{Name: "v0"})
-	out, err := c.GenerateStream(context.Background(), server.GenerateRequest{RequestID: "r1"}, (&chunks{}).emit)
+	out, err := c.GenerateStream(context.Background(), server.GenerateRequest{RequestID: "r1"}, (&servertest.Chunks{}).Emit)
 	require.ErrorIs(t, err, server.ErrBadResponse)
 	require.ErrorContains(t, err, "EngineCore encountered an issue")
 	require.ErrorContains(t, err, "v0 generate")
@@ -410,7 +397,7 @@ func TestGenerateStreamDisconnect(t *testing.T) {
 	u := newUpstream()
 	u.cutAfter = 3
 	c := serveUpstream(t, u, vllm.Config{})
-	out, err := c.GenerateStream(context.Background(), server.GenerateRequest{RequestID: "r1"}, (&chunks{}).emit)
+	out, err := c.GenerateStream(context.Background(), server.GenerateRequest{RequestID: "r1"}, (&servertest.Chunks{}).Emit)
 	require.ErrorIs(t, err, server.ErrUnavailable)
 	require.False(t, server.IsRetryable(err))
 	require.Equal(t, []int32{7, 8, 9}, out.TokenIDs)
@@ -438,7 +425,7 @@ func TestGenerateStreamHostile(t *testing.T) {
 			c, err := vllm.New(vllm.Config{BaseURL: ts.URL, MaxResponseBytes: 4096})
 			require.NoError(t, err)
 			lp := strings.Contains(tc.body, "logprobs")
-			_, err = c.GenerateStream(context.Background(), server.GenerateRequest{RequestID: "r", Params: server.SamplingParams{Logprobs: lp}}, (&chunks{}).emit)
+			_, err = c.GenerateStream(context.Background(), server.GenerateRequest{RequestID: "r", Params: server.SamplingParams{Logprobs: lp}}, (&servertest.Chunks{}).Emit)
 			require.ErrorIs(t, err, server.ErrBadResponse)
 			require.ErrorContains(t, err, "/inference/v1/generate")
 			require.ErrorContains(t, err, tc.want)
@@ -477,11 +464,11 @@ func FuzzStreamEvents(f *testing.F) {
 		hc := &http.Client{Transport: sseAnswer(b.String())}
 		c, err := vllm.New(vllm.Config{BaseURL: "http://upstream.invalid", HTTPClient: hc, MaxAttempts: 1, Completions: completions})
 		require.NoError(t, err)
-		var got chunks
-		out, err := c.GenerateStream(context.Background(), server.GenerateRequest{RequestID: "r", Params: server.SamplingParams{Logprobs: logprobs}}, got.emit)
-		require.Len(t, out.TokenIDs, len(got.ids))
-		if len(got.ids) > 0 {
-			require.Equal(t, got.ids, out.TokenIDs)
+		var got servertest.Chunks
+		out, err := c.GenerateStream(context.Background(), server.GenerateRequest{RequestID: "r", Params: server.SamplingParams{Logprobs: logprobs}}, got.Emit)
+		require.Len(t, out.TokenIDs, len(got.TokenIDs))
+		if len(got.TokenIDs) > 0 {
+			require.Equal(t, got.TokenIDs, out.TokenIDs)
 		}
 		if err == nil && logprobs {
 			require.Len(t, out.Logprobs, len(out.TokenIDs))
