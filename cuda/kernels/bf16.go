@@ -14,9 +14,30 @@ import (
 // BF16 is a weight matrix W[N][K] of bfloat16 values, row-major: the
 // layout of a Hugging Face checkpoint, so a BF16 tensor is used as read
 // (fused matrices such as q|k|v are consecutive row ranges of one BF16).
+//
+// A BF16 either owns its values in Data (NewBF16, or a literal with Data
+// set) or is parted (NewBF16Parts): its rows are those of several row
+// blocks in order, each its own slice used in place, so that a fused
+// matrix can be served from the checkpoint's tensors where they lie, for
+// example in a read-only memory mapping of the file. A parted matrix has
+// Data nil and is read-only: its memory may not be writable and is never
+// written by this package. Row, RowFloat32, Bytes and MatMulBF16 work on
+// both kinds with the same results (MatMulBF16 gives the same bits);
+// Parted tells them apart and Own turns a parted matrix into an owned copy
+// that may then be written.
 type BF16 struct {
 	N, K int
-	Data []uint16 // N*K values, the upper halves of float32s
+	Data []uint16 // N*K values, the upper halves of float32s; nil when parted
+
+	// parts are the row blocks of a parted matrix, in row order, none
+	// empty; nil for an owned one.
+	parts []bf16Part
+}
+
+// bf16Part is a row block of a parted BF16: rows [row0, row0+len(data)/K).
+type bf16Part struct {
+	row0 int
+	data []uint16
 }
 
 // NewBF16 allocates a zero n×k bf16 matrix.
@@ -24,8 +45,84 @@ func NewBF16(n, k int) *BF16 {
 	return &BF16{N: n, K: k, Data: make([]uint16, n*k)}
 }
 
-// Row returns row i's bf16 values.
-func (w *BF16) Row(i int) []uint16 { return w.Data[i*w.K : (i+1)*w.K] }
+// NewBF16Parts returns the n×k matrix whose rows are the rows of parts in
+// order, n = Σ len(part)/k: each part is a row-major block of whole rows,
+// used in place (not copied), for example one tensor of a fused q|k|v
+// matrix. The matrix is read-only (see BF16); the parts must stay valid
+// and unchanged while it is used. Empty parts are skipped. It panics if k
+// is negative or a part's length is not a multiple of k (with k = 0 every
+// part must be empty: rows of no values cannot be counted, and the
+// matrix is 0×0), a programming error as a wrong size for NewBF16.
+func NewBF16Parts(k int, parts ...[]uint16) *BF16 {
+	if k < 0 {
+		panic(fmt.Sprintf("kernels: NewBF16Parts: k=%d", k))
+	}
+	w := &BF16{K: k, parts: make([]bf16Part, 0, len(parts))}
+	for i, p := range parts {
+		if len(p) == 0 {
+			continue
+		}
+		if k == 0 || len(p)%k != 0 {
+			panic(fmt.Sprintf("kernels: NewBF16Parts: part %d has %d values, not whole rows of k=%d", i, len(p), k))
+		}
+		w.parts = append(w.parts, bf16Part{row0: w.N, data: p})
+		w.N += len(p) / k
+	}
+	return w
+}
+
+// Parted reports whether w is parted (made by NewBF16Parts and not since
+// owned): read-only, with Data nil.
+func (w *BF16) Parted() bool { return w.parts != nil }
+
+// Own makes w an owned matrix: a parted matrix's rows are copied into a
+// freshly allocated Data and the parts dropped, so that the values may be
+// written (a weight update) and the parts' memory released. For an owned
+// matrix it does nothing.
+func (w *BF16) Own() {
+	if w.parts == nil {
+		return
+	}
+	data := make([]uint16, w.N*w.K)
+	for _, p := range w.parts {
+		copy(data[p.row0*w.K:], p.data)
+	}
+	w.Data, w.parts = data, nil
+}
+
+// values is the number of values w holds: len(Data), or the parts' total.
+func (w *BF16) values() int {
+	if w.parts == nil {
+		return len(w.Data)
+	}
+	n := 0
+	for _, p := range w.parts {
+		n += len(p.data)
+	}
+	return n
+}
+
+// part returns the index of the part holding row i of a parted matrix.
+func (w *BF16) part(i int) int {
+	j := len(w.parts) - 1
+	for j > 0 && w.parts[j].row0 > i {
+		j--
+	}
+	return j
+}
+
+// Row returns row i's bf16 values (read-only for a parted matrix).
+func (w *BF16) Row(i int) []uint16 {
+	if w.parts == nil {
+		return w.Data[i*w.K : (i+1)*w.K]
+	}
+	if i < 0 || i >= w.N {
+		panic(fmt.Sprintf("kernels: BF16.Row: row %d of %d", i, w.N))
+	}
+	p := w.parts[w.part(i)]
+	r := i - p.row0
+	return p.data[r*w.K : (r+1)*w.K]
+}
 
 // RowFloat32 widens row i into dst (len K): an embedding lookup.
 func (w *BF16) RowFloat32(dst []float32, i int) {
@@ -35,11 +132,12 @@ func (w *BF16) RowFloat32(dst []float32, i int) {
 	if w.K == 0 {
 		return
 	}
-	C.agl_bf16_to_f32(u16ptr(w.Data[i*w.K:]), fptr(dst), C.int64_t(w.K))
+	C.agl_bf16_to_f32(u16ptr(w.Row(i)), fptr(dst), C.int64_t(w.K))
 }
 
-// Bytes is the memory the matrix holds.
-func (w *BF16) Bytes() int64 { return 2 * int64(len(w.Data)) }
+// Bytes is the memory the matrix holds (for a parted matrix, the parts'
+// memory: 2·N·K bytes).
+func (w *BF16) Bytes() int64 { return 2 * int64(w.values()) }
 
 // ToBF16 rounds src to bfloat16 (nearest even, as PyTorch's
 // tensor.to(torch.bfloat16)) into dst.
@@ -87,8 +185,9 @@ const bf16Rows = 8
 // on vdpbf16ps; the other levels emulate the same lanes, so every level,
 // batch composition and thread count gives the same bits (see kernels.h).
 func (c *CPU) MatMulBF16(y, x []float32, t int, w *BF16, bias []float32) {
-	if len(x) < t*w.K || len(y) < t*w.N || (bias != nil && len(bias) != w.N) || len(w.Data) != w.N*w.K {
-		panic(fmt.Sprintf("kernels: MatMulBF16: x %d, y %d, bias %d, data %d for t=%d N=%d K=%d", len(x), len(y), len(bias), len(w.Data), t, w.N, w.K))
+	if len(x) < t*w.K || len(y) < t*w.N || (bias != nil && len(bias) != w.N) || w.values() != w.N*w.K || (w.parts != nil && w.Data != nil) {
+		panic(fmt.Sprintf("kernels: MatMulBF16: x %d, y %d, bias %d, data %d (parted %v) for t=%d N=%d K=%d",
+			len(x), len(y), len(bias), w.values(), w.parts != nil, t, w.N, w.K))
 	}
 	if t == 0 || w.N == 0 {
 		return
@@ -112,9 +211,31 @@ func (c *CPU) MatMulBF16(y, x []float32, t int, w *BF16, bias []float32) {
 	}
 	groups := (w.N + bf16Rows - 1) / bf16Rows
 	c.parallelChunks(groups, func(lo, hi int) {
-		C.agl_gemm_bf16(C.int(c.level), u16ptr(xb), C.int64_t(t), C.int64_t(w.K), C.int64_t(ldx), u16ptr(w.Data),
-			C.int64_t(w.N), fptr(bias), fptr(y), C.int64_t(lo*bf16Rows), C.int64_t(min(hi*bf16Rows, w.N)))
+		r0, r1 := lo*bf16Rows, min(hi*bf16Rows, w.N)
+		if w.parts == nil {
+			C.agl_gemm_bf16(C.int(c.level), u16ptr(xb), C.int64_t(t), C.int64_t(w.K), C.int64_t(ldx), u16ptr(w.Data),
+				C.int64_t(w.N), fptr(bias), fptr(y), C.int64_t(r0), C.int64_t(r1))
+			return
+		}
+		// The kernel reads row r at w + r·k and writes it at y[j·n + r]
+		// (bias[r]), each row on its own: a range crossing parts is done
+		// part by part, the part's rows relative to its base and y and
+		// bias moved to its first row, with the same bits.
+		for j := w.part(r0); j < len(w.parts) && w.parts[j].row0 < r1; j++ {
+			p := w.parts[j]
+			a, b := max(r0, p.row0), min(r1, p.row0+len(p.data)/w.K)
+			C.agl_gemm_bf16(C.int(c.level), u16ptr(xb), C.int64_t(t), C.int64_t(w.K), C.int64_t(ldx), u16ptr(p.data),
+				C.int64_t(w.N), biasAt(bias, p.row0), fptr(y[p.row0:]), C.int64_t(a-p.row0), C.int64_t(b-p.row0))
+		}
 	})
+}
+
+// biasAt is bias from row r on, nil without a bias.
+func biasAt(bias []float32, r int) *C.float {
+	if bias == nil {
+		return nil
+	}
+	return fptr(bias[r:])
 }
 
 // bf16ManyTokens is the fewest tokens for which MatMulBF16 at AVX512BF16
@@ -168,8 +289,20 @@ func (c *CPU) matMulBF16Many(y, x []float32, t int, w *BF16, bias []float32) {
 		defer bf16Panels.Put(pk)
 		for i := lo; i < hi; i++ {
 			r0, r1 := 16*(groups*i/items), min(16*(groups*(i+1)/items), w.N)
-			C.agl_gemm_bf16_many(u32ptr(*xp), C.int64_t(t), C.int64_t(w.K), u16ptr(w.Data), C.int64_t(w.N), fptr(bias), fptr(y),
-				C.int64_t(r0), C.int64_t(r1), u32ptr(*pk))
+			if w.parts == nil {
+				C.agl_gemm_bf16_many(u32ptr(*xp), C.int64_t(t), C.int64_t(w.K), u16ptr(w.Data), C.int64_t(w.N), fptr(bias), fptr(y),
+					C.int64_t(r0), C.int64_t(r1), u32ptr(*pk))
+				continue
+			}
+			// Part by part, as in MatMulBF16: each row is a lane of its
+			// panel on its own, so a panel cut short at a part's end
+			// (its other lanes zero) gives the same bits.
+			for j := w.part(r0); j < len(w.parts) && w.parts[j].row0 < r1; j++ {
+				p := w.parts[j]
+				a, b := max(r0, p.row0), min(r1, p.row0+len(p.data)/w.K)
+				C.agl_gemm_bf16_many(u32ptr(*xp), C.int64_t(t), C.int64_t(w.K), u16ptr(p.data), C.int64_t(w.N), biasAt(bias, p.row0),
+					fptr(y[p.row0:]), C.int64_t(a-p.row0), C.int64_t(b-p.row0), u32ptr(*pk))
+			}
 		}
 	}
 	if c.threads <= 1 || items <= 1 {
