@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -17,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentrl/agentrl/server"
+	"github.com/agentrl/agentrl/server/internal/wiretest"
 	"github.com/agentrl/agentrl/server/servertest"
 	"github.com/agentrl/agentrl/server/sglang"
 )
@@ -65,19 +65,9 @@ type upstream struct {
 	incremental bool
 	// per is how many tokens each event adds (1 by default).
 	per int
-	// crlf ends lines with CRLF; comments adds keep-alive comments and
-	// split cuts every write in two flushed pieces.
-	crlf, comments, split bool
-	// gate, when set, holds the events after the first until it closes.
-	gate chan struct{}
-	// errAfter, when > 0, sends an error event after that many events;
-	// cutAfter closes the connection after that many.
-	errAfter, cutAfter int
 	// noCounts leaves completion_tokens and output_token_logprobs_length out.
 	noCounts bool
-	// gone is closed when the handler sees the client go away.
-	gone     chan struct{}
-	goneOnce sync.Once
+	wiretest.SSE
 }
 
 func (u *upstream) triples(ids []int32, lps []*float64) string {
@@ -95,14 +85,6 @@ func (u *upstream) triples(ids []int32, lps []*float64) string {
 	}
 	b.WriteByte(']')
 	return b.String()
-}
-
-func idsJSON(ids []int32) string {
-	s := make([]string, len(ids))
-	for i, id := range ids {
-		s[i] = strconv.Itoa(int(id))
-	}
-	return "[" + strings.Join(s, ",") + "]"
 }
 
 // event is SGLang's output dict after n tokens, of which the last `added` are new.
@@ -130,7 +112,7 @@ func (u *upstream) event(n, added int, logprobs, final bool) string {
 	if final {
 		meta += `,"e2e_latency":0.01`
 	}
-	return `{"output_ids":` + idsJSON(ids) + `,"meta_info":{` + meta + `}}`
+	return `{"output_ids":` + wiretest.IDsJSON(ids) + `,"meta_info":{` + meta + `}}`
 }
 
 func (u *upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -147,60 +129,18 @@ func (u *upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		_, _ = w.Write([]byte(u.event(len(u.ids), len(u.ids), logprobs, true)))
 		return
 	}
-	w.Header().Set("Content-Type", "text/event-stream; charset=utf-8")
-	fl := w.(http.Flusher)
-	nl := "\n"
-	if u.crlf {
-		nl = "\r\n"
-	}
-	write := func(s string) bool {
-		parts := []string{s}
-		if u.split && len(s) > 1 {
-			parts = []string{s[:len(s)/2], s[len(s)/2:]}
-		}
-		for _, p := range parts {
-			if _, err := w.Write([]byte(p)); err != nil {
-				return false
-			}
-			fl.Flush()
-		}
-		return true
-	}
-	per := max(u.per, 1)
-	sent := 0
+	var events []string
 	for n := 0; n < len(u.ids); {
-		added := min(per, len(u.ids)-n)
+		added := min(max(u.per, 1), len(u.ids)-n)
 		n += added
-		if u.comments && !write(": keep-alive"+nl+nl) {
-			return
-		}
-		if !write("data: " + u.event(n, added, logprobs, n == len(u.ids)) + nl + nl) {
-			return
-		}
-		sent++
-		if sent == 1 && u.gate != nil {
-			select {
-			case <-u.gate:
-			case <-r.Context().Done():
-				u.goneOnce.Do(func() { close(u.gone) })
-				return
-			}
-		}
-		if sent == u.errAfter {
-			write(`data: {"error": {"message": "The input (9000 tokens) is longer than the model's context length (8192 tokens)."}}` + nl + nl)
-			write("data: [DONE]" + nl + nl)
-			return
-		}
-		if sent == u.cutAfter {
-			panic(http.ErrAbortHandler) // closes the connection without [DONE]
-		}
+		events = append(events, u.event(n, added, logprobs, n == len(u.ids)))
 	}
-	write("data: [DONE]" + nl + nl)
+	u.Stream(w, r, events, `{"error": {"message": "The input (9000 tokens) is longer than the model's context length (8192 tokens)."}}`)
 }
 
 func newUpstream() *upstream {
 	a, b, c := -0.5, -1.25, -0.125
-	return &upstream{ids: []int32{7, 8, 9, 7, 8, 2}, lps: []*float64{&a, &b, nil, &c, &a, &b}, gone: make(chan struct{})}
+	return &upstream{ids: []int32{7, 8, 9, 7, 8, 2}, lps: []*float64{&a, &b, nil, &c, &a, &b}, SSE: wiretest.SSE{Gone: make(chan struct{})}}
 }
 
 func serveUpstream(t *testing.T, u *upstream, cfg sglang.Config) *sglang.Client {
@@ -225,8 +165,8 @@ func TestGenerateStreamUpstreamShapes(t *testing.T) {
 		{"incremental", func(u *upstream) { u.incremental = true }},
 		{"cumulative, two per event", func(u *upstream) { u.per = 2 }},
 		{"incremental, two per event", func(u *upstream) { u.incremental, u.per = true, 2 }},
-		{"crlf, keep-alives, split writes", func(u *upstream) { u.crlf, u.comments, u.split = true, true, true }},
-		{"incremental, crlf, keep-alives, split writes", func(u *upstream) { u.incremental, u.crlf, u.comments, u.split = true, true, true, true }},
+		{"crlf, keep-alives, split writes", func(u *upstream) { u.CRLF, u.Comments, u.Split = true, true, true }},
+		{"incremental, crlf, keep-alives, split writes", func(u *upstream) { u.incremental, u.CRLF, u.Comments, u.Split = true, true, true, true }},
 		{"cumulative without counts", func(u *upstream) { u.noCounts = true }},
 		{"incremental without counts", func(u *upstream) { u.incremental, u.noCounts = true, true }},
 	} {
@@ -265,7 +205,7 @@ func TestGenerateStreamUpstreamShapes(t *testing.T) {
 // server still holds the rest (it sends them only once emit has seen it).
 func TestGenerateStreamFirstTokenEarly(t *testing.T) {
 	u := newUpstream()
-	u.gate = make(chan struct{})
+	u.Gate = make(chan struct{})
 	c := serveUpstream(t, u, sglang.Config{})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -273,7 +213,7 @@ func TestGenerateStreamFirstTokenEarly(t *testing.T) {
 	out, err := c.GenerateStream(ctx, server.GenerateRequest{RequestID: "r1", Params: server.SamplingParams{Logprobs: true}}, func(ch server.Chunk) error {
 		if got.Calls == 0 {
 			require.Equal(t, []int32{7}, ch.TokenIDs)
-			close(u.gate)
+			close(u.Gate)
 		}
 		return got.Emit(ch)
 	})
@@ -286,42 +226,29 @@ func TestGenerateStreamFirstTokenEarly(t *testing.T) {
 // and returns the tokens so far with an error wrapping context.Canceled.
 func TestGenerateStreamCancelClosesConnection(t *testing.T) {
 	u := newUpstream()
-	u.gate = make(chan struct{}) // never opened
+	u.Gate = make(chan struct{}) // never opened
 	c := serveUpstream(t, u, sglang.Config{})
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	out, err := c.GenerateStream(ctx, server.GenerateRequest{RequestID: "r1"}, func(server.Chunk) error {
-		cancel()
-		return nil
-	})
-	require.ErrorIs(t, err, context.Canceled)
-	require.Equal(t, []int32{7}, out.TokenIDs)
-	require.Equal(t, server.StopAbort, out.StopReason)
-	select {
-	case <-u.gone:
-	case <-time.After(30 * time.Second):
-		t.Fatal("the server never saw the connection close")
-	}
+	wiretest.CheckStreamCancel(t, c, &u.SSE, []int32{7})
 }
 
 // TestGenerateStreamEmitErrorStops: an error from emit ends the call with
 // an error wrapping it, and the connection is closed.
 func TestGenerateStreamEmitErrorStops(t *testing.T) {
 	u := newUpstream()
-	u.gate = make(chan struct{})
+	u.Gate = make(chan struct{})
 	c := serveUpstream(t, u, sglang.Config{})
 	stop := fmt.Errorf("caller is done")
 	out, err := c.GenerateStream(context.Background(), server.GenerateRequest{RequestID: "r1"}, func(server.Chunk) error { return stop })
 	require.ErrorIs(t, err, stop)
 	require.Equal(t, []int32{7}, out.TokenIDs)
-	<-u.gone
+	<-u.Gone
 }
 
 // TestGenerateStreamMidStreamError: SGLang's error event fails the call
 // with the server's message; the tokens before it are returned.
 func TestGenerateStreamMidStreamError(t *testing.T) {
 	u := newUpstream()
-	u.errAfter = 2
+	u.ErrAfter = 2
 	c := serveUpstream(t, u, sglang.Config{Name: "sg0"})
 	var got servertest.Chunks
 	out, err := c.GenerateStream(context.Background(), server.GenerateRequest{RequestID: "r1"}, got.Emit)
@@ -337,7 +264,7 @@ func TestGenerateStreamMidStreamError(t *testing.T) {
 // ErrUnavailable error (not retryable), with the tokens so far.
 func TestGenerateStreamDisconnect(t *testing.T) {
 	u := newUpstream()
-	u.cutAfter = 3
+	u.CutAfter = 3
 	c := serveUpstream(t, u, sglang.Config{})
 	out, err := c.GenerateStream(context.Background(), server.GenerateRequest{RequestID: "r1"}, (&servertest.Chunks{}).Emit)
 	require.ErrorIs(t, err, server.ErrUnavailable)
@@ -440,31 +367,10 @@ func FuzzStreamEvents(f *testing.F) {
 	}
 	f.Add(`{"error":{"message":"x"}}`, false)
 	f.Fuzz(func(t *testing.T, events string, logprobs bool) {
-		var b strings.Builder
-		for _, ev := range strings.Split(events, "\n") {
-			b.WriteString("data: " + ev + "\n\n")
-		}
-		b.WriteString("data: [DONE]\n\n")
-		// An in-memory answer, not an httptest server: a listener per input
-		// made each run slow enough that the fuzzer spent its five minutes
-		// minimizing a handful of inputs. The client's own HTTP code still
-		// reads the body.
-		hc := &http.Client{Transport: sseAnswer(b.String())}
+		hc := &http.Client{Transport: wiretest.SSELines(events)}
 		c, err := sglang.New(sglang.Config{BaseURL: "http://upstream.invalid", HTTPClient: hc, MaxAttempts: 1})
 		require.NoError(t, err)
-		var got servertest.Chunks
-		out, err := c.GenerateStream(context.Background(), server.GenerateRequest{RequestID: "r", Params: server.SamplingParams{Logprobs: logprobs}}, got.Emit)
-		require.Len(t, out.TokenIDs, len(got.TokenIDs))
-		if len(got.TokenIDs) > 0 {
-			require.Equal(t, got.TokenIDs, out.TokenIDs)
-		}
-		if err == nil && logprobs {
-			require.Len(t, out.Logprobs, len(out.TokenIDs))
-		}
-		var se *server.Error
-		if err != nil {
-			require.ErrorAs(t, err, &se)
-		}
+		wiretest.CheckStreamed(t, c, logprobs)
 	})
 }
 
@@ -495,16 +401,4 @@ func TestGenerateStreamPromptLogprobs(t *testing.T) {
 		require.Equal(t, []float32{-1.5, -0.25}, out.PromptLogprobs)
 		require.Equal(t, want, out)
 	}
-}
-
-// sseAnswer answers every request with body as an event stream.
-type sseAnswer string
-
-func (a sseAnswer) RoundTrip(r *http.Request) (*http.Response, error) {
-	if r.Body != nil {
-		_ = r.Body.Close()
-	}
-	return &http.Response{StatusCode: http.StatusOK, Status: "200 OK", Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
-		Header: http.Header{"Content-Type": {"text/event-stream"}}, Body: io.NopCloser(strings.NewReader(string(a))),
-		ContentLength: -1, Request: r}, nil
 }

@@ -4,18 +4,17 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentrl/agentrl/server"
+	"github.com/agentrl/agentrl/server/internal/wiretest"
 	"github.com/agentrl/agentrl/server/servertest"
 	"github.com/agentrl/agentrl/server/vllm"
 )
@@ -77,27 +76,15 @@ type upstream struct {
 	// noStream answers /inference/v1/generate whole, as builds before
 	// it streamed do; hideGenerate answers it 404.
 	noStream, hideGenerate bool
-	crlf, comments, split  bool
 	// finishAlone sends the finish reason in an event of its own, with no
 	// token (completions only).
-	finishAlone        bool
-	gate               chan struct{}
-	errAfter, cutAfter int
-	gone               chan struct{}
-	goneOnce           sync.Once
+	finishAlone bool
+	wiretest.SSE
 }
 
 func newUpstream() *upstream {
 	return &upstream{ids: []int32{7, 8, 9, 7, 8, 2}, lps: []float64{-0.5, -1.25, -9999.0, -0.125, -0.5, -1.25},
-		finish: "stop", gone: make(chan struct{})}
-}
-
-func idsJSON(ids []int32) string {
-	s := make([]string, len(ids))
-	for i, id := range ids {
-		s[i] = strconv.Itoa(int(id))
-	}
-	return "[" + strings.Join(s, ",") + "]"
+		finish: "stop", SSE: wiretest.SSE{Gone: make(chan struct{})}}
 }
 
 func fstr(f float64) string {
@@ -148,7 +135,7 @@ func (u *upstream) generateEvent(a, b int, logprobs, last bool) string {
 		lp = u.content(a, b)
 	}
 	return `{"request_id":"generate-tokens-r1","choices":[{"index":0,"logprobs":` + lp + `,"finish_reason":` + u.finishJSON(last) +
-		`,"stop_reason":null,"token_ids":` + idsJSON(u.ids[a:b]) + `,"routed_experts":null}],"usage":null}`
+		`,"stop_reason":null,"token_ids":` + wiretest.IDsJSON(u.ids[a:b]) + `,"routed_experts":null}],"usage":null}`
 }
 
 func (u *upstream) completionsEvent(a, b int, logprobs, last bool) string {
@@ -161,7 +148,7 @@ func (u *upstream) completionsEvent(a, b int, logprobs, last bool) string {
 		prompt = `"prompt_token_ids":[1,2,3],`
 	}
 	return `{"id":"cmpl-r1-0","object":"text_completion","created":1,"model":"m","choices":[{"index":0,"text":"x",` + lp +
-		`"finish_reason":` + u.finishJSON(last) + `,"stop_reason":null,` + prompt + `"token_ids":` + idsJSON(u.ids[a:b]) + `}]}`
+		`"finish_reason":` + u.finishJSON(last) + `,"stop_reason":null,` + prompt + `"token_ids":` + wiretest.IDsJSON(u.ids[a:b]) + `}]}`
 }
 
 func (u *upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -192,7 +179,7 @@ func (u *upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				lp = u.completionLogprobs(0, n)
 			}
 			_, _ = w.Write([]byte(`{"id":"cmpl-r1-0","object":"text_completion","created":1,"model":"m","choices":[{"index":0,"text":"x","logprobs":` + lp +
-				`,"finish_reason":` + finish + `,"stop_reason":null,"prompt_token_ids":[1,2,3],"token_ids":` + idsJSON(u.ids) + `}],"usage":` + usageJSON + `}`))
+				`,"finish_reason":` + finish + `,"stop_reason":null,"prompt_token_ids":[1,2,3],"token_ids":` + wiretest.IDsJSON(u.ids) + `}],"usage":` + usageJSON + `}`))
 			return
 		}
 		lp := "null"
@@ -200,69 +187,28 @@ func (u *upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			lp = u.content(0, n)
 		}
 		_, _ = w.Write([]byte(`{"request_id":"generate-tokens-r1","choices":[{"index":0,"logprobs":` + lp + `,"finish_reason":` + finish +
-			`,"stop_reason":null,"token_ids":` + idsJSON(u.ids) + `}],"usage":` + usageJSON + `,"prompt_logprobs":null,"kv_transfer_params":null}`))
+			`,"stop_reason":null,"token_ids":` + wiretest.IDsJSON(u.ids) + `}],"usage":` + usageJSON + `,"prompt_logprobs":null,"kv_transfer_params":null}`))
 		return
 	}
-	w.Header().Set("Content-Type", "text/event-stream; charset=utf-8")
-	fl := w.(http.Flusher)
-	nl := "\n"
-	if u.crlf {
-		nl = "\r\n"
-	}
-	write := func(s string) bool {
-		parts := []string{s}
-		if u.split && len(s) > 1 {
-			parts = []string{s[:len(s)/2], s[len(s)/2:]}
-		}
-		for _, p := range parts {
-			if _, err := w.Write([]byte(p)); err != nil {
-				return false
-			}
-			fl.Flush()
-		}
-		return true
-	}
-	per := max(u.per, 1)
-	sent := 0
+	var events []string
 	for a := 0; a < n; {
-		b := min(a+per, n)
+		b := min(a+max(u.per, 1), n)
 		ev := u.generateEvent(a, b, logprobs, b == n)
 		if completions {
 			ev = u.completionsEvent(a, b, logprobs, b == n)
 		}
+		events = append(events, ev)
 		a = b
-		if u.comments && !write(": keep-alive"+nl+nl) {
-			return
-		}
-		if !write("data: " + ev + nl + nl) {
-			return
-		}
-		sent++
-		if sent == 1 && u.gate != nil {
-			select {
-			case <-u.gate:
-			case <-r.Context().Done():
-				u.goneOnce.Do(func() { close(u.gone) })
-				return
-			}
-		}
-		if sent == u.errAfter {
-			write(`data: {"error": {"message": "EngineCore encountered an issue.", "type": "InternalServerError", "param": null, "code": 500}}` + nl + nl)
-			write("data: [DONE]" + nl + nl)
-			return
-		}
-		if sent == u.cutAfter {
-			panic(http.ErrAbortHandler)
-		}
 	}
+	var tail []string
 	if u.finishAlone {
 		// An output that adds no token but finishes: completions streams
 		// it (only the first empty output is skipped).
-		write(`data: {"id":"cmpl-r1-0","object":"text_completion","created":1,"model":"m","choices":[{"index":0,"text":"","logprobs":{"text_offset":[],"token_logprobs":[],"tokens":[],"top_logprobs":[]},"finish_reason":` +
-			strconv.Quote(u.finish) + `,"stop_reason":null,"token_ids":[]}]}` + nl + nl)
+		tail = append(tail, `{"id":"cmpl-r1-0","object":"text_completion","created":1,"model":"m","choices":[{"index":0,"text":"","logprobs":{"text_offset":[],"token_logprobs":[],"tokens":[],"top_logprobs":[]},"finish_reason":`+
+			strconv.Quote(u.finish)+`,"stop_reason":null,"token_ids":[]}]}`)
 	}
-	write(`data: {"request_id":"r1","choices":[],"usage":` + usageJSON + `}` + nl + nl)
-	write("data: [DONE]" + nl + nl)
+	tail = append(tail, `{"request_id":"r1","choices":[],"usage":`+usageJSON+`}`)
+	u.Stream(w, r, events, `{"error": {"message": "EngineCore encountered an issue.", "type": "InternalServerError", "param": null, "code": 500}}`, tail...)
 }
 
 func serveUpstream(t *testing.T, u *upstream, cfg vllm.Config) *vllm.Client {
@@ -285,12 +231,12 @@ func TestGenerateStreamUpstreamShapes(t *testing.T) {
 	}{
 		{"generate", func(*upstream) {}},
 		{"generate, two per event", func(u *upstream) { u.per = 2 }},
-		{"generate, crlf, keep-alives, split writes", func(u *upstream) { u.crlf, u.comments, u.split = true, true, true }},
+		{"generate, crlf, keep-alives, split writes", func(u *upstream) { u.CRLF, u.Comments, u.Split = true, true, true }},
 		{"generate not streamed (older builds)", func(u *upstream) { u.noStream = true }},
 		{"completions", func(u *upstream) { u.hideGenerate = true }},
 		{"completions, two per event", func(u *upstream) { u.hideGenerate, u.per = true, 2 }},
 		{"completions, finish in an event of its own", func(u *upstream) { u.hideGenerate, u.finishAlone = true, true }},
-		{"completions, crlf, keep-alives, split writes", func(u *upstream) { u.hideGenerate, u.crlf, u.comments, u.split = true, true, true, true }},
+		{"completions, crlf, keep-alives, split writes", func(u *upstream) { u.hideGenerate, u.CRLF, u.Comments, u.Split = true, true, true, true }},
 	} {
 		for _, lp := range []bool{true, false} {
 			t.Run(fmt.Sprintf("%s/logprobs=%v", tc.name, lp), func(t *testing.T) {
@@ -343,14 +289,14 @@ func TestGenerateStreamFirstTokenEarly(t *testing.T) {
 	for _, hide := range []bool{false, true} {
 		u := newUpstream()
 		u.hideGenerate = hide
-		u.gate = make(chan struct{})
+		u.Gate = make(chan struct{})
 		c := serveUpstream(t, u, vllm.Config{})
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		var got servertest.Chunks
 		out, err := c.GenerateStream(ctx, server.GenerateRequest{RequestID: "r1", Params: server.SamplingParams{Logprobs: true}}, func(ch server.Chunk) error {
 			if got.Calls == 0 {
 				require.Equal(t, []int32{7}, ch.TokenIDs)
-				close(u.gate)
+				close(u.Gate)
 			}
 			return got.Emit(ch)
 		})
@@ -362,27 +308,14 @@ func TestGenerateStreamFirstTokenEarly(t *testing.T) {
 
 func TestGenerateStreamCancelClosesConnection(t *testing.T) {
 	u := newUpstream()
-	u.gate = make(chan struct{})
+	u.Gate = make(chan struct{})
 	c := serveUpstream(t, u, vllm.Config{})
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	out, err := c.GenerateStream(ctx, server.GenerateRequest{RequestID: "r1"}, func(server.Chunk) error {
-		cancel()
-		return nil
-	})
-	require.ErrorIs(t, err, context.Canceled)
-	require.Equal(t, []int32{7}, out.TokenIDs)
-	require.Equal(t, server.StopAbort, out.StopReason)
-	select {
-	case <-u.gone:
-	case <-time.After(30 * time.Second):
-		t.Fatal("the server never saw the connection close")
-	}
+	wiretest.CheckStreamCancel(t, c, &u.SSE, []int32{7})
 }
 
 func TestGenerateStreamMidStreamError(t *testing.T) {
 	u := newUpstream()
-	u.errAfter = 2
+	u.ErrAfter = 2
 	c := serveUpstream(t, u, vllm.Config{Name: "v0"})
 	out, err := c.GenerateStream(context.Background(), server.GenerateRequest{RequestID: "r1"}, (&servertest.Chunks{}).Emit)
 	require.ErrorIs(t, err, server.ErrBadResponse)
@@ -395,7 +328,7 @@ func TestGenerateStreamMidStreamError(t *testing.T) {
 
 func TestGenerateStreamDisconnect(t *testing.T) {
 	u := newUpstream()
-	u.cutAfter = 3
+	u.CutAfter = 3
 	c := serveUpstream(t, u, vllm.Config{})
 	out, err := c.GenerateStream(context.Background(), server.GenerateRequest{RequestID: "r1"}, (&servertest.Chunks{}).Emit)
 	require.ErrorIs(t, err, server.ErrUnavailable)
@@ -452,42 +385,9 @@ func FuzzStreamEvents(f *testing.F) {
 		f.Add(b.String(), false, completions)
 	}
 	f.Fuzz(func(t *testing.T, events string, logprobs, completions bool) {
-		var b strings.Builder
-		for _, ev := range strings.Split(events, "\n") {
-			b.WriteString("data: " + ev + "\n\n")
-		}
-		b.WriteString("data: [DONE]\n\n")
-		// An in-memory answer, not an httptest server: a listener per input
-		// made each run slow enough that the fuzzer spent its five minutes
-		// minimizing a handful of inputs. The client's own HTTP code still
-		// reads the body.
-		hc := &http.Client{Transport: sseAnswer(b.String())}
+		hc := &http.Client{Transport: wiretest.SSELines(events)}
 		c, err := vllm.New(vllm.Config{BaseURL: "http://upstream.invalid", HTTPClient: hc, MaxAttempts: 1, Completions: completions})
 		require.NoError(t, err)
-		var got servertest.Chunks
-		out, err := c.GenerateStream(context.Background(), server.GenerateRequest{RequestID: "r", Params: server.SamplingParams{Logprobs: logprobs}}, got.Emit)
-		require.Len(t, out.TokenIDs, len(got.TokenIDs))
-		if len(got.TokenIDs) > 0 {
-			require.Equal(t, got.TokenIDs, out.TokenIDs)
-		}
-		if err == nil && logprobs {
-			require.Len(t, out.Logprobs, len(out.TokenIDs))
-		}
-		if err != nil {
-			var se *server.Error
-			require.ErrorAs(t, err, &se)
-		}
+		wiretest.CheckStreamed(t, c, logprobs)
 	})
-}
-
-// sseAnswer answers every request with body as an event stream.
-type sseAnswer string
-
-func (a sseAnswer) RoundTrip(r *http.Request) (*http.Response, error) {
-	if r.Body != nil {
-		_ = r.Body.Close()
-	}
-	return &http.Response{StatusCode: http.StatusOK, Status: "200 OK", Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
-		Header: http.Header{"Content-Type": {"text/event-stream"}}, Body: io.NopCloser(strings.NewReader(string(a))),
-		ContentLength: -1, Request: r}, nil
 }
