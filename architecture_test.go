@@ -58,6 +58,10 @@ var importRules = map[string][]string{
 	"trainer/reference":   {"trainer", "trajectory", "agentloop", "server", "cuda/train", "cuda/model"},
 	"internal/cputime":    nil,
 	"internal/yamlline":   nil,
+
+	// The event streams the trace consumers' benchmarks feed (tests only).
+	"agentloop/internal/tracestream": {"agentloop"},
+
 	// The application behind agentrl demo/train: everything but the
 	// binaries and examples.
 	"internal/arith": {"agentloop", "chat", "cuda", "cuda/...", "parser", "server", "tokenizer", "tokenizer/...",
