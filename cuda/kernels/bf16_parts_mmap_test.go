@@ -13,11 +13,11 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// guardedReadOnly returns vals copied into memory outside the Go heap:
+// partsReadOnlyMem returns vals copied into memory outside the Go heap:
 // an anonymous mapping made read-only once filled, the values ending
 // exactly where an inaccessible guard page begins. A write through the
 // returned slice, or a read past its end, faults.
-func guardedReadOnly(t *testing.T, vals []uint16) []uint16 {
+func partsReadOnlyMem(t *testing.T, vals []uint16) []uint16 {
 	t.Helper()
 	page := syscall.Getpagesize()
 	size := 2*len(vals) + page - 1
@@ -33,27 +33,27 @@ func guardedReadOnly(t *testing.T, vals []uint16) []uint16 {
 	return out
 }
 
-// faults reports whether f faults (a bad memory access, turned into a
+// faultsOnAccess reports whether f faults (a bad memory access, turned into a
 // panic for the test).
-func faults(f func()) (faulted bool) {
+func faultsOnAccess(f func()) (faulted bool) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() { faulted = recover() != nil }()
 	f()
 	return false
 }
 
-// sink keeps the test's reads from being optimized away.
-var sink uint16
+// partsSink keeps the test's reads from being optimized away.
+var partsSink uint16
 
-// TestGuardedReadOnly checks the premise of the test below: the memory
+// TestPartsReadOnlyMem checks the premise of the test below: the memory
 // is readable, not writable, and ends at a guard.
-func TestGuardedReadOnly(t *testing.T) {
-	s := guardedReadOnly(t, []uint16{1, 2, 3})
+func TestPartsReadOnlyMem(t *testing.T) {
+	s := partsReadOnlyMem(t, []uint16{1, 2, 3})
 	require.Equal(t, []uint16{1, 2, 3}, s)
-	require.True(t, faults(func() { s[0] = 9 }), "write")
+	require.True(t, faultsOnAccess(func() { s[0] = 9 }), "write")
 	past := unsafe.Slice(&s[0], 4)
-	require.True(t, faults(func() { sink = past[3] }), "read past the end")
-	require.False(t, faults(func() { sink = s[2] }), "read")
+	require.True(t, faultsOnAccess(func() { partsSink = past[3] }), "read past the end")
+	require.False(t, faultsOnAccess(func() { partsSink = s[2] }), "read")
 }
 
 // TestBF16PartsReadOnlyMapping serves parted matrices from read-only
@@ -77,8 +77,8 @@ func TestBF16PartsReadOnlyMapping(t *testing.T) {
 		t.Run(fmt.Sprintf("k%d_rows%v", sz.k, sz.rows), func(t *testing.T) {
 			whole := &BF16{N: n, K: sz.k, Data: randBF16(r, n*sz.k)}
 			var parts [][]uint16
-			for _, p := range splitRows(whole.Data, sz.k, sz.rows) {
-				parts = append(parts, guardedReadOnly(t, p))
+			for _, p := range splitPartRows(whole.Data, sz.k, sz.rows) {
+				parts = append(parts, partsReadOnlyMem(t, p))
 			}
 			parted := NewBF16Parts(sz.k, parts...)
 			checkPartedReads(t, whole, parted)

@@ -14,8 +14,8 @@ import (
 // AVX512BF16 (48 on), each around its edges.
 var partTokens = []int{1, 2, 3, 5, 8, 9, 17, 47, 48, 49, 64, 100}
 
-// splitRows cuts data (rows of k) into parts of the given row counts.
-func splitRows(data []uint16, k int, rows []int) [][]uint16 {
+// splitPartRows cuts data (rows of k) into parts of the given row counts.
+func splitPartRows(data []uint16, k int, rows []int) [][]uint16 {
 	var parts [][]uint16
 	at := 0
 	for _, r := range rows {
@@ -25,15 +25,15 @@ func splitRows(data []uint16, k int, rows []int) [][]uint16 {
 	return parts
 }
 
-// sentinel is a NaN that no product writes: outputs and the slack past
+// partsSentinel is a NaN that no product writes: outputs and the slack past
 // them start as it, so a row not written (or written twice in the wrong
 // place) shows in the bits.
-var sentinel = math.Float32frombits(0x7fc0dead)
+var partsSentinel = math.Float32frombits(0x7fc0dead)
 
-func filled(n int) []float32 {
+func partsFilled(n int) []float32 {
 	y := make([]float32, n)
 	for i := range y {
-		y[i] = sentinel
+		y[i] = partsSentinel
 	}
 	return y
 }
@@ -53,16 +53,16 @@ func checkPartedMatMul(t *testing.T, r *rand.Rand, whole, parted *BF16) {
 	for _, c := range bf16Levels(t) {
 		for _, tt := range partTokens {
 			for _, b := range [][]float32{nil, bias} {
-				want, got := filled(tt*n+slack), filled(tt*n+slack)
+				want, got := partsFilled(tt*n+slack), partsFilled(tt*n+slack)
 				c.MatMulBF16(want, x[:tt*k], tt, whole, b)
 				c.MatMulBF16(got, x[:tt*k], tt, parted, b)
 				requireSameBits(t, want, got, fmt.Sprintf("level %v threads %d t=%d bias %v", c.Level(), c.Threads(), tt, b != nil))
 				for i, v := range got[tt*n:] {
-					require.Equalf(t, math.Float32bits(sentinel), math.Float32bits(v), "level %v threads %d t=%d: slack %d written",
+					require.Equalf(t, math.Float32bits(partsSentinel), math.Float32bits(v), "level %v threads %d t=%d: slack %d written",
 						c.Level(), c.Threads(), tt, i)
 				}
 				for i, v := range got[:tt*n] {
-					if math.Float32bits(v) == math.Float32bits(sentinel) {
+					if math.Float32bits(v) == math.Float32bits(partsSentinel) {
 						require.Failf(t, "output not written", "level %v threads %d t=%d: element %d", c.Level(), c.Threads(), tt, i)
 					}
 				}
@@ -112,7 +112,7 @@ func TestBF16Parts(t *testing.T) {
 		}
 		t.Run(fmt.Sprintf("k%d_rows%v", sz.k, sz.rows), func(t *testing.T) {
 			whole := &BF16{N: n, K: sz.k, Data: randBF16(r, n*sz.k)}
-			parted := NewBF16Parts(sz.k, splitRows(whole.Data, sz.k, sz.rows)...)
+			parted := NewBF16Parts(sz.k, splitPartRows(whole.Data, sz.k, sz.rows)...)
 			require.True(t, parted.Parted())
 			require.False(t, whole.Parted())
 			require.Nil(t, parted.Data)
@@ -141,9 +141,9 @@ func TestBF16PartsEdges(t *testing.T) {
 		require.Zero(t, w.N)
 		require.Zero(t, w.Bytes())
 		require.True(t, w.Parted())
-		y := []float32{sentinel}
+		y := []float32{partsSentinel}
 		NewCPU(2).MatMulBF16(y, []float32{1, 2, 3, 4}, 1, w, nil)
-		require.Equal(t, math.Float32bits(sentinel), math.Float32bits(y[0]))
+		require.Equal(t, math.Float32bits(partsSentinel), math.Float32bits(y[0]))
 		w.Own()
 		require.False(t, w.Parted())
 		require.Zero(t, w.N)
@@ -171,4 +171,37 @@ func TestBF16PartsEdges(t *testing.T) {
 	d := &o.Data[0]
 	o.Own()
 	require.Same(t, d, &o.Data[0])
+}
+
+// BenchmarkMatMulBF16Parts runs a q|k|v-shaped product (Qwen3-0.6B:
+// 2048+1024+1024 rows × 1024) on one thread at the best level, the
+// matrix contiguous and as three parts, at decode (1 token) and prefill
+// (64) sizes.
+func BenchmarkMatMulBF16Parts(b *testing.B) {
+	const k = 1024
+	rows := []int{2048, 1024, 1024}
+	n := 4096
+	r := rand.New(rand.NewPCG(1, 1))
+	whole := &BF16{N: n, K: k, Data: randBF16(r, n*k)}
+	var parts [][]uint16
+	for _, p := range splitPartRows(whole.Data, k, rows) {
+		parts = append(parts, append([]uint16(nil), p...)) // apart in memory, as tensors are
+	}
+	parted := NewBF16Parts(k, parts...)
+	c := NewCPU(1)
+	for _, tt := range []int{1, 64} {
+		x := randSlice(r, tt*k)
+		y := make([]float32, tt*n)
+		for _, m := range []struct {
+			name string
+			w    *BF16
+		}{{"contiguous", whole}, {"parts", parted}} {
+			b.Run(fmt.Sprintf("t%d/%s", tt, m.name), func(b *testing.B) {
+				b.SetBytes(m.w.Bytes())
+				for b.Loop() {
+					c.MatMulBF16(y, x, tt, m.w, nil)
+				}
+			})
+		}
+	}
 }
