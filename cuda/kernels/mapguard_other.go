@@ -1,0 +1,9 @@
+//go:build !linux
+
+package kernels
+
+func guardMapping([]byte) (*MapGuard, error) { return nil, ErrMapGuardUnsupported }
+
+func slotDamaged(int) bool { return false }
+
+func releaseSlot(int) bool { return false }
