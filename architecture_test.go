@@ -58,6 +58,7 @@ var importRules = map[string][]string{
 	"trainer/reference":   {"trainer", "trajectory", "agentloop", "server", "cuda/train", "cuda/model"},
 	"internal/cputime":    nil,
 	"internal/yamlline":   nil,
+	"internal/syncbuf":    nil,
 
 	// The event streams the trace consumers' benchmarks feed (tests only).
 	"agentloop/internal/tracestream": {"agentloop"},

@@ -1,41 +1,29 @@
 package router
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentrl/agentrl/internal/syncbuf"
 	"github.com/agentrl/agentrl/server"
 	"github.com/agentrl/agentrl/server/servertest"
 )
 
 // logBuf collects JSON log records; the router logs from its own
 // goroutines, hence the lock.
-type logBuf struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *logBuf) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
+type logBuf struct{ syncbuf.Buffer }
 
 // records returns every record logged so far, decoded.
 func (l *logBuf) records(t *testing.T) []map[string]any {
-	l.mu.Lock()
-	defer l.mu.Unlock()
 	var out []map[string]any
-	for line := range strings.SplitSeq(strings.TrimSpace(l.buf.String()), "\n") {
+	for line := range strings.SplitSeq(strings.TrimSpace(l.String()), "\n") {
 		if line == "" {
 			continue
 		}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentrl/agentrl/internal/syncbuf"
 	"github.com/agentrl/agentrl/server"
 	"github.com/agentrl/agentrl/server/httpapi"
 	"github.com/agentrl/agentrl/server/sglang"
@@ -73,7 +74,7 @@ func scrapeText(t *testing.T, url string) string {
 }
 
 // metricsURL waits for the JSON log record announcing the metrics URL.
-func metricsURL(t *testing.T, stderr *syncBuffer) string {
+func metricsURL(t *testing.T, stderr *syncbuf.Buffer) string {
 	t.Helper()
 	var url string
 	require.Eventually(t, func() bool {
@@ -108,7 +109,7 @@ func TestRolloutMetricsAddr(t *testing.T) {
 	data := filepath.Join(tmp, "data.jsonl")
 	require.NoError(t, os.WriteFile(data, []byte(`{"prompt": [{"role": "user", "content": "What is 2+2?"}], "reward_model": {"ground_truth": "4"}}`+"\n"), 0o644))
 	out := filepath.Join(tmp, "out.jsonl")
-	var stdout, stderr syncBuffer
+	var stdout, stderr syncbuf.Buffer
 	code := make(chan int, 1)
 	go func() {
 		code <- runMain(context.Background(), []string{"rollout", "--config", cfg, "--data", data, "--tokenizer", arithCheckpoint,
@@ -178,7 +179,7 @@ func TestRolloutMetricsAddr(t *testing.T) {
 func TestServeMetricsAddr(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var sout, serr syncBuffer
+	var sout, serr syncbuf.Buffer
 	code := make(chan int, 1)
 	go func() {
 		code <- runMain(ctx, []string{"serve", "-model", arithCheckpoint, "-addr", "127.0.0.1:0", "-metrics-addr", "127.0.0.1:0",
@@ -227,7 +228,7 @@ func TestServeMetricsAddr(t *testing.T) {
 }
 
 func TestLogFormatFlag(t *testing.T) {
-	var stdout, stderr syncBuffer
+	var stdout, stderr syncbuf.Buffer
 	require.Equal(t, 1, runMain(context.Background(), []string{"serve", "-model", arithCheckpoint, "-log-format", "xml"}, nil, &stdout, &stderr))
 	require.Contains(t, stderr.String(), "--log-format must be text or json")
 }

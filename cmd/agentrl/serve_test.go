@@ -10,37 +10,18 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentrl/agentrl/internal/syncbuf"
 	"github.com/agentrl/agentrl/server"
 	"github.com/agentrl/agentrl/server/httpapi"
 	"github.com/agentrl/agentrl/server/servertest"
 	"github.com/agentrl/agentrl/server/sglang"
 	"github.com/agentrl/agentrl/server/vllm"
 )
-
-// syncBuffer is a bytes.Buffer safe to write from the command while the test
-// reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 func TestServe(t *testing.T) {
 	tokDir := qwenTokenizerDir(t)
@@ -52,7 +33,7 @@ func TestServe(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	t.Setenv("AGENTRL_TEST_TOKEN", "tok")
-	var sout, serr syncBuffer
+	var sout, serr syncbuf.Buffer
 	code := make(chan int, 1)
 	go func() {
 		code <- runMain(ctx, []string{"serve", "-model", dir, "-addr", "127.0.0.1:0", "-auth-token-env", "AGENTRL_TEST_TOKEN",

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/agentrl/agentrl/internal/syncbuf"
 	"github.com/agentrl/agentrl/trajectory"
 )
 
@@ -114,7 +115,7 @@ func TestViewServe(t *testing.T) {
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var stdout, stderr syncBuffer
+	var stdout, stderr syncbuf.Buffer
 	code := make(chan int, 1)
 	go func() {
 		code <- runMain(ctx, []string{"view", in, "--serve", "127.0.0.1:0", "--tokenizer", arithCheckpoint}, nil, &stdout, &stderr)

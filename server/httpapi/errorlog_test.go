@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentrl/agentrl/internal/syncbuf"
 	"github.com/agentrl/agentrl/server"
 	"github.com/agentrl/agentrl/server/httpapi"
 )
@@ -25,7 +26,7 @@ func (panicky) Generate(context.Context, server.GenerateRequest) (server.TokenOu
 // net/http's own diagnostics (here, the panic it recovers from in a
 // handler) go to Config.Logger as JSON records, not to the log package.
 func TestHTTPServerErrorsGoToLogger(t *testing.T) {
-	var logs lockedBuffer
+	var logs syncbuf.Buffer
 	s := start(t, panicky{}, httpapi.Config{Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
 	resp, err := http.Post(s.URL()+"/generate", "application/json", strings.NewReader(`{"input_ids": [1, 2], "sampling_params": {"max_new_tokens": 1}}`))
 	if err == nil {

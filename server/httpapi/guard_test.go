@@ -2,7 +2,6 @@ package httpapi_test
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentrl/agentrl/internal/syncbuf"
 	"github.com/agentrl/agentrl/server/httpapi"
 	"github.com/agentrl/agentrl/server/servertest"
 	"github.com/agentrl/agentrl/tokenizer"
@@ -250,31 +250,15 @@ func TestAttackWeightsPathOutsideAllowedDirs(t *testing.T) {
 }
 
 func TestWarnsWhenServingBeyondLoopbackWithoutToken(t *testing.T) {
-	var buf bytes.Buffer
-	var mu sync.Mutex
-	logger := slog.New(slog.NewTextHandler(&lockedWriter{w: &buf, mu: &mu}, nil))
+	var buf syncbuf.Buffer
+	logger := slog.New(slog.NewTextHandler(&buf, nil))
 	eng := servertest.New(servertest.Config{})
 	start(t, eng, httpapi.Config{Logger: logger})
 	start(t, eng, httpapi.Config{Addr: "0.0.0.0:0", AuthToken: "x", Logger: logger})
-	mu.Lock()
 	require.Empty(t, buf.String())
-	mu.Unlock()
 	start(t, eng, httpapi.Config{Addr: "0.0.0.0:0", Logger: logger})
-	mu.Lock()
-	defer mu.Unlock()
 	require.Contains(t, buf.String(), "level=WARN")
 	require.Contains(t, buf.String(), "without an auth token")
-}
-
-type lockedWriter struct {
-	w  io.Writer
-	mu *sync.Mutex
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }
 
 func TestConfigLimitsRangeChecked(t *testing.T) {

@@ -1,40 +1,20 @@
 package httpapi_test
 
 import (
-	"bytes"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentrl/agentrl/internal/syncbuf"
 	"github.com/agentrl/agentrl/server/httpapi"
 	"github.com/agentrl/agentrl/server/servertest"
 )
 
-// lockedBuffer is a log destination the server's goroutines write to while
-// the test reads it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 func TestLogRequests(t *testing.T) {
-	var logs lockedBuffer
+	var logs syncbuf.Buffer
 	logger := slog.New(slog.NewTextHandler(&logs, nil))
 	s := start(t, servertest.New(servertest.Config{Rule: servertest.Constant(3, 4)}),
 		httpapi.Config{AuthToken: "tok", Logger: logger, LogRequests: true})
@@ -60,7 +40,7 @@ func TestLogRequests(t *testing.T) {
 	require.NotContains(t, logs.String(), "input_ids", "no bodies in the log")
 
 	// Off by default.
-	var quiet lockedBuffer
+	var quiet syncbuf.Buffer
 	q := start(t, servertest.New(servertest.Config{}), httpapi.Config{Logger: slog.New(slog.NewTextHandler(&quiet, nil))})
 	code, _ = get(t, q.URL()+"/health")
 	require.Equal(t, 200, code)
