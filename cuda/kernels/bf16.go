@@ -78,7 +78,8 @@ func (w *BF16) Parted() bool { return w.parts != nil }
 // Own makes w an owned matrix: a parted matrix's rows are copied into a
 // freshly allocated Data and the parts dropped, so that the values may be
 // written (a weight update) and the parts' memory released. For an owned
-// matrix it does nothing.
+// matrix it does nothing. It changes w, so it must not run while another
+// goroutine uses w.
 func (w *BF16) Own() {
 	if w.parts == nil {
 		return
