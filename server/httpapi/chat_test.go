@@ -16,23 +16,32 @@ import (
 	"github.com/agentrl/agentrl/tokenizer"
 )
 
-// qwenDir is the Qwen3 tokenizer shared next to the repository.
-var qwenDir = filepath.Join("..", "..", "..", "shared", "testdata", "tokenizers", "qwen3")
+// sharedTokenizer is a tokenizer shared next to the repository, loaded
+// once by the first test that needs it; a test skips where it is absent.
+type sharedTokenizer struct {
+	name    string // the directory under ../shared/testdata/tokenizers
+	missing string // why a test skips without it
+	once    sync.Once
+	tok     *tokenizer.Tokenizer
+	err     error
+}
 
-var (
-	qwenOnce sync.Once
-	qwenTok  *tokenizer.Tokenizer
-	qwenErr  error
-)
+func (s *sharedTokenizer) load(t *testing.T) *tokenizer.Tokenizer {
+	t.Helper()
+	dir := filepath.Join("..", "..", "..", "shared", "testdata", "tokenizers", s.name)
+	if _, err := os.Stat(filepath.Join(dir, "tokenizer.json")); err != nil {
+		t.Skip(s.missing)
+	}
+	s.once.Do(func() { s.tok, s.err = tokenizer.Load(dir) })
+	require.NoError(t, s.err)
+	return s.tok
+}
+
+var qwenTokenizer = &sharedTokenizer{name: "qwen3", missing: "Qwen3 tokenizer not present in ../shared/testdata/tokenizers/qwen3"}
 
 func qwen(t *testing.T) *tokenizer.Tokenizer {
 	t.Helper()
-	if _, err := os.Stat(filepath.Join(qwenDir, "tokenizer.json")); err != nil {
-		t.Skip("Qwen3 tokenizer not present in ../shared/testdata/tokenizers/qwen3")
-	}
-	qwenOnce.Do(func() { qwenTok, qwenErr = tokenizer.Load(qwenDir) })
-	require.NoError(t, qwenErr)
-	return qwenTok
+	return qwenTokenizer.load(t)
 }
 
 const weatherTools = `[{"type":"function","function":{"name":"get_weather","description":"Weather in a city",

@@ -44,15 +44,13 @@ func apiError(t *testing.T, err error, status int) *openai.Error {
 	return e
 }
 
-func TestOpenAIClientToolCallRoundTrip(t *testing.T) {
-	tok := qwen(t)
-	eng, cp, _ := replyWith(t, tok, toolCallReply)
-	s := start(t, eng, httpapi.Config{Model: "qwen3", Chat: &httpapi.Chat{Tokenizer: tok, ToolParser: "hermes"}})
-	c := openaiClient(s)
-	ctx := context.Background()
-
+// askWeather asks model, through the SDK, for the weather in Paris with
+// weatherTool offered, and checks that the one choice is a get_weather
+// call for Paris. It returns the request and the response.
+func askWeather(t *testing.T, ctx context.Context, c openai.Client, model string) (openai.ChatCompletionNewParams, *openai.ChatCompletion) {
+	t.Helper()
 	params := openai.ChatCompletionNewParams{
-		Model:    "qwen3",
+		Model:    model,
 		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Weather in Paris?")},
 		Tools:    []openai.ChatCompletionToolParam{weatherTool},
 	}
@@ -64,26 +62,47 @@ func TestOpenAIClientToolCallRoundTrip(t *testing.T) {
 	require.Len(t, msg.ToolCalls, 1)
 	require.Equal(t, "get_weather", msg.ToolCalls[0].Function.Name)
 	require.JSONEq(t, `{"city":"Paris"}`, msg.ToolCalls[0].Function.Arguments)
-	require.Equal(t, "qwen3", resp.Model)
+	return params, resp
+}
 
-	// Echo the assistant turn back as the SDK returns it: content null with
-	// tool_calls. Qwen3's template would fail on a null content ("argument
-	// of type 'NoneType' is not iterable") without vLLM's normalization.
-	params.Messages = append(params.Messages, msg.ToParam(), openai.ToolMessage(`{"temp": 21}`, msg.ToolCalls[0].ID))
-	_, err = c.Chat.Completions.New(ctx, params)
-	require.NoError(t, err)
+// weatherAnsweredPrompt is tok's rendering of askWeather's conversation
+// after the call (id callID, arguments as the model wrote them) and the
+// tool's answer {"temp": 21}, with the generation prompt: the prompt the
+// engine must see when the SDK sends the assistant turn back.
+func weatherAnsweredPrompt(t *testing.T, tok *tokenizer.Tokenizer, callID, arguments string) []int32 {
+	t.Helper()
 	var tools []chat.ToolSchema
 	// The SDK's FunctionParameters is a map: it sends the keys sorted.
 	require.NoError(t, jsonUnmarshal(`[{"type":"function","function":{"name":"get_weather","description":"Weather in a city",
 		"parameters":{"properties":{"city":{"type":"string"}},"required":["city"],"type":"object"}}}]`, &tools))
 	want, err := tok.EncodeChat(tokenizer.ChatContext{Messages: []chat.Message{
 		{Role: "user", Content: "Weather in Paris?"},
-		{Role: "assistant", ToolCalls: []chat.ToolCall{{ID: msg.ToolCalls[0].ID, Type: "function",
-			Function: chat.FunctionCall{Name: "get_weather", Arguments: `{"city": "Paris"}`, ArgumentsAsObject: true}}}},
-		{Role: "tool", Content: `{"temp": 21}`, ToolCallID: msg.ToolCalls[0].ID},
+		{Role: "assistant", ToolCalls: []chat.ToolCall{{ID: callID, Type: "function",
+			Function: chat.FunctionCall{Name: "get_weather", Arguments: arguments, ArgumentsAsObject: true}}}},
+		{Role: "tool", Content: `{"temp": 21}`, ToolCallID: callID},
 	}, Tools: tools, AddGenerationPrompt: true})
 	require.NoError(t, err)
-	require.Equal(t, want, cp.last().PromptIDs)
+	return want
+}
+
+func TestOpenAIClientToolCallRoundTrip(t *testing.T) {
+	tok := qwen(t)
+	eng, cp, _ := replyWith(t, tok, toolCallReply)
+	s := start(t, eng, httpapi.Config{Model: "qwen3", Chat: &httpapi.Chat{Tokenizer: tok, ToolParser: "hermes"}})
+	c := openaiClient(s)
+	ctx := context.Background()
+
+	params, resp := askWeather(t, ctx, c, "qwen3")
+	msg := resp.Choices[0].Message
+	require.Equal(t, "qwen3", resp.Model)
+
+	// Echo the assistant turn back as the SDK returns it: content null with
+	// tool_calls. Qwen3's template would fail on a null content ("argument
+	// of type 'NoneType' is not iterable") without vLLM's normalization.
+	params.Messages = append(params.Messages, msg.ToParam(), openai.ToolMessage(`{"temp": 21}`, msg.ToolCalls[0].ID))
+	_, err := c.Chat.Completions.New(ctx, params)
+	require.NoError(t, err)
+	require.Equal(t, weatherAnsweredPrompt(t, tok, msg.ToolCalls[0].ID, `{"city": "Paris"}`), cp.last().PromptIDs)
 	text, err := tok.Decode(cp.last().PromptIDs, false)
 	require.NoError(t, err)
 	require.Contains(t, text, "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>")
