@@ -186,15 +186,7 @@ func TestServeMetricsAddr(t *testing.T) {
 			"-log-format", "json", "-kv-memory", "4000000"}, strings.NewReader(""), &sout, &serr)
 	}()
 	url := metricsURL(t, &serr)
-	urlRE := regexp.MustCompile(`on (http://127\.0\.0\.1:\d+)`)
-	var base string
-	require.Eventually(t, func() bool {
-		m := urlRE.FindStringSubmatch(sout.String())
-		if m != nil {
-			base = m[1]
-		}
-		return m != nil
-	}, 60*time.Second, 10*time.Millisecond, "stderr: %s", serr.String())
+	base := waitURL(t, &sout, servingOn, &serr)
 	text := scrapeText(t, url)
 	require.Equal(t, 0.0, metricValue(t, text, "agentrl_engine_requests_total"))
 

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentrl/agentrl/internal/syncbuf"
@@ -22,6 +23,28 @@ import (
 	"github.com/agentrl/agentrl/server/sglang"
 	"github.com/agentrl/agentrl/server/vllm"
 )
+
+// servingOn matches the line serve prints once it listens; its group is
+// the base URL.
+var servingOn = regexp.MustCompile(`on (http://127\.0\.0\.1:\d+)`)
+
+// waitURL waits (up to a minute) for a command running in the background
+// to announce the URL it serves on: the first group of re's first match in
+// out. A failure shows stderr as it is then.
+func waitURL(t *testing.T, out *syncbuf.Buffer, re *regexp.Regexp, stderr *syncbuf.Buffer) string {
+	t.Helper()
+	var url string
+	if !assert.Eventually(t, func() bool {
+		m := re.FindStringSubmatch(out.String())
+		if m != nil {
+			url = m[1]
+		}
+		return m != nil
+	}, 60*time.Second, 5*time.Millisecond) {
+		t.Fatalf("no %q in the output; stderr: %s", re, stderr.String())
+	}
+	return url
+}
 
 func TestServe(t *testing.T) {
 	tokDir := qwenTokenizerDir(t)
@@ -39,15 +62,7 @@ func TestServe(t *testing.T) {
 		code <- runMain(ctx, []string{"serve", "-model", dir, "-addr", "127.0.0.1:0", "-auth-token-env", "AGENTRL_TEST_TOKEN",
 			"-tool-parser", "hermes", "-kv-memory", "4000000"}, strings.NewReader(""), &sout, &serr)
 	}()
-	urlRE := regexp.MustCompile(`on (http://127\.0\.0\.1:\d+)`)
-	var base string
-	require.Eventually(t, func() bool {
-		m := urlRE.FindStringSubmatch(sout.String())
-		if m != nil {
-			base = m[1]
-		}
-		return m != nil
-	}, 60*time.Second, 10*time.Millisecond, "stderr: %s", serr.String())
+	base := waitURL(t, &sout, servingOn, &serr)
 
 	// SGLang and vLLM clients drive the real engine through the server.
 	sc, err := sglang.New(sglang.Config{BaseURL: base, AuthToken: "tok"})

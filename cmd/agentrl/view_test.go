@@ -8,7 +8,6 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -120,15 +119,7 @@ func TestViewServe(t *testing.T) {
 	go func() {
 		code <- runMain(ctx, []string{"view", in, "--serve", "127.0.0.1:0", "--tokenizer", arithCheckpoint}, nil, &stdout, &stderr)
 	}()
-	urlRE := regexp.MustCompile(`serving 12 trajectories on (http://127\.0\.0\.1:\d+/)`)
-	var base string
-	require.Eventually(t, func() bool {
-		m := urlRE.FindStringSubmatch(stderr.String())
-		if m != nil {
-			base = m[1]
-		}
-		return m != nil
-	}, 60*time.Second, 5*time.Millisecond, "stderr: %s", stderr.String())
+	base := waitURL(t, &stderr, regexp.MustCompile(`serving 12 trajectories on (http://127\.0\.0\.1:\d+/)`), &stderr)
 	rows := scrapeText(t, base+"api/rows?limit=5&sort=length&desc=1")
 	require.Contains(t, rows, `"total":12`)
 	detail := scrapeText(t, base+"api/detail?n=3")
