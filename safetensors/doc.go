@@ -8,9 +8,11 @@
 // another tensor, and no JSON key may appear twice. A corrupt or truncated
 // file is an error naming the tensor and the problem, never a panic.
 //
-// Tensor bytes are read (pread) into caller-owned memory rather than
-// mapped, so a file truncated while a model is loaded or running is a read
-// error instead of a SIGBUS that kills the process. ReadAt reads any byte
+// Tensor bytes are read (pread) into caller-owned memory by default, so a
+// file truncated while a model is loaded or running is a read error
+// instead of a SIGBUS that kills the process. Set.Map maps the files
+// read-only instead, for callers that use the bytes in place and accept
+// that trade-off (see Mapping). ReadAt reads any byte
 // range of a tensor, concurrently, so loaders fill their final buffers
 // directly, in parallel, with no intermediate copy. Read takes a whole
 // file from a stream instead (trajectory batches), with the same header

@@ -287,12 +287,13 @@ func checkEntry(name string, e rawEntry, dataLen int64) (Info, error) {
 // File is an open safetensors file with a validated header. Its methods
 // are safe for concurrent use until Close.
 //
-// Tensor bytes are read with pread into memory the caller owns, never
-// mapped: a mapping of a file that another process truncates raises SIGBUS
-// on the next access, which kills the process when the access is in C
-// (the kernels), so a shrunken file must be an error at read time instead.
-// Reading straight into the destination costs one copy from the page cache,
-// the same as faulting in a mapping, and nothing is held twice.
+// Tensor bytes are read with pread into memory the caller owns (Set.Map
+// is the opt-in exception): a mapping of a file that another process
+// truncates raises SIGBUS on the next access, which kills the process when
+// the access is in C (the kernels), so a shrunken file must be an error at
+// read time instead. Reading straight into the destination costs one copy
+// from the page cache, the same as faulting in a mapping, and nothing is
+// held twice.
 type File struct {
 	Header
 	path      string
