@@ -46,6 +46,11 @@ type Options struct {
 	// WeightsF32 or WeightsInt8 (llama.cpp's Q8_0 values, quantized at
 	// load). Activations and the KV cache are fp32 in every case.
 	Weights model.WeightType
+	// MapWeights serves a bf16 model's matrices from a read-only mapping
+	// of the checkpoint instead of a copy (model.LoadOptions.Map: faster
+	// loading, no memory of its own; the files must then be replaced by
+	// rename, never rewritten in place, while the engine runs).
+	MapWeights bool
 }
 
 // Stats are engine counters since it started.
@@ -113,7 +118,7 @@ var (
 
 // Open loads the model in a Hugging Face directory and starts an engine.
 func Open(dir string, opts Options) (*Engine, error) {
-	m, err := model.LoadWith(dir, kernels.NewCPU(opts.Threads), model.LoadOptions{Device: opts.Device, Weights: opts.Weights})
+	m, err := model.LoadWith(dir, kernels.NewCPU(opts.Threads), model.LoadOptions{Device: opts.Device, Weights: opts.Weights, Map: opts.MapWeights})
 	if err != nil {
 		return nil, err
 	}

@@ -43,6 +43,7 @@ func runBenchEngine(ctx context.Context, args []string, stdout, stderr io.Writer
 	device := fs.String("device", "cpu", "where the engine runs: cpu, or cuda (needs a binary built with -tags cuda; the CPU bounds are then not measured)")
 	weights := fs.String("weights", "auto", "how the CPU model stores its matrices: bf16, fp32, int8 (llama.cpp's Q8_0 values, quantized at load), or auto (the checkpoint's: bf16 for a bf16 checkpoint)")
 	kvMem := fs.Int64("kv-memory", 0, "KV cache bytes (default: the engine's default, 1 GiB)")
+	mapW := fs.Bool("map", false, "serve bf16 matrices from a read-only mapping of the checkpoint instead of a copy (the files must not be rewritten in place while it runs)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -65,7 +66,7 @@ func runBenchEngine(ctx context.Context, args []string, stdout, stderr io.Writer
 	}
 	loadStart := time.Now()
 	e, err := cuda.Open(*dir, cuda.Options{Threads: *threads, MaxSeqs: max(64, *conc), MaxBatchTokens: max(512, *prefillN),
-		Device: dev, Weights: wt, KVMemory: *kvMem, BlockSize: benchBlockSize})
+		Device: dev, Weights: wt, MapWeights: *mapW, KVMemory: *kvMem, BlockSize: benchBlockSize})
 	if err != nil {
 		return err
 	}
@@ -170,8 +171,12 @@ func runBenchEngine(ctx context.Context, args []string, stdout, stderr io.Writer
 		fmt.Fprintf(tw, "multi-turn prefix cache (group of 8 × 4 turns)\t%.1f%% computed\tprompt tokens\t%.1f%% cached\n", 100*computed, 100*hit)
 		return tw.Flush()
 	}
-	fmt.Fprintf(stdout, "model %s: %s, %.1fM parameters (%.0f MB read per token, %s weights), kernels %v × %d threads\n\n",
-		*dir, cfg.ModelType, float64(cfg.NumParams())/1e6, weightBytes/1e6, wtype, cpu.Level(), cpu.Threads())
+	stored := string(wtype) + " weights"
+	if e.Model().Mapped() {
+		stored += " mapped from the checkpoint"
+	}
+	fmt.Fprintf(stdout, "model %s: %s, %.1fM parameters (%.0f MB read per token, %s), kernels %v × %d threads\n\n",
+		*dir, cfg.ModelType, float64(cfg.NumParams())/1e6, weightBytes/1e6, stored, cpu.Level(), cpu.Threads())
 	fmt.Fprintln(tw, "measurement\tvalue\treference\tratio")
 	fmt.Fprintf(tw, "model load (open to ready)\t%.2f s\t\t\n", loadTime.Seconds())
 	fmt.Fprintf(tw, "peak RSS after load\t%.0f MB\tweights %.0f MB + KV cache %.0f MB\t%.2f\n",

@@ -88,13 +88,21 @@ func (m *Model) Device() Device {
 }
 
 // Close releases the device memory of a CUDA model (its KV caches are
-// closed separately); the model is unusable afterwards. It is a no-op on
-// the CPU, where memory is the garbage collector's.
+// closed separately), or the checkpoint mapping of a model loaded with
+// LoadOptions.Map; the model is unusable afterwards. Otherwise it is a
+// no-op on the CPU, where memory is the garbage collector's.
 func (m *Model) Close() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.dev == nil {
-		return nil
+		if m.mapped == nil {
+			return nil
+		}
+		// The matrices point into the mapping: drop them with it.
+		m.w, m.loaded, m.ops = nil, map[string]bool{}, cpuOps{}
+		err := m.mapped.close()
+		m.mapped = nil
+		return err
 	}
 	return m.dev.close()
 }

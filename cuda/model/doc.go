@@ -29,7 +29,13 @@
 // intermediate copy; a tensor that must be converted (to packed fp32, to
 // int8, or widened) is read a bounded piece at a time into a per-thread
 // buffer that stays in cache, and converted from there straight into the
-// model's layout (kernels.PackRowsFrom, kernels.Q8.QuantizeRowsFrom). bf16 models are checked against PyTorch in float64 on
+// model's layout (kernels.PackRowsFrom, kernels.Q8.QuantizeRowsFrom).
+// LoadOptions.Map (opt-in) serves a bf16 model from a read-only mapping of
+// the checkpoint instead, as llama.cpp does: each matrix is its tensors'
+// mapped rows (kernels.NewBF16Parts), so loading allocates and copies
+// nothing for them; the files are registered with the kernels' SIGBUS
+// guard, so a file truncated under the mapping makes Forward an error
+// rather than killing the process. bf16 models are checked against PyTorch in float64 on
 // the same bf16 weights (../testdata/reference_bf16.py) to ≤ 2e-2 relative
 // error (≈1e-2 measured, no greedy token differing).
 //

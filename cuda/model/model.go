@@ -24,6 +24,11 @@ type Model struct {
 	w  *Weights[*cpuWeight] // nil after DropWeights
 	wt WeightType           // how matrices are stored (fp32, bf16 or int8)
 
+	// mapWeights: loads map the checkpoint (LoadOptions.Map), whose
+	// mapping is mapped while weights use it.
+	mapWeights bool
+	mapped     *mappedCheckpoint
+
 	mu  sync.Mutex // one Forward at a time: scratch buffers are shared
 	ops cpuOps
 
@@ -136,6 +141,10 @@ func (m *Model) DropWeights() {
 	}
 	m.loaded = map[string]bool{}
 	m.ops = cpuOps{}
+	// Unmapping a read-only mapping fails only for a bad range, which
+	// this one is not; there is no caller to tell.
+	_ = m.mapped.close()
+	m.mapped = nil
 }
 
 // ensureAlloc re-allocates weights dropped by DropWeights.
@@ -223,6 +232,13 @@ func (m *Model) Forward(kv *KVCache, seqs []Seq) ([][]float32, error) {
 	o := &m.ops
 	o.begin(m, kv, seqs, T)
 	h := Decode[[]float32, *cpuWeight](o, m.cfg, m.w)
+	if m.mapped != nil {
+		// A checkpoint file truncated under its mapping read as zeros
+		// somewhere in this pass (or an earlier one): fail closed.
+		if err := m.mapped.damaged(); err != nil {
+			return nil, err
+		}
+	}
 	return splitLogits(h.Logits, seqs, m.cfg.VocabSize), nil
 }
 

@@ -44,3 +44,22 @@ func populateRange(p unsafe.Pointer, off, n uintptr) {
 		_ = unix.Madvise(b, unix.MADV_POPULATE_WRITE)
 	}
 }
+
+// populateRead maps the whole pages of b, a read-only file mapping, in
+// one call (MADV_POPULATE_READ, Linux 5.14+), as llama.cpp's MAP_POPULATE
+// does, so the first forward pass takes no page faults. A page past the
+// end of a file that shrank is an error (the kernel reports EFAULT where
+// an access would raise SIGBUS). A kernel without the call leaves the
+// pages to be mapped by use.
+func populateRead(b []byte) error {
+	b = pagesAt(unsafe.Pointer(unsafe.SliceData(b)), 0, uintptr(len(b)))
+	if b == nil {
+		return nil
+	}
+	switch err := unix.Madvise(b, unix.MADV_POPULATE_READ); err {
+	case nil, unix.EINVAL:
+		return nil
+	default:
+		return err
+	}
+}

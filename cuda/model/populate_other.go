@@ -9,3 +9,6 @@ func populate(a []float32, off, n uintptr) bool { return false }
 
 // populateRange does nothing: pages are mapped by use.
 func populateRange(p unsafe.Pointer, off, n uintptr) {}
+
+// populateRead does nothing: pages are mapped by use.
+func populateRead(b []byte) error { return nil }

@@ -91,6 +91,7 @@ func (m *Model) SetTensor(name string, shape []int64, data []float32) error {
 	case w.mat != nil:
 		m.cpu.PackRows(w.mat, p.Row, data, int(want[0]))
 	case w.bf != nil:
+		w.bf.Own() // a matrix used in place from a mapped checkpoint is copied first: the mapping is read-only
 		kernels.ToBF16(w.bf.Data[p.Row*w.bf.K:p.Row*w.bf.K+len(data)], data)
 	case w.q8 != nil:
 		w.q8.QuantizeRows(p.Row, data, int(want[0]))
@@ -166,12 +167,18 @@ func ParseWeightType(s string) (WeightType, error) {
 // NewWith is New with the matrices stored as wt (WeightsAuto means fp32:
 // there is no checkpoint to follow).
 func NewWith(cfg *Config, cpu *kernels.CPU, wt WeightType) (*Model, error) {
-	return newWith(cfg, cpu, wt, false)
+	return newWith(cfg, cpu, wt, allocNow)
 }
 
-// newWith is NewWith, its weights allocated for a load (allocFor) if
-// loading.
-func newWith(cfg *Config, cpu *kernels.CPU, wt WeightType, loading bool) (*Model, error) {
+// How newWith allocates the weights.
+const (
+	allocNow     = iota // zero weights (New)
+	allocForLoad        // for a load that writes every weight next (allocFor)
+	allocMapped         // not at all: a mapped load makes them (loadMapped)
+)
+
+// newWith is NewWith, its weights allocated as alloc says.
+func newWith(cfg *Config, cpu *kernels.CPU, wt WeightType, alloc int) (*Model, error) {
 	switch wt {
 	case WeightsAuto:
 		wt = WeightsF32
@@ -186,7 +193,12 @@ func newWith(cfg *Config, cpu *kernels.CPU, wt WeightType, loading bool) (*Model
 		cpu = kernels.NewCPU(0)
 	}
 	m := &Model{cfg: cfg, cpu: cpu, shapes: cfg.TensorShapes(), loaded: map[string]bool{}, invFreq: cfg.InvFreq(), wt: wt}
-	m.allocFor(loading)
+	switch alloc {
+	case allocMapped:
+		m.mapWeights = true
+	default:
+		m.allocFor(alloc == allocForLoad)
+	}
 	return m, nil
 }
 
@@ -208,6 +220,27 @@ func Load(dir string, cpu *kernels.CPU) (*Model, error) {
 type LoadOptions struct {
 	Device  Device     // CPU (default) or CUDA
 	Weights WeightType // CPU only; CUDA models are fp32
+
+	// Map serves a bf16 model's matrices straight from a read-only
+	// mapping of the checkpoint's files (the page cache's pages, as
+	// llama.cpp and safetensors' safe_open do) instead of copying them
+	// into the model's own memory: loading allocates and copies nothing
+	// for them and only maps their pages (MADV_POPULATE_READ, like
+	// llama.cpp's MAP_POPULATE). It applies to bf16 weights (Weights bf16,
+	// or auto on a bf16 checkpoint) on the CPU; other types are converted
+	// as always, and a BF16 tensor at an odd offset is copied.
+	//
+	// The price is that the files must stay as they are while the model
+	// lives. A file truncated meanwhile does not crash the process (the
+	// kernels' SIGBUS guard maps zeros past its new end) but makes every
+	// later Forward an ErrWeights error naming it; a file rewritten in
+	// place would be read as its new bytes, which nothing can detect. So
+	// replace a mapped checkpoint by writing a new file and renaming it
+	// over the old one (the mapping keeps the old file), never in place.
+	// Where the guard is not available (not Linux) Map is an error.
+	// SetTensor copies the matrix it writes (the mapping is read-only);
+	// LoadWeights maps the new files and unmaps the old.
+	Map bool
 }
 
 // LoadWith reads a Hugging Face model directory. Weights are read (pread)
@@ -231,10 +264,17 @@ func LoadWith(dir string, cpu *kernels.CPU, o LoadOptions) (*Model, error) {
 		}
 		// Allocated for the load below, which writes every weight (or
 		// fails, and m is dropped).
-		m, err = newWith(cfg, cpu, wt, true)
+		alloc := allocForLoad
+		if o.Map && wt == WeightsBF16 {
+			alloc = allocMapped
+		}
+		m, err = newWith(cfg, cpu, wt, alloc)
 	default:
 		if o.Weights == WeightsBF16 || o.Weights == WeightsInt8 {
 			return nil, fmt.Errorf("model: %s weights are CPU only (device %s stores fp32)", o.Weights, o.Device)
+		}
+		if o.Map {
+			return nil, fmt.Errorf("model: Map serves bf16 weights on the CPU (device %s stores fp32 copies)", o.Device)
 		}
 		m, err = NewOn(cfg, o.Device, cpu)
 	}
@@ -327,10 +367,13 @@ func (m *Model) loadFrom(set *safetensors.Set, dir string) error {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.mapWeights {
+		return m.loadMapped(set, dir)
+	}
 	if m.w == nil { // dropped (sleep): allocated for this load, which writes every weight
 		m.allocFor(true)
 	}
-	jobs := m.loadJobs(set)
+	jobs := m.loadJobs(set, m.w, nil)
 	if err := runLoadJobs(m.cpu.Threads(), jobs); err != nil {
 		// Some weights hold new values, some old: none counts as loaded.
 		m.loaded = map[string]bool{}
@@ -342,7 +385,34 @@ func (m *Model) loadFrom(set *safetensors.Set, dir string) error {
 	return nil
 }
 
-// loadJob fills rows [r0, r1) of one tensor into its place.
+// loadMapped is loadFrom for a model computing from its mapped
+// checkpoint: it maps set's files, makes weights whose bf16 matrices are
+// the mapped tensors (loading the rest as loadFrom does, and mapping the
+// mapped tensors' pages), then swaps them in and unmaps the previous
+// checkpoint. On an error the previous weights stay as they were.
+func (m *Model) loadMapped(set *safetensors.Set, dir string) error {
+	mc, err := mapCheckpoint(set, dir)
+	if err != nil {
+		return err
+	}
+	w, inPlace := m.newMappedWeights(mc)
+	err = runLoadJobs(m.cpu.Threads(), m.loadJobs(set, w, inPlace))
+	if err == nil {
+		err = mc.damaged()
+	}
+	if err != nil {
+		return errors.Join(fmt.Errorf("%w: %s: %w", ErrWeights, dir, err), mc.close())
+	}
+	old := m.mapped
+	m.w, m.mapped = w, mc
+	for _, name := range m.cfg.TensorNames() {
+		m.loaded[name] = true
+	}
+	return old.close()
+}
+
+// loadJob fills rows [r0, r1) of one tensor into its place, or maps the
+// pages of rows [r0, r1) of a tensor used in place (mapped).
 type loadJob struct {
 	cpu    *kernels.CPU
 	set    *safetensors.Set
@@ -352,6 +422,7 @@ type loadJob struct {
 	row    int // the tensor's first row (or value) in dst
 	r0, r1 int // rows of the tensor this job reads
 	cols   int
+	mapped []uint16 // the tensor's rows in the mapping (in place: nothing to read)
 }
 
 // loadPiece bounds the bytes one job reads straight into the model: big
@@ -365,19 +436,25 @@ var (
 	convertPiece = 512 << 10
 )
 
-func (m *Model) loadJobs(set *safetensors.Set) []loadJob {
+// loadJobs cuts the load of every tensor into w into jobs; a tensor
+// inPlace is used from its mapping (these rows), and its jobs map its
+// pages.
+func (m *Model) loadJobs(set *safetensors.Set, w *Weights[*cpuWeight], inPlace map[string][]uint16) []loadJob {
 	var jobs []loadJob
 	for _, name := range m.cfg.TensorNames() {
 		info, _ := set.Lookup(name)
 		p, _ := m.cfg.Place(name)
-		dst := *m.w.At(p)
+		dst := *w.At(p)
 		rows, cols := 1, int(info.NumElements())
 		if len(info.Shape) == 2 {
 			rows, cols = int(info.Shape[0]), int(info.Shape[1])
 		}
 		esz := info.DType.Size()
 		piece := convertPiece
-		if direct(dst, info.DType) {
+		mapped := inPlace[name]
+		if mapped != nil {
+			piece = loadPiece
+		} else if direct(dst, info.DType) {
 			piece = loadPiece
 		}
 		step := max(1, piece/max(1, cols*esz))
@@ -385,7 +462,7 @@ func (m *Model) loadJobs(set *safetensors.Set) []loadJob {
 			step = (step + kernels.Panel - 1) / kernels.Panel * kernels.Panel // whole panels: no shared cache lines
 		}
 		for r := 0; r < rows; r += step {
-			jobs = append(jobs, loadJob{cpu: m.cpu, set: set, name: name, info: info, dst: dst, row: p.Row, r0: r, r1: min(r+step, rows), cols: cols})
+			jobs = append(jobs, loadJob{cpu: m.cpu, set: set, name: name, info: info, dst: dst, row: p.Row, r0: r, r1: min(r+step, rows), cols: cols, mapped: mapped})
 		}
 	}
 	return jobs
@@ -478,14 +555,19 @@ func (j *loadJob) run(buf *loadBuffers) error {
 	if n == 0 {
 		return nil
 	}
+	if j.mapped != nil {
+		if err := populateRead(u16bytes(j.mapped[j.r0*j.cols : j.r1*j.cols])); err != nil {
+			return fmt.Errorf("tensor %q: mapping its pages: %w (the file shrank?)", j.name, err)
+		}
+		return nil
+	}
 	esz := int64(j.info.DType.Size())
 	off := int64(j.r0*j.cols) * esz
 	w := j.dst
 	switch {
 	case w.bf != nil && j.info.DType == safetensors.BF16:
 		// The checkpoint's bytes are the model's bytes: read them in place.
-		dst := w.bf.Data[(j.row+j.r0)*j.cols : (j.row+j.r1)*j.cols]
-		return readInto(j.set, j.name, unsafe.Slice((*byte)(unsafe.Pointer(&dst[0])), 2*len(dst)), off)
+		return readInto(j.set, j.name, u16bytes(w.bf.Data[(j.row+j.r0)*j.cols:(j.row+j.r1)*j.cols]), off)
 	case w.vec != nil && j.info.DType == safetensors.F32:
 		dst := w.vec[j.row+j.r0*j.cols : j.row+j.r1*j.cols]
 		return readInto(j.set, j.name, unsafe.Slice((*byte)(unsafe.Pointer(&dst[0])), 4*len(dst)), off)
@@ -534,4 +616,9 @@ func (m *Model) CheckTensor(name string, shape []int64, n int) error {
 		return fmt.Errorf("%w: tensor %q: %d values for shape %v", ErrWeights, name, n, want)
 	}
 	return nil
+}
+
+// u16bytes is s's memory as bytes.
+func u16bytes(s []uint16) []byte {
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s))), 2*len(s))
 }

@@ -1,0 +1,169 @@
+package model
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"unsafe"
+
+	"github.com/agentrl/agentrl/cuda/kernels"
+	"github.com/agentrl/agentrl/safetensors"
+)
+
+// mappedCheckpoint is the read-only mapping a bf16 model loaded with
+// LoadOptions.Map computes from: its matrices' rows are the checkpoint's
+// BF16 tensors in place. Each file is registered with the kernels' SIGBUS
+// guard, so a file truncated while mapped reads as zeros past its new end
+// instead of killing the process, and Forward reports the damage.
+type mappedCheckpoint struct {
+	dir    string
+	m      *safetensors.Mapping
+	paths  []string
+	guards []*kernels.MapGuard
+}
+
+// mapCheckpoint maps every file of set and guards it. Without the guard
+// (an OS where it is not available) it fails: mapping unguarded would
+// trade a clear error for a crash.
+func mapCheckpoint(set *safetensors.Set, dir string) (*mappedCheckpoint, error) {
+	m, err := set.Map()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrWeights, dir, err)
+	}
+	c := &mappedCheckpoint{dir: dir, m: m}
+	paths, regions := m.Regions()
+	for i, r := range regions {
+		g, err := kernels.GuardMapping(r)
+		if err != nil {
+			return nil, errors.Join(fmt.Errorf("model: %s: mapping %s: %w", dir, paths[i], err), c.close())
+		}
+		c.paths = append(c.paths, paths[i])
+		c.guards = append(c.guards, g)
+	}
+	return c, nil
+}
+
+// Mapped reports whether the model computes from a mapping of its
+// checkpoint (LoadOptions.Map, for a bf16 model): its matrices are the
+// mapped tensors, except those SetTensor has since written.
+func (m *Model) Mapped() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.mapped != nil
+}
+
+// bf16 returns tensor name's rows in place when they can be used as bf16
+// values: a BF16 tensor at an even address (safetensors does not promise
+// any alignment; an odd offset is copied instead).
+func (c *mappedCheckpoint) bf16(name string) ([]uint16, bool) {
+	info, b, err := c.m.Tensor(name)
+	if err != nil || info.DType != safetensors.BF16 || len(b) == 0 || len(b)%2 != 0 || uintptr(unsafe.Pointer(&b[0]))%2 != 0 {
+		return nil, false
+	}
+	return unsafe.Slice((*uint16)(unsafe.Pointer(&b[0])), len(b)/2), true
+}
+
+// damaged is an ErrWeights error naming the first file the guard found
+// shorter than its mapping (pages past the new end were read as zeros),
+// or nil.
+func (c *mappedCheckpoint) damaged() error {
+	for i, g := range c.guards {
+		if g.Damaged() {
+			return fmt.Errorf("%w: %s shrank while the model computed from its mapping; the pages past its end read as zeros, so the results were discarded (replace a mapped checkpoint by renaming a new file over it, never in place; reload the weights)", ErrWeights, c.paths[i])
+		}
+	}
+	return nil
+}
+
+// close unregisters the guards and unmaps the files. The model's mapped
+// matrices must be gone first.
+func (c *mappedCheckpoint) close() error {
+	if c == nil {
+		return nil
+	}
+	for _, g := range c.guards {
+		g.Release()
+	}
+	c.guards = nil
+	return c.m.Close()
+}
+
+// mappedGroup is one bf16 matrix and the tensors whose rows it holds, in
+// row order.
+type mappedGroup struct {
+	at    Place // Row 0
+	names []string
+}
+
+// mapGroups lists the bf16 matrices (and the embedding table) by the
+// tensors they are made of: q|k|v and gate|up are several.
+func (c *Config) mapGroups() []mappedGroup {
+	type entry struct {
+		name string
+		row  int
+	}
+	by := map[Place][]entry{}
+	var order []Place
+	for _, name := range c.TensorNames() {
+		p, ok := c.Place(name)
+		if !ok || !(p.Slot.Matrix() || p.Slot == SlotEmbed) {
+			continue
+		}
+		key := Place{Layer: p.Layer, Slot: p.Slot}
+		if by[key] == nil {
+			order = append(order, key)
+		}
+		by[key] = append(by[key], entry{name, p.Row})
+	}
+	out := make([]mappedGroup, 0, len(order))
+	for _, key := range order {
+		es := by[key]
+		slices.SortFunc(es, func(a, b entry) int { return a.row - b.row })
+		g := mappedGroup{at: key}
+		for _, e := range es {
+			g.names = append(g.names, e.name)
+		}
+		out = append(out, g)
+	}
+	return out
+}
+
+// newMappedWeights allocates the weights of a bf16 model that computes
+// from mc: every matrix whose tensors are all usable in place is made of
+// their mapped rows (kernels.NewBF16Parts: nothing allocated or copied),
+// the rest (vectors, and a matrix with a tensor that is not BF16 or is
+// misaligned) get memory of their own for the load to fill. It reports
+// the tensors used in place, with their mapped rows.
+func (m *Model) newMappedWeights(mc *mappedCheckpoint) (*Weights[*cpuWeight], map[string][]uint16) {
+	w, _ := NewWeights(m.cfg, func(s Slot, rows, cols int) (*cpuWeight, error) {
+		if s.Matrix() || s == SlotEmbed {
+			return &cpuWeight{}, nil // filled below
+		}
+		return &cpuWeight{vec: make([]float32, rows*cols)}, nil
+	})
+	if m.cfg.TieWordEmbeddings {
+		w.LMHead = w.Embed
+	}
+	inPlace := map[string][]uint16{}
+	for _, g := range m.cfg.mapGroups() {
+		dst := *w.At(g.at)
+		parts := make([][]uint16, 0, len(g.names))
+		rows, cols := 0, 0
+		for _, name := range g.names {
+			shape := m.shapes[name]
+			rows, cols = rows+int(shape[0]), int(shape[1])
+			if p, ok := mc.bf16(name); ok {
+				parts = append(parts, p)
+			}
+		}
+		if len(parts) < len(g.names) {
+			dst.bf = kernels.NewBF16(rows, cols)
+			continue
+		}
+		dst.bf = kernels.NewBF16Parts(cols, parts...)
+		for i, name := range g.names {
+			inPlace[name] = parts[i]
+		}
+	}
+	return w, inPlace
+}

@@ -1,0 +1,229 @@
+//go:build linux
+
+package model
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/agentrl/agentrl/cuda/kernels"
+	"github.com/agentrl/agentrl/safetensors"
+	"github.com/stretchr/testify/require"
+)
+
+// mapConfig is tinyConfig with a table of many pages, so truncating a
+// checkpoint drops pages the model reads.
+func mapConfig(tie bool) *Config {
+	cfg := tinyConfig()
+	cfg.NumHiddenLayers = 2
+	cfg.VocabSize = 3000
+	cfg.HiddenSize = 64
+	cfg.IntermediateSize = 96
+	cfg.TieWordEmbeddings = tie
+	return cfg
+}
+
+// inPlaceMatrices counts the model's bf16 matrices that are the mapping's
+// rows (parts) rather than memory of their own.
+func inPlaceMatrices(m *Model) (inPlace, owned int) {
+	seen := map[*kernels.BF16]bool{}
+	count := func(w *cpuWeight) {
+		if w == nil || w.bf == nil || seen[w.bf] {
+			return
+		}
+		seen[w.bf] = true
+		if w.bf.Parted() {
+			inPlace++
+		} else {
+			owned++
+		}
+	}
+	count(m.w.Embed)
+	count(m.w.LMHead)
+	for i := range m.w.Layers {
+		l := &m.w.Layers[i]
+		for _, w := range []*cpuWeight{l.QKV, l.O, l.GateUp, l.Down} {
+			count(w)
+		}
+	}
+	return inPlace, owned
+}
+
+// TestLoadMapped: a bf16 checkpoint, one file or sharded, tied or not,
+// served from its mapping gives bit for bit the logits of the copied
+// load, with every matrix in place (nothing copied); reloading, dropping
+// and SetTensor keep working, and Close unmaps.
+func TestLoadMapped(t *testing.T) {
+	cpu := kernels.NewCPU(2)
+	for _, tie := range []bool{false, true} {
+		for _, shard := range []int64{0, 40_000} {
+			cfg := mapConfig(tie)
+			dir := t.TempDir()
+			require.NoError(t, WriteRandomDir(dir, cfg, 11, WriteOptions{DType: safetensors.BF16, ShardBytes: shard}))
+			copied, err := LoadWith(dir, cpu, LoadOptions{})
+			require.NoError(t, err)
+			want := lastLogits(t, copied)
+
+			m, err := LoadWith(dir, cpu, LoadOptions{Map: true})
+			require.NoError(t, err)
+			require.Equal(t, WeightsBF16, m.Weights())
+			require.NotNil(t, m.mapped)
+			in, owned := inPlaceMatrices(m)
+			require.Zero(t, owned, "tied %v, shards %d", tie, shard)
+			require.Equal(t, 4*cfg.NumHiddenLayers+map[bool]int{false: 2, true: 1}[tie], in)
+			require.Equal(t, want, lastLogits(t, m), "tied %v, shards %d", tie, shard)
+
+			// A reload maps the files again and unmaps the old mapping.
+			old := m.mapped
+			require.NoError(t, m.LoadWeights(dir))
+			require.NotSame(t, old, m.mapped)
+			require.Nil(t, old.guards)
+			require.Equal(t, want, lastLogits(t, m))
+
+			// SetTensor copies the matrix it writes (the mapping is
+			// read-only) and leaves the file alone.
+			shapes := cfg.TensorShapes()
+			name := "model.layers.1.mlp.up_proj.weight"
+			v := make([]float32, shapes[name][0]*shapes[name][1])
+			for i := range v {
+				v[i] = float32(i%7) / 8
+			}
+			require.NoError(t, m.SetTensor(name, shapes[name], v))
+			require.NoError(t, copied.SetTensor(name, shapes[name], v))
+			require.Equal(t, lastLogits(t, copied), lastLogits(t, m))
+			in2, owned2 := inPlaceMatrices(m)
+			require.Equal(t, [2]int{in - 1, 1}, [2]int{in2, owned2})
+			fresh, err := LoadWith(dir, cpu, LoadOptions{Map: true})
+			require.NoError(t, err)
+			require.Equal(t, want, lastLogits(t, fresh), "the checkpoint changed")
+			require.NoError(t, fresh.Close())
+
+			// Sleep and wake: dropped weights are mapped again.
+			m.DropWeights()
+			require.Nil(t, m.mapped)
+			require.NoError(t, m.LoadWeights(dir))
+			require.Equal(t, want, lastLogits(t, m))
+
+			require.NoError(t, m.Close())
+			require.Nil(t, m.mapped)
+			_, err = m.Forward(m.NewKVCache(8, 4), []Seq{{Tokens: []int32{1}, Blocks: seqBlocks(1, 0)}})
+			require.ErrorIs(t, err, ErrWeights)
+			require.NoError(t, m.Close())
+		}
+	}
+}
+
+// TestLoadMappedOtherTypes: Map applies to bf16 weights only; fp32 and
+// int8 loads of a bf16 checkpoint, and bf16 from an F32 one, convert as
+// always. On a GPU it is an error.
+func TestLoadMappedOtherTypes(t *testing.T) {
+	cfg := mapConfig(true)
+	bf, f32 := t.TempDir(), t.TempDir()
+	require.NoError(t, WriteRandomDir(bf, cfg, 3, WriteOptions{DType: safetensors.BF16}))
+	require.NoError(t, WriteRandomDir(f32, cfg, 3, WriteOptions{}))
+	for _, tc := range []struct {
+		dir string
+		wt  WeightType
+	}{{bf, WeightsF32}, {bf, WeightsInt8}, {f32, WeightsAuto}} {
+		want, err := LoadWith(tc.dir, nil, LoadOptions{Weights: tc.wt})
+		require.NoError(t, err)
+		m, err := LoadWith(tc.dir, nil, LoadOptions{Weights: tc.wt, Map: true})
+		require.NoError(t, err)
+		require.Nil(t, m.mapped)
+		require.Equal(t, lastLogits(t, want), lastLogits(t, m))
+	}
+	// bf16 weights from an F32 checkpoint: every matrix is converted, none in place.
+	m, err := LoadWith(f32, nil, LoadOptions{Weights: WeightsBF16, Map: true})
+	require.NoError(t, err)
+	want, err := LoadWith(f32, nil, LoadOptions{Weights: WeightsBF16})
+	require.NoError(t, err)
+	in, owned := inPlaceMatrices(m)
+	require.Equal(t, [2]int{0, 4*cfg.NumHiddenLayers + 1}, [2]int{in, owned})
+	require.Equal(t, lastLogits(t, want), lastLogits(t, m))
+	require.NoError(t, m.Close())
+
+	_, err = LoadWith(bf, nil, LoadOptions{Device: CUDA, Map: true})
+	require.ErrorContains(t, err, "Map serves bf16 weights on the CPU")
+}
+
+// TestLoadMappedMisaligned: safetensors promises no alignment; a BF16
+// tensor at an odd offset is copied, the others stay in place, and the
+// logits are the same.
+func TestLoadMappedMisaligned(t *testing.T) {
+	cfg := mapConfig(false)
+	dir, odd := t.TempDir(), t.TempDir()
+	require.NoError(t, WriteRandomDir(dir, cfg, 5, WriteOptions{DType: safetensors.BF16}))
+	f, err := safetensors.Open(filepath.Join(dir, safetensors.SingleFile))
+	require.NoError(t, err)
+	// One byte sorted first ("a.pad" < "lm_head") moves every tensor to an
+	// odd offset; a second one sorted before layer 1's tensors moves
+	// those back to even offsets.
+	ts := []safetensors.Tensor{{Name: "a.pad", DType: safetensors.U8, Shape: []int64{1}, Data: []byte{7}}}
+	for _, info := range f.Tensors {
+		_, b, err := f.Bytes(info.Name)
+		require.NoError(t, err)
+		ts = append(ts, safetensors.Tensor{Name: info.Name, DType: info.DType, Shape: info.Shape, Data: b})
+	}
+	ts = append(ts, safetensors.Tensor{Name: "model.layers.1.a.pad", DType: safetensors.U8, Shape: []int64{1}, Data: []byte{7}})
+	require.NoError(t, f.Close())
+	require.NoError(t, safetensors.WriteFile(filepath.Join(odd, safetensors.SingleFile), ts, nil))
+	cfgBytes, err := os.ReadFile(filepath.Join(dir, "config.json"))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(odd, "config.json"), cfgBytes, 0o644))
+
+	want, err := LoadWith(dir, nil, LoadOptions{})
+	require.NoError(t, err)
+	m, err := LoadWith(odd, nil, LoadOptions{Map: true})
+	require.NoError(t, err)
+	in, owned := inPlaceMatrices(m)
+	// Tensors sort as lm_head, model.embed_tokens, model.layers.0.*,
+	// model.layers.1.a.pad, model.layers.1.*, …: layer 1's matrices are
+	// back at even offsets, everything before them is odd.
+	require.Equal(t, [2]int{4, 6}, [2]int{in, owned})
+	require.Equal(t, lastLogits(t, want), lastLogits(t, m))
+	require.NoError(t, m.Close())
+}
+
+// TestLoadMappedTruncated: a mapped checkpoint truncated while the model
+// runs does not kill the process (SIGBUS in the kernels): the guard reads
+// zeros past the new end and Forward fails closed with an error naming
+// the file, every time after, until the weights are reloaded from an
+// intact file (renamed over the old one, as the docs ask).
+func TestLoadMappedTruncated(t *testing.T) {
+	cfg := mapConfig(true)
+	dir := t.TempDir()
+	require.NoError(t, WriteRandomDir(dir, cfg, 9, WriteOptions{DType: safetensors.BF16, ShardBytes: 200_000}))
+	want, err := LoadWith(dir, nil, LoadOptions{})
+	require.NoError(t, err)
+	m, err := LoadWith(dir, nil, LoadOptions{Map: true})
+	require.NoError(t, err)
+	defer m.Close()
+	require.Equal(t, lastLogits(t, want), lastLogits(t, m))
+
+	shards, err := filepath.Glob(filepath.Join(dir, "model-*.safetensors"))
+	require.NoError(t, err)
+	require.Greater(t, len(shards), 1)
+	victim := shards[len(shards)-1]
+	intact, err := os.ReadFile(victim)
+	require.NoError(t, err)
+	require.NoError(t, os.Truncate(victim, 4096))
+
+	kv := m.NewKVCache(8, 4)
+	for range 2 {
+		_, err = m.Forward(kv, []Seq{{Tokens: []int32{3, 1, 4}, Blocks: seqBlocks(1, 0)}})
+		require.ErrorIs(t, err, ErrWeights)
+		require.ErrorContains(t, err, victim)
+		require.ErrorContains(t, err, "shrank while the model computed from its mapping")
+	}
+	// A reload of the still-short file is an error, and changes nothing.
+	require.ErrorIs(t, m.LoadWeights(dir), safetensors.ErrFormat)
+	_, err = m.Forward(kv, []Seq{{Tokens: []int32{3}, Blocks: seqBlocks(1, 0)}})
+	require.ErrorIs(t, err, ErrWeights)
+
+	tmp := victim + ".new"
+	require.NoError(t, os.WriteFile(tmp, intact, 0o644))
+	require.NoError(t, os.Rename(tmp, victim))
+	require.NoError(t, m.LoadWeights(dir))
+	require.Equal(t, lastLogits(t, want), lastLogits(t, m))
+}
