@@ -7,8 +7,10 @@
 #   node cuda/testdata/peer/summarize.mjs SCRATCH_DIR/logs   # markdown table
 # rounds: default 2. shapes: any of 0.6b 1.7b 4b, or tiny (2 layers, hidden
 # 256, the real vocabulary: a smoke test of the harness; default "0.6b").
-# dtypes: any of bf16 fp32 int8 (default "bf16 fp32 int8"): bf16 runs our
-# bf16 weights against a BF16 GGUF export, fp32 our fp32 weights (loaded
+# dtypes: any of bf16 bf16map fp32 int8 (default "bf16 fp32 int8"): bf16 runs
+# our bf16 weights against a BF16 GGUF export, bf16map the same computing
+# from the mapped checkpoint (--map, as llama.cpp maps its GGUF) instead of
+# a copy, fp32 our fp32 weights (loaded
 # from the bf16 checkpoint) against an F32 export, int8 our int8 weights
 # (quantized at load) against a Q8_0 export. SCRATCH_DIR must hold
 # node_modules with node-llama-cpp and @node-llama-cpp/linux-x64 (see
@@ -49,7 +51,10 @@ stamp=$(date -u +%Y%m%dT%H%M%S)
 # cache; evict drops them from it.
 warm() { for f in "$@"; do cat "$f" >/dev/null; done; }
 evict() { for f in "$@"; do [ -f "$f" ] && dd if="$f" iflag=nocache count=0 status=none; done; return 0; }
-gguf_of() { echo "$1-$2.gguf"; }
+gguf_dtype() { case $1 in bf16map) echo bf16 ;; int8) echo q8_0 ;; *) echo "$1" ;; esac; }
+gguf_of() { case $2 in bf16map) echo "$1-bf16.gguf" ;; *) echo "$1-$2.gguf" ;; esac; }
+# ours: the bench engine flags for a dtype.
+ours() { case $1 in bf16map) echo "--weights bf16 --map" ;; *) echo "--weights $1" ;; esac; }
 gb() { awk -v kb="$1" 'BEGIN { printf "%.1f", kb / 1048576 }'; }
 
 for shape in $shapes; do
@@ -70,7 +75,7 @@ for shape in $shapes; do
   run_dtypes=
   for dt in $dtypes; do
     case $dt in
-    bf16) need_kb=$ckpt_kb ;;
+    bf16 | bf16map) need_kb=$ckpt_kb ;;
     fp32) need_kb=$((ckpt_kb * 23 / 10)) ;; # 4 bytes a parameter, and the tied head's copy
     int8) need_kb=$((ckpt_kb * 6 / 10)) ;;  # 34 bytes per 32 parameters
     *) echo "unknown dtype $dt" >&2; exit 2 ;;
@@ -81,8 +86,7 @@ for shape in $shapes; do
       continue
     fi
     run_dtypes="$run_dtypes $dt"
-    gdt=$dt
-    [ "$dt" = int8 ] && gdt=q8_0
+    gdt=$(gguf_dtype "$dt")
     [ -f "$(gguf_of "$dir" "$dt")" ] || "$scratch/agentrl" model gguf --model "$dir" --dtype "$gdt" --out "$(gguf_of "$dir" "$dt")"
   done
   i=0
@@ -92,8 +96,9 @@ for shape in $shapes; do
       head="== $shape $dt round $i $(date -u +%H:%M:%S) load $(cut -d' ' -f1-3 /proc/loadavg)"
       echo "$head"
       warm "$dir"/*.safetensors
-      { echo "$head"; echo "cmd: agentrl bench engine --weights $dt"; } >"$base-agentrl.log"
-      "$scratch/agentrl" bench engine --model "$dir" --weights "$dt" --reps 3 --decode-tokens 32 \
+      { echo "$head"; echo "cmd: agentrl bench engine $(ours "$dt")"; } >"$base-agentrl.log"
+      # shellcheck disable=SC2046
+      "$scratch/agentrl" bench engine --model "$dir" $(ours "$dt") --reps 3 --decode-tokens 32 \
         --prefill-tokens 512 --concurrency 32 --kv-memory 536870912 --bandwidth-bytes 536870912 \
         >>"$base-agentrl.log" 2>&1 || echo "FAILED: agentrl bench engine ($shape $dt), see $base-agentrl.log"
       tail -n +3 "$base-agentrl.log"
