@@ -52,6 +52,26 @@ func (m *Model) Mapped() bool {
 	return m.mapped != nil
 }
 
+// releaseUnused unmaps the checkpoint once no matrix computes from it
+// (SetTensor has written them all, or none could be used in place), so
+// that a file changed afterwards no longer fails Forward and its pages
+// are no longer held. The caller holds m.mu.
+func (m *Model) releaseUnused() error {
+	if m.mapped == nil || m.w == nil {
+		return nil
+	}
+	parted := false
+	m.w.Each(func(w **cpuWeight) {
+		parted = parted || (*w != nil && (*w).bf != nil && (*w).bf.Parted())
+	})
+	if parted {
+		return nil
+	}
+	err := m.mapped.close()
+	m.mapped = nil
+	return err
+}
+
 // bf16 returns tensor name's rows in place when they can be used as bf16
 // values: a BF16 tensor at an even address (safetensors does not promise
 // any alignment; an odd offset is copied instead).

@@ -27,8 +27,9 @@ func mapConfig(tie bool) *Config {
 // inPlaceMatrices counts the model's bf16 matrices that are the mapping's
 // rows (parts) rather than memory of their own.
 func inPlaceMatrices(m *Model) (inPlace, owned int) {
-	seen := map[*kernels.BF16]bool{}
-	count := func(w *cpuWeight) {
+	seen := map[*kernels.BF16]bool{} // a tied head is the table
+	m.w.Each(func(h **cpuWeight) {
+		w := *h
 		if w == nil || w.bf == nil || seen[w.bf] {
 			return
 		}
@@ -38,15 +39,7 @@ func inPlaceMatrices(m *Model) (inPlace, owned int) {
 		} else {
 			owned++
 		}
-	}
-	count(m.w.Embed)
-	count(m.w.LMHead)
-	for i := range m.w.Layers {
-		l := &m.w.Layers[i]
-		for _, w := range []*cpuWeight{l.QKV, l.O, l.GateUp, l.Down} {
-			count(w)
-		}
-	}
+	})
 	return inPlace, owned
 }
 
@@ -140,6 +133,7 @@ func TestLoadMappedOtherTypes(t *testing.T) {
 	require.NoError(t, err)
 	in, owned := inPlaceMatrices(m)
 	require.Equal(t, [2]int{0, 4*cfg.NumHiddenLayers + 1}, [2]int{in, owned})
+	require.False(t, m.Mapped(), "nothing in place: the mapping is released")
 	require.Equal(t, lastLogits(t, want), lastLogits(t, m))
 	require.NoError(t, m.Close())
 
@@ -225,5 +219,33 @@ func TestLoadMappedTruncated(t *testing.T) {
 	require.NoError(t, os.WriteFile(tmp, intact, 0o644))
 	require.NoError(t, os.Rename(tmp, victim))
 	require.NoError(t, m.LoadWeights(dir))
+	require.Equal(t, lastLogits(t, want), lastLogits(t, m))
+}
+
+// TestLoadMappedReleasedAfterUpdate: once SetTensor has written every
+// matrix (a weight update from the trainer), nothing computes from the
+// mapping, so it is released: the checkpoint may then change without
+// failing Forward.
+func TestLoadMappedReleasedAfterUpdate(t *testing.T) {
+	cfg := mapConfig(true)
+	dir := t.TempDir()
+	require.NoError(t, WriteRandomDir(dir, cfg, 4, WriteOptions{DType: safetensors.BF16}))
+	m, err := LoadWith(dir, nil, LoadOptions{Map: true})
+	require.NoError(t, err)
+	defer m.Close()
+	want, err := NewWith(cfg, nil, WeightsBF16)
+	require.NoError(t, err)
+	shapes := cfg.TensorShapes()
+	ws := RandomWeights(cfg, 8)
+	for i, name := range cfg.TensorNames() {
+		v := ws[name]
+		require.NoError(t, want.SetTensor(name, shapes[name], v))
+		require.NoError(t, m.SetTensor(name, shapes[name], v))
+		if i == 0 {
+			require.True(t, m.Mapped(), "other matrices still compute from the mapping")
+		}
+	}
+	require.False(t, m.Mapped())
+	require.NoError(t, os.Truncate(filepath.Join(dir, safetensors.SingleFile), 0))
 	require.Equal(t, lastLogits(t, want), lastLogits(t, m))
 }

@@ -91,7 +91,13 @@ func (m *Model) SetTensor(name string, shape []int64, data []float32) error {
 	case w.mat != nil:
 		m.cpu.PackRows(w.mat, p.Row, data, int(want[0]))
 	case w.bf != nil:
-		w.bf.Own() // a matrix used in place from a mapped checkpoint is copied first: the mapping is read-only
+		if w.bf.Parted() {
+			// A matrix used in place from the mapped checkpoint is
+			// copied first (the mapping is read-only), and the mapping
+			// goes with the last such matrix.
+			w.bf.Own()
+			defer func() { _ = m.releaseUnused() }() // munmap of a valid mapping does not fail
+		}
 		kernels.ToBF16(w.bf.Data[p.Row*w.bf.K:p.Row*w.bf.K+len(data)], data)
 	case w.q8 != nil:
 		w.q8.QuantizeRows(p.Row, data, int(want[0]))
@@ -238,7 +244,9 @@ type LoadOptions struct {
 	// replace a mapped checkpoint by writing a new file and renaming it
 	// over the old one (the mapping keeps the old file), never in place.
 	// Where the guard is not available (not Linux) Map is an error.
-	// SetTensor copies the matrix it writes (the mapping is read-only);
+	// SetTensor copies the matrix it writes (the mapping is read-only),
+	// and once no matrix is left in place the mapping is released (a
+	// weight update from the trainer ends the files' constraint);
 	// LoadWeights maps the new files and unmaps the old.
 	Map bool
 }
@@ -408,7 +416,7 @@ func (m *Model) loadMapped(set *safetensors.Set, dir string) error {
 	for _, name := range m.cfg.TensorNames() {
 		m.loaded[name] = true
 	}
-	return old.close()
+	return errors.Join(old.close(), m.releaseUnused())
 }
 
 // loadJob fills rows [r0, r1) of one tensor into its place, or maps the
