@@ -28,9 +28,11 @@ int agl_mapguard_damaged(int slot);
 // as the kernels read weights).
 uint64_t agl_mapguard_sum(const unsigned char *p, size_t n);
 
-// agl_mapguard_set_chain_for_test replaces the saved previous action
-// (test support, in a child process only): 0 SIG_DFL, 1 SIG_IGN, 2 a plain
-// (non-SA_SIGINFO) handler that writes a line to stderr and exits 3.
-void agl_mapguard_set_chain_for_test(int mode);
+// agl_mapguard_test_hook changes the guard for a test, in a child process
+// only. Modes 0-2 replace the saved previous action: 0 SIG_DFL, 1 SIG_IGN,
+// 2 a plain (non-SA_SIGINFO) handler that writes a line to stderr and exits
+// 3. Mode 3 makes the repair fail for faults off a page boundary (the page
+// size becomes 1, so the MAP_FIXED address is misaligned).
+void agl_mapguard_test_hook(int mode);
 
 #endif

@@ -59,10 +59,10 @@ func sumBytesC(b []byte) uint64 {
 	return uint64(C.agl_mapguard_sum((*C.uchar)(unsafe.Pointer(&b[0])), C.size_t(len(b))))
 }
 
-// setGuardChainForTest replaces the action the guard chains to (test
-// support, child processes only): 0 SIG_DFL, 1 SIG_IGN, 2 a plain handler
-// that exits 3.
-func setGuardChainForTest(mode int) { C.agl_mapguard_set_chain_for_test(C.int(mode)) }
+// guardTestHook changes the guard for a test, in child processes only (see
+// agl_mapguard_test_hook): 0 chain to SIG_DFL, 1 to SIG_IGN, 2 to a plain
+// handler that exits 3; 3 make repairs of faults off a page boundary fail.
+func guardTestHook(mode int) { C.agl_mapguard_test_hook(C.int(mode)) }
 
 // The Go and C table sizes agree (a negative constant does not convert to
 // uint, so a mismatch does not compile).

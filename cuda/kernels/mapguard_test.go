@@ -396,13 +396,22 @@ func TestMapGuardChild(t *testing.T) {
 	case "gofault":
 		mapGuardSink = b[2*pageSize]
 	case "dfl":
-		setGuardChainForTest(0)
+		guardTestHook(0)
 	case "ign":
-		setGuardChainForTest(1)
+		guardTestHook(1)
 	case "plain":
-		setGuardChainForTest(2)
+		guardTestHook(2)
+	case "repairfail":
+		// A registered mapping whose zero pages cannot be mapped: the
+		// fault is chained (the process crashes as without the guard), not
+		// retried forever.
+		guardTestHook(3)
+		g, err := GuardMapping(b)
+		require.NoError(t, err)
+		defer g.Release()
+		b = b[2*pageSize+1:]
 	case "dfl-kill":
-		setGuardChainForTest(0)
+		guardTestHook(0)
 		require.NoError(t, syscall.Kill(os.Getpid(), syscall.SIGBUS))
 		select {} // the signal ends the process
 	default:
@@ -462,6 +471,14 @@ func TestMapGuardChainsCrash(t *testing.T) {
 	require.Contains(t, r.out, "unexpected fault address")
 	require.Contains(t, r.out, "fatal error: fault")
 	require.Contains(t, r.out, "[signal SIGBUS: bus error code=0x2 addr=")
+}
+
+// TestMapGuardRepairFails: a registered fault whose zero pages cannot be
+// mapped ends in the Go runtime's crash report, as without the guard.
+func TestMapGuardRepairFails(t *testing.T) {
+	r := runChild(t, "repairfail")
+	require.Equal(t, 2, r.code)
+	require.Regexp(t, `^SIGBUS: bus error\nPC=0x[0-9a-f]+ m=[0-9]+ sigcode=2 addr=0x[0-9a-f]+\nsignal arrived during cgo execution\n`, r.out)
 }
 
 // TestMapGuardChainsDefault: where the previous action is SIG_DFL or
