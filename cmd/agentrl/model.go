@@ -11,12 +11,13 @@ import (
 	"strings"
 
 	"github.com/agentrl/agentrl/cuda/gguf"
+	"github.com/agentrl/agentrl/cuda/kernels"
 	"github.com/agentrl/agentrl/cuda/model"
 	"github.com/agentrl/agentrl/safetensors"
 )
 
 func init() {
-	register("model", "create (init), describe (info) or export (gguf) an in-process engine model directory", runModel)
+	register("model", "create (init), describe (info), export (gguf) or pack (pack) an in-process engine model directory", runModel)
 }
 
 var modelSubcommands = []subcommand{
@@ -28,6 +29,9 @@ var modelSubcommands = []subcommand{
 	}},
 	{"gguf", "export a llama, qwen2 or qwen3 model directory to GGUF (F32, BF16 or Q8_0)", func(_ context.Context, args []string, stdout, stderr io.Writer) error {
 		return runModelGGUF(args, stdout, stderr)
+	}},
+	{"pack", "convert a model directory once into the CPU engine's own layout (int8, fp32 or bf16), so it loads without converting", func(_ context.Context, args []string, stdout, stderr io.Writer) error {
+		return runModelPack(args, stdout, stderr)
 	}},
 }
 
@@ -352,6 +356,75 @@ func replaceDir(out string, force bool, write func(dir string) error) error {
 	}
 	if err := os.RemoveAll(old); err != nil {
 		return fmt.Errorf("--out: removing the replaced model: %w", err)
+	}
+	return nil
+}
+
+func runModelPack(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("model pack", stderr, "usage: agentrl model pack --model DIR --out DIR [--weights int8|fp32|bf16] [--force]",
+		"Loads a model directory as the CPU engine stores it (int8: llama.cpp's Q8_0 values, quantized here;",
+		"fp32: packed panels; bf16) and writes it in that layout, with the directory's config and tokenizer,",
+		"so that loading it converts nothing (with --map, bench engine and Options.MapWeights use it in place).")
+	dir := fs.String("model", "", "source model directory: a Hugging Face checkpoint (required)")
+	out := fs.String("out", "", "output model directory (required)")
+	weights := fs.String("weights", "int8", "how the engine stores the matrices: int8, fp32 or bf16")
+	force := fs.Bool("force", false, "replace an existing model directory at --out")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *dir == "" || *out == "" {
+		return errors.New("--model and --out are required")
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	wt, err := model.ParseWeightType(*weights)
+	if err != nil || wt == model.WeightsAuto {
+		return fmt.Errorf("--weights %q: want int8, fp32 or bf16", *weights)
+	}
+	if filepath.Clean(*dir) == filepath.Clean(*out) {
+		return errors.New("--out must differ from --model")
+	}
+	m, err := model.LoadWith(*dir, kernels.NewCPU(0), model.LoadOptions{Weights: wt})
+	if err != nil {
+		return err
+	}
+	err = replaceDir(*out, *force, func(tmp string) error {
+		if err := copyModelFiles(*dir, tmp); err != nil {
+			return err
+		}
+		return m.WritePacked(filepath.Join(tmp, safetensors.SingleFile))
+	})
+	if err != nil {
+		return err
+	}
+	st, err := os.Stat(filepath.Join(*out, safetensors.SingleFile))
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "wrote %s: %s weights packed for the CPU engine (%.0f MB)\n", *out, wt, float64(st.Size())/1e6)
+	return nil
+}
+
+// copyModelFiles copies the files of model directory src other than its
+// weights (config.json, tokenizer and generation files) into dst.
+func copyModelFiles(src, dst string) error {
+	entries, err := os.ReadDir(src)
+	if err != nil {
+		return fmt.Errorf("--model: %w", err)
+	}
+	for _, e := range entries {
+		name := e.Name()
+		if !e.Type().IsRegular() || strings.HasSuffix(name, ".safetensors") || name == safetensors.IndexFile {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(src, name))
+		if err != nil {
+			return fmt.Errorf("--model: %w", err)
+		}
+		if err := os.WriteFile(filepath.Join(dst, name), b, 0o644); err != nil {
+			return fmt.Errorf("--out: %w", err)
+		}
 	}
 	return nil
 }

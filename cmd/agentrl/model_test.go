@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/agentrl/agentrl/cuda/model"
+	"github.com/agentrl/agentrl/safetensors"
 	"github.com/stretchr/testify/require"
 )
 
@@ -170,4 +171,47 @@ func TestModelInitBF16(t *testing.T) {
 	code, _, errOut = runCmd(t, "model", "gguf", "--model", dir, "--dtype", "q4", "--out", g)
 	require.Equal(t, 1, code)
 	require.Contains(t, errOut, `--dtype "q4"`)
+}
+
+// TestModelPack packs a bf16 checkpoint as int8 and fp32; the packed
+// directories keep the config and tokenizer files and load, mapped, with
+// nothing converted.
+func TestModelPack(t *testing.T) {
+	src := filepath.Join(t.TempDir(), "m")
+	code, _, errOut := runCmd(t, "model", "init", "--arch", "qwen3", "--layers", "1", "--hidden", "32", "--heads", "2",
+		"--vocab", "64", "--max-pos", "512", "--dtype", "bf16", "--shard-size", "20000", "--out", src)
+	require.Equal(t, 0, code, errOut)
+	require.NoError(t, os.WriteFile(filepath.Join(src, "tokenizer_config.json"), []byte(`{}`), 0o644))
+	for _, wt := range []string{"int8", "fp32"} {
+		out := filepath.Join(t.TempDir(), "packed")
+		code, stdout, errOut := runCmd(t, "model", "pack", "--model", src, "--weights", wt, "--out", out)
+		require.Equal(t, 0, code, errOut)
+		require.Contains(t, stdout, wt+" weights packed for the CPU engine")
+		require.FileExists(t, filepath.Join(out, "config.json"))
+		require.FileExists(t, filepath.Join(out, "tokenizer_config.json"))
+		require.NoFileExists(t, filepath.Join(out, safetensors.IndexFile))
+		code, stdout, errOut = runCmd(t, "bench", "engine", "--model", out, "--reps", "1", "--decode-tokens", "4",
+			"--prefill-tokens", "16", "--concurrency", "2", "--bandwidth-bytes", "1048576", "--map", "--kv-memory", "1048576")
+		require.Equal(t, 0, code, errOut)
+		require.Contains(t, stdout, wt+" weights mapped from the checkpoint")
+		// An existing model directory is replaced only with --force.
+		code, _, errOut = runCmd(t, "model", "pack", "--model", src, "--weights", wt, "--out", out)
+		require.Equal(t, 1, code)
+		require.Contains(t, errOut, "--force")
+		code, _, errOut = runCmd(t, "model", "pack", "--model", src, "--weights", wt, "--out", out, "--force")
+		require.Equal(t, 0, code, errOut)
+	}
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"model", "pack", "--out", "x"}, "--model and --out are required"},
+		{[]string{"model", "pack", "--model", src, "--out", src}, "--out must differ"},
+		{[]string{"model", "pack", "--model", src, "--out", "x", "--weights", "auto"}, "want int8, fp32 or bf16"},
+		{[]string{"model", "pack", "--model", "does-not-exist", "--out", filepath.Join(t.TempDir(), "x")}, "no such file"},
+	} {
+		code, _, errOut := runCmd(t, tt.args...)
+		require.Equal(t, 1, code, tt.args)
+		require.Contains(t, errOut, tt.want, tt.args)
+	}
 }

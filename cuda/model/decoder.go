@@ -146,41 +146,52 @@ type LayerWeights[W comparable] struct {
 // embedding's storage in its own form. On error the weights allocated so
 // far are returned with it, for the caller to free.
 func NewWeights[W comparable](c *Config, alloc func(s Slot, rows, cols int) (W, error)) (*Weights[W], error) {
+	w := &Weights[W]{Layers: make([]LayerWeights[W], c.NumHiddenLayers)}
+	for _, s := range c.slots() {
+		var err error
+		if *w.At(s.at), err = alloc(s.at.Slot, s.rows, s.cols); err != nil {
+			return w, err
+		}
+	}
+	return w, nil
+}
+
+// slotShape is one weight the decoder has: its place (Row 0) and shape
+// (cols is 1 for vectors).
+type slotShape struct {
+	at         Place
+	rows, cols int
+}
+
+// slots lists every weight cfg has, in the order NewWeights allocates
+// them: the embedding, the final norm, an untied head, then each layer's.
+func (c *Config) slots() []slotShape {
 	H, hd, inter, V := c.HiddenSize, c.HeadDim, c.IntermediateSize, c.VocabSize
 	qd, kvd := c.NumAttentionHeads*hd, c.NumKeyValueHeads*hd
-	w := &Weights[W]{}
-	var err error
-	get := func(dst *W, s Slot, rows, cols int) {
-		if err == nil {
-			*dst, err = alloc(s, rows, cols)
-		}
-	}
-	get(&w.Embed, SlotEmbed, V, H)
-	get(&w.Norm, SlotNorm, H, 1)
+	out := []slotShape{{Place{Layer: -1, Slot: SlotEmbed}, V, H}, {Place{Layer: -1, Slot: SlotNorm}, H, 1}}
 	if !c.TieWordEmbeddings {
-		get(&w.LMHead, SlotLMHead, V, H)
+		out = append(out, slotShape{Place{Layer: -1, Slot: SlotLMHead}, V, H})
 	}
-	w.Layers = make([]LayerWeights[W], c.NumHiddenLayers)
-	for i := range w.Layers {
-		l := &w.Layers[i]
-		get(&l.AttnNorm, SlotAttnNorm, H, 1)
-		get(&l.MLPNorm, SlotMLPNorm, H, 1)
-		get(&l.QKV, SlotQKV, qd+2*kvd, H)
-		get(&l.O, SlotO, H, qd)
-		get(&l.GateUp, SlotGateUp, 2*inter, H)
-		get(&l.Down, SlotDown, H, inter)
+	for i := 0; i < c.NumHiddenLayers; i++ {
+		add := func(s Slot, rows, cols int) { out = append(out, slotShape{Place{Layer: i, Slot: s}, rows, cols}) }
+		add(SlotAttnNorm, H, 1)
+		add(SlotMLPNorm, H, 1)
+		add(SlotQKV, qd+2*kvd, H)
+		add(SlotO, H, qd)
+		add(SlotGateUp, 2*inter, H)
+		add(SlotDown, H, inter)
 		if c.QKVBias() {
-			get(&l.QKVBias, SlotQKVBias, qd+2*kvd, 1)
+			add(SlotQKVBias, qd+2*kvd, 1)
 		}
 		if c.OBias() {
-			get(&l.OBias, SlotOBias, H, 1)
+			add(SlotOBias, H, 1)
 		}
 		if c.QKNorm() {
-			get(&l.QNorm, SlotQNorm, hd, 1)
-			get(&l.KNorm, SlotKNorm, hd, 1)
+			add(SlotQNorm, hd, 1)
+			add(SlotKNorm, hd, 1)
 		}
 	}
-	return w, err
+	return out
 }
 
 // At returns the handle at a place (from Config.Place).

@@ -35,7 +35,11 @@
 // mapped rows (kernels.NewBF16Parts), so loading allocates and copies
 // nothing for them; the files are registered with the kernels' SIGBUS
 // guard, so a file truncated under the mapping makes Forward an error
-// rather than killing the process. bf16 models are checked against PyTorch in float64 on
+// rather than killing the process. A packed checkpoint (Model.WritePacked,
+// `agentrl model pack`) holds int8 or fp32 weights in the kernels' own
+// layout, so they too load with nothing converted (read straight into
+// place, or with Map used in place).
+// bf16 models are checked against PyTorch in float64 on
 // the same bf16 weights (../testdata/reference_bf16.py) to ≤ 2e-2 relative
 // error (≈1e-2 measured, no greedy token differing).
 //

@@ -60,11 +60,11 @@ func (m *Model) releaseUnused() error {
 	if m.mapped == nil || m.w == nil {
 		return nil
 	}
-	parted := false
+	inPlace := false
 	m.w.Each(func(w **cpuWeight) {
-		parted = parted || (*w != nil && (*w).bf != nil && (*w).bf.Parted())
+		inPlace = inPlace || (*w != nil && ((*w).mapped || (*w).bf != nil && (*w).bf.Parted()))
 	})
-	if parted {
+	if inPlace {
 		return nil
 	}
 	err := m.mapped.close()
@@ -73,14 +73,25 @@ func (m *Model) releaseUnused() error {
 }
 
 // bf16 returns tensor name's rows in place when they can be used as bf16
-// values: a BF16 tensor at an even address (safetensors does not promise
-// any alignment; an odd offset is copied instead).
+// values: a BF16 tensor at an even address.
 func (c *mappedCheckpoint) bf16(name string) ([]uint16, bool) {
-	info, b, err := c.m.Tensor(name)
-	if err != nil || info.DType != safetensors.BF16 || len(b) == 0 || len(b)%2 != 0 || uintptr(unsafe.Pointer(&b[0]))%2 != 0 {
+	if info, _, err := c.m.Tensor(name); err != nil || info.DType != safetensors.BF16 {
 		return nil, false
 	}
-	return unsafe.Slice((*uint16)(unsafe.Pointer(&b[0])), len(b)/2), true
+	b, ok := c.aligned(name, 2)
+	return bytesU16(b), ok
+}
+
+// aligned returns tensor name's mapped bytes when they can be used in
+// place as elements of size bytes: non-empty, and at an address that is a
+// multiple of size (safetensors does not promise any alignment; a tensor
+// at another offset is copied instead).
+func (c *mappedCheckpoint) aligned(name string, size int) ([]byte, bool) {
+	_, b, err := c.m.Tensor(name)
+	if err != nil || len(b) == 0 || len(b)%size != 0 || uintptr(unsafe.Pointer(&b[0]))%uintptr(size) != 0 {
+		return nil, false
+	}
+	return b, true
 }
 
 // damaged is an ErrWeights error naming the first file the guard found
@@ -156,10 +167,10 @@ func (c *Config) mapGroups() []mappedGroup {
 // the tensors used in place, with their mapped rows.
 func (m *Model) newMappedWeights(mc *mappedCheckpoint) (*Weights[*cpuWeight], map[string][]uint16) {
 	w, _ := NewWeights(m.cfg, func(s Slot, rows, cols int) (*cpuWeight, error) {
-		if s.Matrix() || s == SlotEmbed {
-			return &cpuWeight{}, nil // filled below
+		if k := m.kindOf(s); k != kindBF16 {
+			return m.newWeight(k, rows, cols, true), nil
 		}
-		return &cpuWeight{vec: make([]float32, rows*cols)}, nil
+		return &cpuWeight{}, nil // filled below
 	})
 	if m.cfg.TieWordEmbeddings {
 		w.LMHead = w.Embed

@@ -45,6 +45,10 @@ type cpuWeight struct {
 	mat *kernels.Packed
 	bf  *kernels.BF16
 	q8  *kernels.Q8 // int8 models: every matrix and the embedding table
+
+	// mapped: mat or q8 is a mapped packed checkpoint's bytes, read-only
+	// (a bf16 matrix in place is a parted kernels.BF16 instead).
+	mapped bool
 }
 
 // New returns a model with zero fp32 weights for cfg; set them with
@@ -56,42 +60,56 @@ func (m *Model) alloc() { m.allocFor(false) }
 // allocFor allocates the weights; loading: a load will write every row
 // next, so int8 matrices skip the fill their rows get from it (see newQ8).
 func (m *Model) allocFor(loading bool) {
-	switch m.wt {
-	case WeightsInt8:
-		m.w, _ = NewWeights(m.cfg, func(s Slot, rows, cols int) (*cpuWeight, error) {
-			if s.Matrix() || s == SlotEmbed {
-				return &cpuWeight{q8: m.newQ8(rows, cols, loading)}, nil
-			}
-			return &cpuWeight{vec: make([]float32, rows*cols)}, nil
-		})
-		if m.cfg.TieWordEmbeddings {
-			m.w.LMHead = m.w.Embed // the same int8 rows: no copy
-		}
-	case WeightsBF16:
-		m.w, _ = NewWeights(m.cfg, func(s Slot, rows, cols int) (*cpuWeight, error) {
-			if s.Matrix() || s == SlotEmbed {
-				return &cpuWeight{bf: kernels.NewBF16(rows, cols)}, nil
-			}
-			return &cpuWeight{vec: make([]float32, rows*cols)}, nil
-		})
-		if m.cfg.TieWordEmbeddings {
-			m.w.LMHead = m.w.Embed // the same bf16 rows: no copy
-		}
-	default:
-		tied := m.cfg.TieWordEmbeddings
-		m.w, _ = NewWeights(m.cfg, func(s Slot, rows, cols int) (*cpuWeight, error) {
-			if s.Matrix() || (tied && s == SlotEmbed) {
-				return &cpuWeight{mat: kernels.NewPacked(rows, cols)}, nil
-			}
-			return &cpuWeight{vec: make([]float32, rows*cols)}, nil
-		})
-		if tied {
-			// The head multiplies, so the table is packed for the GEMM
-			// kernel, and an embedding lookup gathers a row from the panels
-			// (a row-major copy would be a fifth of a 0.6B model's memory).
-			m.w.LMHead = m.w.Embed
-		}
+	m.w, _ = NewWeights(m.cfg, func(s Slot, rows, cols int) (*cpuWeight, error) {
+		return m.newWeight(m.kindOf(s), rows, cols, loading), nil
+	})
+	if m.cfg.TieWordEmbeddings {
+		// The head is the table itself, in every weight type: int8 and
+		// bf16 rows are multiplied as they are, and an fp32 table is
+		// packed for the GEMM kernel, an embedding lookup gathering a row
+		// from the panels (a row-major copy would be a fifth of a 0.6B
+		// model's memory).
+		m.w.LMHead = m.w.Embed
 	}
+}
+
+// weightKind is how a CPU model stores one weight.
+type weightKind uint8
+
+const (
+	kindVec  weightKind = iota // []float32, row-major
+	kindMat                    // kernels.Packed fp32 panels
+	kindBF16                   // kernels.BF16, row-major
+	kindQ8                     // kernels.Q8 panels
+)
+
+// kindOf is how the model's weight type stores slot s: matrices (and the
+// embedding table, which a tied head shares, and which int8 and bf16
+// models also gather from in their own form) in the weight type's form,
+// vectors as float32.
+func (m *Model) kindOf(s Slot) weightKind {
+	switch {
+	case m.wt == WeightsInt8 && (s.Matrix() || s == SlotEmbed):
+		return kindQ8
+	case m.wt == WeightsBF16 && (s.Matrix() || s == SlotEmbed):
+		return kindBF16
+	case m.wt == WeightsF32 && (s.Matrix() || (m.cfg.TieWordEmbeddings && s == SlotEmbed)):
+		return kindMat
+	}
+	return kindVec
+}
+
+// newWeight allocates one weight of kind k.
+func (m *Model) newWeight(k weightKind, rows, cols int, loading bool) *cpuWeight {
+	switch k {
+	case kindQ8:
+		return &cpuWeight{q8: m.newQ8(rows, cols, loading)}
+	case kindBF16:
+		return &cpuWeight{bf: kernels.NewBF16(rows, cols)}
+	case kindMat:
+		return &cpuWeight{mat: kernels.NewPacked(rows, cols)}
+	}
+	return &cpuWeight{vec: make([]float32, rows*cols)}
 }
 
 // newQ8 is kernels.NewQ8 (every weight q = 0: the byte 128, scale 0) with

@@ -87,6 +87,18 @@ func (m *Model) SetTensor(name string, shape []int64, data []float32) error {
 	m.ensureAlloc()
 	want := m.shapes[name]
 	p, _ := m.cfg.Place(name) // CheckTensor accepted the name
+	if w := *m.w.At(p); w.mapped {
+		// A matrix used in place from a mapped packed checkpoint is
+		// copied first (the mapping is read-only), and the mapping goes
+		// with the last such matrix, as for bf16 below.
+		if w.q8 != nil {
+			w.q8.Q, w.q8.D = slices.Clone(w.q8.Q), slices.Clone(w.q8.D)
+		} else {
+			w.mat.Data = slices.Clone(w.mat.Data)
+		}
+		w.mapped = false
+		defer func() { _ = m.releaseUnused() }()
+	}
 	switch w := *m.w.At(p); {
 	case w.mat != nil:
 		m.cpu.PackRows(w.mat, p.Row, data, int(want[0]))
@@ -227,14 +239,17 @@ type LoadOptions struct {
 	Device  Device     // CPU (default) or CUDA
 	Weights WeightType // CPU only; CUDA models are fp32
 
-	// Map serves a bf16 model's matrices straight from a read-only
-	// mapping of the checkpoint's files (the page cache's pages, as
-	// llama.cpp and safetensors' safe_open do) instead of copying them
-	// into the model's own memory: loading allocates and copies nothing
-	// for them and only maps their pages (MADV_POPULATE_READ, like
-	// llama.cpp's MAP_POPULATE). It applies to bf16 weights (Weights bf16,
-	// or auto on a bf16 checkpoint) on the CPU; other types are converted
-	// as always, and a BF16 tensor at an odd offset is copied.
+	// Map serves the model's matrices straight from a read-only mapping
+	// of the checkpoint's files (the page cache's pages, as llama.cpp and
+	// safetensors' safe_open do) instead of copying them into the model's
+	// own memory: loading allocates and copies nothing for them and only
+	// maps their pages (MADV_POPULATE_READ, like llama.cpp's
+	// MAP_POPULATE). It applies on the CPU to bf16 weights from a
+	// Hugging Face checkpoint's BF16 tensors (Weights bf16, or auto on a
+	// bf16 checkpoint) and to every weight type of a packed checkpoint
+	// (Model.WritePacked, agentrl model pack: int8 or fp32 converted once
+	// ahead of time, as llama.cpp's GGUF exports are); other loads convert
+	// as always, and a tensor misaligned for its element type is copied.
 	//
 	// The price is that the files must stay as they are while the model
 	// lives. A file truncated meanwhile does not crash the process (the
@@ -258,25 +273,44 @@ type LoadOptions struct {
 // the model's layout (packed fp32 panels, int8 blocks), so loading never
 // holds a tensor twice nor writes a widened copy of it.
 func LoadWith(dir string, cpu *kernels.CPU, o LoadOptions) (*Model, error) {
-	cfg, set, err := OpenCheckpoint(dir)
+	cfg, set, err := openCheckpoint(dir)
 	if err != nil {
 		return nil, err
 	}
 	defer set.Close()
+	layout, packed := isPacked(set)
+	if !packed {
+		if err := checkCheckpoint(cfg, set, dir); err != nil {
+			return nil, err
+		}
+	}
 	var m *Model
 	switch o.Device {
 	case "", CPU:
 		wt := o.Weights
-		if wt == WeightsAuto {
+		switch {
+		case packed:
+			if wt, err = parsePackedLayout(layout); err != nil {
+				return nil, fmt.Errorf("%s: %w", dir, err)
+			}
+			if o.Weights != WeightsAuto && o.Weights != wt {
+				return nil, fmt.Errorf("%w: %s holds %s weights packed for this engine, not %s (load the original checkpoint to convert)", ErrWeights, dir, wt, o.Weights)
+			}
+		case wt == WeightsAuto:
 			wt = checkpointWeightType(cfg, set)
 		}
 		// Allocated for the load below, which writes every weight (or
 		// fails, and m is dropped).
 		alloc := allocForLoad
-		if o.Map && wt == WeightsBF16 {
+		if o.Map && (wt == WeightsBF16 || packed) {
 			alloc = allocMapped
 		}
 		m, err = newWith(cfg, cpu, wt, alloc)
+	case CUDA:
+		if packed {
+			return nil, fmt.Errorf("model: %s is packed for the CPU engine (agentrl model pack); load the original checkpoint on %s", dir, o.Device)
+		}
+		fallthrough
 	default:
 		if o.Weights == WeightsBF16 || o.Weights == WeightsInt8 {
 			return nil, fmt.Errorf("model: %s weights are CPU only (device %s stores fp32)", o.Weights, o.Device)
@@ -311,7 +345,27 @@ func checkpointWeightType(cfg *Config, set *safetensors.Set) WeightType {
 // there with the shape it expects (a wrong one is an ErrWeights naming
 // it). It checks before anything is allocated, so a config with absurd
 // sizes is an error, not an out-of-memory crash. The caller closes the set.
+// A packed checkpoint (Model.WritePacked) is an error: it holds the CPU
+// engine's layout, not the Hugging Face tensors.
 func OpenCheckpoint(dir string) (*Config, *safetensors.Set, error) {
+	cfg, set, err := openCheckpoint(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	if layout, ok := isPacked(set); ok {
+		set.Close()
+		return nil, nil, fmt.Errorf("%w: %s is packed for the CPU engine (%s), not a Hugging Face checkpoint: use the original", ErrWeights, dir, layout)
+	}
+	if err := checkCheckpoint(cfg, set, dir); err != nil {
+		set.Close()
+		return nil, nil, err
+	}
+	return cfg, set, nil
+}
+
+// openCheckpoint reads the config of a model directory and opens its
+// checkpoint, unchecked.
+func openCheckpoint(dir string) (*Config, *safetensors.Set, error) {
 	cfg, err := LoadConfig(filepath.Join(dir, "config.json"))
 	if err != nil {
 		return nil, nil, err
@@ -320,19 +374,23 @@ func OpenCheckpoint(dir string) (*Config, *safetensors.Set, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	return cfg, set, nil
+}
+
+// checkCheckpoint checks that every tensor cfg needs is in set with the
+// shape it expects.
+func checkCheckpoint(cfg *Config, set *safetensors.Set, dir string) error {
 	shapes := cfg.TensorShapes()
 	for _, name := range cfg.TensorNames() {
 		info, ok := set.Lookup(name)
 		if !ok {
-			set.Close()
-			return nil, nil, fmt.Errorf("%w: %s: tensor %q missing from the checkpoint", ErrWeights, dir, name)
+			return fmt.Errorf("%w: %s: tensor %q missing from the checkpoint", ErrWeights, dir, name)
 		}
 		if !slices.Equal(info.Shape, shapes[name]) {
-			set.Close()
-			return nil, nil, fmt.Errorf("%w: %s: tensor %q has shape %v, config expects %v", ErrWeights, dir, name, info.Shape, shapes[name])
+			return fmt.Errorf("%w: %s: tensor %q has shape %v, config expects %v", ErrWeights, dir, name, info.Shape, shapes[name])
 		}
 	}
-	return cfg, set, nil
+	return nil
 }
 
 // LoadWeights (re)reads every weight from the checkpoint in dir.
@@ -346,6 +404,14 @@ func (m *Model) LoadWeights(dir string) error {
 }
 
 func (m *Model) loadFrom(set *safetensors.Set, dir string) error {
+	if layout, ok := isPacked(set); ok {
+		if m.dev != nil {
+			return fmt.Errorf("model: %s is packed for the CPU engine (agentrl model pack); load the original checkpoint on the GPU", dir)
+		}
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		return m.loadPacked(set, dir, layout)
+	}
 	if m.dev != nil {
 		for _, name := range m.cfg.TensorNames() {
 			data, info, err := set.Float32(name)
@@ -404,7 +470,14 @@ func (m *Model) loadMapped(set *safetensors.Set, dir string) error {
 		return err
 	}
 	w, inPlace := m.newMappedWeights(mc)
-	err = runLoadJobs(m.cpu.Threads(), m.loadJobs(set, w, inPlace))
+	return m.installMapped(w, mc, m.loadJobs(set, w, inPlace), dir)
+}
+
+// installMapped runs the jobs that load w, weights computing from mc,
+// then swaps them in for the model's and unmaps the previous checkpoint.
+// On an error mc is unmapped and the model is left as it was.
+func (m *Model) installMapped(w *Weights[*cpuWeight], mc *mappedCheckpoint, jobs []loadJob, dir string) error {
+	err := runLoadJobs(m.cpu.Threads(), jobs)
 	if err == nil {
 		err = mc.damaged()
 	}
@@ -419,8 +492,10 @@ func (m *Model) loadMapped(set *safetensors.Set, dir string) error {
 	return errors.Join(old.close(), m.releaseUnused())
 }
 
-// loadJob fills rows [r0, r1) of one tensor into its place, or maps the
-// pages of rows [r0, r1) of a tensor used in place (mapped).
+// loadJob fills rows [r0, r1) of one tensor into its place; or copies
+// the tensor's bytes from off on straight into into (a packed
+// checkpoint); or maps the pages of populate, part of a tensor used in
+// place from the mapped checkpoint.
 type loadJob struct {
 	cpu    *kernels.CPU
 	set    *safetensors.Set
@@ -430,7 +505,10 @@ type loadJob struct {
 	row    int // the tensor's first row (or value) in dst
 	r0, r1 int // rows of the tensor this job reads
 	cols   int
-	mapped []uint16 // the tensor's rows in the mapping (in place: nothing to read)
+
+	off      int64
+	into     []byte
+	populate []byte
 }
 
 // loadPiece bounds the bytes one job reads straight into the model: big
@@ -470,7 +548,11 @@ func (m *Model) loadJobs(set *safetensors.Set, w *Weights[*cpuWeight], inPlace m
 			step = (step + kernels.Panel - 1) / kernels.Panel * kernels.Panel // whole panels: no shared cache lines
 		}
 		for r := 0; r < rows; r += step {
-			jobs = append(jobs, loadJob{cpu: m.cpu, set: set, name: name, info: info, dst: dst, row: p.Row, r0: r, r1: min(r+step, rows), cols: cols, mapped: mapped})
+			j := loadJob{cpu: m.cpu, set: set, name: name, info: info, dst: dst, row: p.Row, r0: r, r1: min(r+step, rows), cols: cols}
+			if mapped != nil {
+				j = loadJob{set: set, name: name, populate: u16bytes(mapped[j.r0*cols : j.r1*cols])}
+			}
+			jobs = append(jobs, j)
 		}
 	}
 	return jobs
@@ -558,15 +640,18 @@ func sourceOf(dt safetensors.DType) (kernels.Source, error) {
 }
 
 func (j *loadJob) run(buf *loadBuffers) error {
+	switch {
+	case j.populate != nil:
+		if err := populateRead(j.populate); err != nil {
+			return fmt.Errorf("tensor %q: mapping its pages: %w (the file shrank?)", j.name, err)
+		}
+		return nil
+	case j.into != nil:
+		return readInto(j.set, j.name, j.into, j.off)
+	}
 	rows := j.r1 - j.r0
 	n := rows * j.cols
 	if n == 0 {
-		return nil
-	}
-	if j.mapped != nil {
-		if err := populateRead(u16bytes(j.mapped[j.r0*j.cols : j.r1*j.cols])); err != nil {
-			return fmt.Errorf("tensor %q: mapping its pages: %w (the file shrank?)", j.name, err)
-		}
 		return nil
 	}
 	esz := int64(j.info.DType.Size())

@@ -1,0 +1,279 @@
+package model
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"unsafe"
+
+	"github.com/agentrl/agentrl/cuda/kernels"
+	"github.com/agentrl/agentrl/safetensors"
+)
+
+// A packed checkpoint holds a CPU model's weights in the engine's own
+// layout (Model.WritePacked): int8 matrices as their kernels.Q8 panels and
+// fp16 scales, fp32 matrices as kernels.Packed panels, vectors as float32,
+// each weight one tensor of a model.safetensors (a valid safetensors file)
+// named after its slot, with the layout in the header's metadata. Loading
+// one converts nothing: the bytes are read straight into place or, with
+// LoadOptions.Map, used in place from the page cache, as llama.cpp loads a
+// GGUF that was quantized once ahead of time (its Q8_0 export). The
+// layout names the panel height and the int8 block size, so a file
+// written by an engine with other kernels is refused, not misread.
+
+// PackedLayoutKey is the safetensors metadata key that marks a packed
+// checkpoint; its value is the layout (see packedLayout).
+const PackedLayoutKey = "agentrl.packed_layout"
+
+// packedLayout is the layout string of a weight type for these kernels.
+func packedLayout(wt WeightType) string {
+	return fmt.Sprintf("%s panel=%d q8_block=%d v1", wt, kernels.Panel, kernels.Q8BlockSize)
+}
+
+// parsePackedLayout returns the weight type of a layout string these
+// kernels can use.
+func parsePackedLayout(s string) (WeightType, error) {
+	for _, wt := range []WeightType{WeightsInt8, WeightsF32, WeightsBF16} {
+		if s == packedLayout(wt) {
+			return wt, nil
+		}
+	}
+	return "", fmt.Errorf("%w: packed layout %q is not this engine's (it reads %q, %q or %q): pack the original checkpoint again",
+		ErrWeights, s, packedLayout(WeightsInt8), packedLayout(WeightsF32), packedLayout(WeightsBF16))
+}
+
+// slotNames name the slots in a packed checkpoint.
+var slotNames = [...]string{SlotEmbed: "embed", SlotNorm: "norm", SlotLMHead: "lm_head", SlotAttnNorm: "attn_norm",
+	SlotMLPNorm: "mlp_norm", SlotQKV: "qkv", SlotQKVBias: "qkv_bias", SlotO: "o", SlotOBias: "o_bias",
+	SlotQNorm: "q_norm", SlotKNorm: "k_norm", SlotGateUp: "gate_up", SlotDown: "down"}
+
+// packedTensor is one tensor of a packed checkpoint: a weight's bytes, or
+// one of an int8 weight's two arrays.
+type packedTensor struct {
+	name  string
+	dtype safetensors.DType
+	n     int // elements
+}
+
+// packedTensors lists the tensors a packed checkpoint of weight kind k,
+// at place at with shape rows×cols, holds.
+func packedTensors(at Place, k weightKind, rows, cols int) []packedTensor {
+	name := slotNames[at.Slot]
+	if at.Layer >= 0 {
+		name = "layers." + strconv.Itoa(at.Layer) + "." + name
+	}
+	switch k {
+	case kindQ8:
+		w := kernels.Q8{N: rows, K: cols}
+		n := w.Panels() * w.Blocks() * kernels.Panel
+		return []packedTensor{{name + ".q8", safetensors.U8, n * kernels.Q8BlockSize}, {name + ".q8_scales", safetensors.F16, n}}
+	case kindMat:
+		w := kernels.Packed{N: rows, K: cols}
+		return []packedTensor{{name + ".panels", safetensors.F32, w.Panels() * kernels.Panel * cols}}
+	case kindBF16:
+		return []packedTensor{{name + ".bf16", safetensors.BF16, rows * cols}}
+	}
+	return []packedTensor{{name + ".f32", safetensors.F32, rows * cols}}
+}
+
+// bytes returns the memory of w's arrays in packedTensors' order.
+func (w *cpuWeight) bytes() [][]byte {
+	switch {
+	case w.q8 != nil:
+		return [][]byte{w.q8.Q, u16bytes(w.q8.D)}
+	case w.mat != nil:
+		return [][]byte{f32bytes(w.mat.Data)}
+	case w.bf != nil:
+		return [][]byte{u16bytes(w.bf.Data)}
+	}
+	return [][]byte{f32bytes(w.vec)}
+}
+
+// f32bytes is s's memory as bytes.
+func f32bytes(s []float32) []byte {
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s))), 4*len(s))
+}
+
+// WritePacked writes the model's weights in the engine's own layout to
+// path, a safetensors file, so that LoadWith of a directory holding it
+// (and the model's config.json) loads without converting anything. It
+// writes a temporary file next to path and renames it into place, so a
+// reader never sees a partial file and a model serving the old one from
+// its mapping keeps it intact. Every weight must be set.
+func (m *Model) WritePacked(path string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.dev != nil {
+		return errors.New("model: WritePacked: the model is on the GPU (pack a CPU model)")
+	}
+	if miss := m.missing(); len(miss) > 0 {
+		return fmt.Errorf("%w: WritePacked: %d weights not set (first: %s)", ErrWeights, len(miss), miss[0])
+	}
+	var ts []safetensors.Tensor
+	data := map[string][]byte{}
+	for _, s := range m.cfg.slots() {
+		w := *m.w.At(s.at)
+		if w.bf != nil {
+			w.bf.Own() // a parted matrix is written whole (it stays a copy: fine for a model being packed)
+		}
+		for i, t := range packedTensors(s.at, m.kindOf(s.at.Slot), s.rows, s.cols) {
+			b := w.bytes()[i]
+			if len(b) != t.n*t.dtype.Size() {
+				return fmt.Errorf("model: WritePacked: %s holds %d bytes, its layout %d", t.name, len(b), t.n*t.dtype.Size())
+			}
+			ts = append(ts, safetensors.Tensor{Name: t.name, DType: t.dtype, Shape: []int64{int64(t.n)}})
+			data[t.name] = b
+		}
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return fmt.Errorf("model: WritePacked: %w", err)
+	}
+	tmpName := tmp.Name()
+	tmp.Close()
+	meta := map[string]string{PackedLayoutKey: packedLayout(m.wt), "format": "agentrl"}
+	err = safetensors.WriteFileStream(tmpName, ts, meta, func(t safetensors.Tensor) ([]byte, error) { return data[t.Name], nil })
+	if err == nil {
+		err = os.Rename(tmpName, path)
+	}
+	if err != nil {
+		os.Remove(tmpName)
+		return fmt.Errorf("model: WritePacked: %w", err)
+	}
+	return nil
+}
+
+// isPacked reports the layout of a packed checkpoint.
+func isPacked(set *safetensors.Set) (string, bool) {
+	return set.Metadata(PackedLayoutKey)
+}
+
+// checkPacked checks that set holds every tensor of the model's layout
+// with its exact type and size (a wrong one is an ErrWeights naming it),
+// before anything is read or replaced.
+func (m *Model) checkPacked(set *safetensors.Set, dir, layout string) error {
+	wt, err := parsePackedLayout(layout)
+	if err != nil {
+		return fmt.Errorf("%s: %w", dir, err)
+	}
+	if wt != m.wt {
+		return fmt.Errorf("%w: %s holds %s weights packed for this engine; the model stores %s (load the original checkpoint to convert)", ErrWeights, dir, wt, m.wt)
+	}
+	for _, s := range m.cfg.slots() {
+		for _, t := range packedTensors(s.at, m.kindOf(s.at.Slot), s.rows, s.cols) {
+			info, ok := set.Lookup(t.name)
+			switch {
+			case !ok:
+				return fmt.Errorf("%w: %s: packed tensor %q missing", ErrWeights, dir, t.name)
+			case info.DType != t.dtype || info.NumElements() != int64(t.n):
+				return fmt.Errorf("%w: %s: packed tensor %q is %s×%d, the layout needs %s×%d (written for another config?)",
+					ErrWeights, dir, t.name, info.DType, info.NumElements(), t.dtype, t.n)
+			}
+		}
+	}
+	return nil
+}
+
+// packedJobs cuts reading every packed tensor of w into jobs: straight
+// into the weight's memory, or, for a weight used in place (inPlace),
+// mapping its pages.
+func (m *Model) packedJobs(set *safetensors.Set, w *Weights[*cpuWeight], inPlace map[*cpuWeight]bool) []loadJob {
+	var jobs []loadJob
+	for _, s := range m.cfg.slots() {
+		h := *w.At(s.at)
+		for i, t := range packedTensors(s.at, m.kindOf(s.at.Slot), s.rows, s.cols) {
+			b := h.bytes()[i]
+			for off := 0; off < len(b); off += loadPiece {
+				piece := b[off:min(off+loadPiece, len(b))]
+				j := loadJob{set: set, name: t.name, off: int64(off)}
+				if inPlace[h] {
+					j.populate = piece
+				} else {
+					j.into = piece
+				}
+				jobs = append(jobs, j)
+			}
+		}
+	}
+	return jobs
+}
+
+// newPackedMappedWeights makes the weights of a model computing from a
+// mapped packed checkpoint: every matrix is its mapped tensors (nothing
+// allocated or copied) unless one is misaligned for its element type;
+// vectors, and such a matrix, get memory of their own for the load to
+// fill. It reports the weights in place.
+func (m *Model) newPackedMappedWeights(mc *mappedCheckpoint) (*Weights[*cpuWeight], map[*cpuWeight]bool) {
+	inPlace := map[*cpuWeight]bool{}
+	w, _ := NewWeights(m.cfg, func(s Slot, rows, cols int) (*cpuWeight, error) {
+		return nil, nil // filled below, where the layer is known
+	})
+	for _, s := range m.cfg.slots() {
+		k := m.kindOf(s.at.Slot)
+		var arrays [][]byte
+		for _, t := range packedTensors(s.at, k, s.rows, s.cols) {
+			if b, ok := mc.aligned(t.name, t.dtype.Size()); ok {
+				arrays = append(arrays, b)
+			}
+		}
+		var h *cpuWeight
+		switch {
+		case k == kindQ8 && len(arrays) == 2:
+			h = &cpuWeight{q8: &kernels.Q8{N: s.rows, K: s.cols, Q: arrays[0], D: bytesU16(arrays[1])}, mapped: true}
+		case k == kindMat && len(arrays) == 1:
+			h = &cpuWeight{mat: &kernels.Packed{N: s.rows, K: s.cols, Data: bytesF32(arrays[0])}, mapped: true}
+		case k == kindBF16 && len(arrays) == 1:
+			h = &cpuWeight{bf: kernels.NewBF16Parts(s.cols, bytesU16(arrays[0]))}
+		default:
+			h = m.newWeight(k, s.rows, s.cols, true)
+		}
+		if h.mapped || h.bf != nil && h.bf.Parted() {
+			inPlace[h] = true
+		}
+		*w.At(s.at) = h
+	}
+	if m.cfg.TieWordEmbeddings {
+		w.LMHead = w.Embed
+	}
+	return w, inPlace
+}
+
+// loadPacked is loadFrom for a packed checkpoint (the caller holds m.mu):
+// it reads every tensor straight into the model's memory, or, for a model
+// that maps its checkpoint, makes weights that are the mapped tensors and
+// swaps them in. On an error of a mapped load the previous weights stay.
+func (m *Model) loadPacked(set *safetensors.Set, dir, layout string) error {
+	if err := m.checkPacked(set, dir, layout); err != nil {
+		return err
+	}
+	if m.mapWeights {
+		mc, err := mapCheckpoint(set, dir)
+		if err != nil {
+			return err
+		}
+		w, inPlace := m.newPackedMappedWeights(mc)
+		return m.installMapped(w, mc, m.packedJobs(set, w, inPlace), dir)
+	}
+	if m.w == nil {
+		m.allocFor(true)
+	}
+	if err := runLoadJobs(m.cpu.Threads(), m.packedJobs(set, m.w, nil)); err != nil {
+		m.loaded = map[string]bool{}
+		return fmt.Errorf("%w: %s: %w", ErrWeights, dir, err)
+	}
+	for _, name := range m.cfg.TensorNames() {
+		m.loaded[name] = true
+	}
+	return nil
+}
+
+// bytesU16 and bytesF32 view b (aligned for the type) as its elements.
+func bytesU16(b []byte) []uint16 {
+	return unsafe.Slice((*uint16)(unsafe.Pointer(unsafe.SliceData(b))), len(b)/2)
+}
+
+func bytesF32(b []byte) []float32 {
+	return unsafe.Slice((*float32)(unsafe.Pointer(unsafe.SliceData(b))), len(b)/4)
+}
