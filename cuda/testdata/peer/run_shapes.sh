@@ -7,10 +7,12 @@
 #   node cuda/testdata/peer/summarize.mjs SCRATCH_DIR/logs   # markdown table
 # rounds: default 2. shapes: any of 0.6b 1.7b 4b, or tiny (2 layers, hidden
 # 256, the real vocabulary: a smoke test of the harness; default "0.6b").
-# dtypes: any of bf16 bf16map fp32 int8 (default "bf16 fp32 int8"): bf16 runs
-# our bf16 weights against a BF16 GGUF export, bf16map the same computing
-# from the mapped checkpoint (--map, as llama.cpp maps its GGUF) instead of
-# a copy, fp32 our fp32 weights (loaded
+# dtypes: any of bf16 bf16map fp32 fp32map int8 int8map (default "bf16 fp32
+# int8"): bf16 runs our bf16 weights against a BF16 GGUF export, bf16map the
+# same computing from the mapped checkpoint (--map, as llama.cpp maps its
+# GGUF) instead of a copy; int8map and fp32map run the checkpoint packed once
+# in our layout (agentrl model pack, as the GGUF exports are converted once)
+# and mapped, against the Q8_0 and F32 exports; fp32 our fp32 weights (loaded
 # from the bf16 checkpoint) against an F32 export, int8 our int8 weights
 # (quantized at load) against a Q8_0 export. SCRATCH_DIR must hold
 # node_modules with node-llama-cpp and @node-llama-cpp/linux-x64 (see
@@ -51,10 +53,11 @@ stamp=$(date -u +%Y%m%dT%H%M%S)
 # cache; evict drops them from it.
 warm() { for f in "$@"; do cat "$f" >/dev/null; done; }
 evict() { for f in "$@"; do [ -f "$f" ] && dd if="$f" iflag=nocache count=0 status=none; done; return 0; }
-gguf_dtype() { case $1 in bf16map) echo bf16 ;; int8) echo q8_0 ;; *) echo "$1" ;; esac; }
-gguf_of() { case $2 in bf16map) echo "$1-bf16.gguf" ;; *) echo "$1-$2.gguf" ;; esac; }
-# ours: the bench engine flags for a dtype.
-ours() { case $1 in bf16map) echo "--weights bf16 --map" ;; *) echo "--weights $1" ;; esac; }
+gguf_dtype() { case $1 in bf16map) echo bf16 ;; int8 | int8map) echo q8_0 ;; fp32map) echo fp32 ;; *) echo "$1" ;; esac; }
+gguf_of() { case $2 in *map) echo "$1-${2%map}.gguf" ;; *) echo "$1-$2.gguf" ;; esac; }
+# ours: the bench engine flags for a dtype; ourdir: the model directory it loads.
+ours() { case $1 in bf16map) echo "--weights bf16 --map" ;; *map) echo "--map" ;; *) echo "--weights $1" ;; esac; }
+ourdir() { case $2 in int8map | fp32map) echo "$1-packed-${2%map}" ;; *) echo "$1" ;; esac; }
 gb() { awk -v kb="$1" 'BEGIN { printf "%.1f", kb / 1048576 }'; }
 
 for shape in $shapes; do
@@ -76,8 +79,8 @@ for shape in $shapes; do
   for dt in $dtypes; do
     case $dt in
     bf16 | bf16map) need_kb=$ckpt_kb ;;
-    fp32) need_kb=$((ckpt_kb * 23 / 10)) ;; # 4 bytes a parameter, and the tied head's copy
-    int8) need_kb=$((ckpt_kb * 6 / 10)) ;;  # 34 bytes per 32 parameters
+    fp32 | fp32map) need_kb=$((ckpt_kb * 23 / 10)) ;; # 4 bytes a parameter, and the tied head's copy
+    int8 | int8map) need_kb=$((ckpt_kb * 6 / 10)) ;;  # 34 bytes per 32 parameters
     *) echo "unknown dtype $dt" >&2; exit 2 ;;
     esac
     need_kb=$((need_kb + 3 * 1024 * 1024))
@@ -88,6 +91,11 @@ for shape in $shapes; do
     run_dtypes="$run_dtypes $dt"
     gdt=$(gguf_dtype "$dt")
     [ -f "$(gguf_of "$dir" "$dt")" ] || "$scratch/agentrl" model gguf --model "$dir" --dtype "$gdt" --out "$(gguf_of "$dir" "$dt")"
+    case $dt in
+    int8map | fp32map)
+      [ -f "$(ourdir "$dir" "$dt")/config.json" ] ||
+        "$scratch/agentrl" model pack --model "$dir" --weights "${dt%map}" --out "$(ourdir "$dir" "$dt")" ;;
+    esac
   done
   i=0
   while [ "$i" -lt "$rounds" ]; do
@@ -95,10 +103,11 @@ for shape in $shapes; do
       base="$logs/$shape-$dt-$stamp-r$i"
       head="== $shape $dt round $i $(date -u +%H:%M:%S) load $(cut -d' ' -f1-3 /proc/loadavg)"
       echo "$head"
-      warm "$dir"/*.safetensors
-      { echo "$head"; echo "cmd: agentrl bench engine $(ours "$dt")"; } >"$base-agentrl.log"
+      od=$(ourdir "$dir" "$dt")
+      warm "$od"/*.safetensors
+      { echo "$head"; echo "cmd: agentrl bench engine $(ours "$dt") ($(basename "$od"))"; } >"$base-agentrl.log"
       # shellcheck disable=SC2046
-      "$scratch/agentrl" bench engine --model "$dir" $(ours "$dt") --reps 3 --decode-tokens 32 \
+      "$scratch/agentrl" bench engine --model "$od" $(ours "$dt") --reps 3 --decode-tokens 32 \
         --prefill-tokens 512 --concurrency 32 --kv-memory 536870912 --bandwidth-bytes 536870912 \
         >>"$base-agentrl.log" 2>&1 || echo "FAILED: agentrl bench engine ($shape $dt), see $base-agentrl.log"
       tail -n +3 "$base-agentrl.log"
@@ -115,8 +124,8 @@ for shape in $shapes; do
   done
   # This shape's files leave the page cache (or the disk) so that the next
   # shape's runs have the memory to themselves.
-  evict "$dir"/*.safetensors "$dir"-*.gguf
+  evict "$dir"/*.safetensors "$dir"-*.gguf "$dir"-packed-*/*.safetensors
   if [ "${PEER_PRUNE:-0}" = 1 ]; then
-    rm -rf "$dir" "$dir"-*.gguf
+    rm -rf "$dir" "$dir"-*.gguf "$dir"-packed-*
   fi
 done
