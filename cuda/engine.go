@@ -46,10 +46,11 @@ type Options struct {
 	// WeightsF32 or WeightsInt8 (llama.cpp's Q8_0 values, quantized at
 	// load). Activations and the KV cache are fp32 in every case.
 	Weights model.WeightType
-	// MapWeights serves a bf16 model's matrices from a read-only mapping
-	// of the checkpoint instead of a copy (model.LoadOptions.Map: faster
-	// loading, no memory of its own; the files must then be replaced by
-	// rename, never rewritten in place, while the engine runs).
+	// MapWeights serves the matrices of a bf16 checkpoint, or of a packed
+	// one (agentrl model pack), from a read-only mapping of the files
+	// instead of a copy (model.LoadOptions.Map: loading copies nothing;
+	// the files must then be replaced by rename, never rewritten in place,
+	// while the engine runs).
 	MapWeights bool
 }
 

@@ -35,6 +35,8 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	maxBody := fs.Int64("max-body", httpapi.DefaultMaxBodyBytes, "request body limit in bytes")
 	kvMemory := fs.Int64("kv-memory", 0, "KV cache bytes (default: the engine's)")
 	device := fs.String("device", "cpu", "where the engine runs: cpu, or cuda (needs a binary built with -tags cuda)")
+	weights := fs.String("weights", "auto", "how the CPU engine stores the matrices: bf16, fp32, int8 (llama.cpp's Q8_0 values, quantized at load), or auto (the checkpoint's)")
+	mapWeights := fs.Bool("map", false, "compute from a read-only mapping of the checkpoint (bf16, or packed by agentrl model pack) instead of a copy: the files must then be replaced by rename, never rewritten in place")
 	grace := fs.Duration("shutdown-grace", 10*time.Second, "how long in-flight requests may finish on shutdown before they are aborted")
 	logFormat := fs.String("log-format", "text", "format of log records on stderr: text or json")
 	metricsAddr := fs.String("metrics-addr", "", "serve the engine's Prometheus metrics at http://ADDR/metrics (a listener of its own); empty: none")
@@ -61,6 +63,10 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	dev, err := model.ParseDevice(*device)
 	if err != nil {
 		return fmt.Errorf("-device: %w", err)
+	}
+	wt, err := model.ParseWeightType(*weights)
+	if err != nil {
+		return fmt.Errorf("-weights: %w", err)
 	}
 	for _, c := range []struct {
 		name string
@@ -116,7 +122,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		fmt.Fprintf(stderr, "agentrl serve: no usable tokenizer (%v): serving token ids only\n", err)
 	}
 
-	eng, err := cuda.Open(*dir, cuda.Options{Name: cfg.Model, KVMemory: *kvMemory, Device: dev})
+	eng, err := cuda.Open(*dir, cuda.Options{Name: cfg.Model, KVMemory: *kvMemory, Device: dev, Weights: wt, MapWeights: *mapWeights})
 	if err != nil {
 		return err
 	}

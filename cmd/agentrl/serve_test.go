@@ -51,7 +51,7 @@ func TestServe(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "tiny-qwen3")
 	var out, errOut bytes.Buffer
 	require.Equal(t, 0, runMain(context.Background(), []string{"model", "init", "-out", dir, "-tokenizer", tokDir,
-		"-layers", "1", "-hidden", "32", "-heads", "2", "-seed", "1"}, strings.NewReader(""), &out, &errOut), errOut.String())
+		"-layers", "1", "-hidden", "32", "-heads", "2", "-seed", "1", "-dtype", "bf16"}, strings.NewReader(""), &out, &errOut), errOut.String())
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -60,7 +60,7 @@ func TestServe(t *testing.T) {
 	code := make(chan int, 1)
 	go func() {
 		code <- runMain(ctx, []string{"serve", "-model", dir, "-addr", "127.0.0.1:0", "-auth-token-env", "AGENTRL_TEST_TOKEN",
-			"-tool-parser", "hermes", "-kv-memory", "4000000"}, strings.NewReader(""), &sout, &serr)
+			"-tool-parser", "hermes", "-kv-memory", "4000000", "-map"}, strings.NewReader(""), &sout, &serr)
 	}()
 	base := waitURL(t, &sout, servingOn, &serr)
 
@@ -144,6 +144,7 @@ func TestServeUsageErrors(t *testing.T) {
 		{[]string{"serve", "-model", "x", "-max-body", "0"}, "-max-body: must be positive"},
 		{[]string{"serve", "-model", "x", "-kv-memory", "-1"}, "must not be negative"},
 		{[]string{"serve", "-model", "x", "-allow-weights-dir", ""}, "empty value"},
+		{[]string{"serve", "-model", "x", "-weights", "int3"}, "-weights: model: unknown weight type"},
 	}
 	for _, tc := range tests {
 		var out, errOut bytes.Buffer

@@ -15,7 +15,15 @@
 // layout and are multiplied with vdpbf16ps where the CPU has AVX512_BF16,
 // accumulating in float32 against activations rounded to bf16 once per
 // call; the AVX-512F, AVX2 and generic paths emulate the same 16 lanes
-// exactly, so every level gives the same bits.
+// exactly, so every level gives the same bits. A BF16 may be parted
+// (NewBF16Parts): its rows are several row blocks used in place, such as
+// the q, k and v tensors of a read-only mapping of the checkpoint, with
+// the same results as one contiguous matrix.
+//
+// GuardMapping makes such a mapping fail closed: a SIGBUS from a page past
+// the end of a file truncated under it (which inside C code would kill the
+// process) maps zero pages instead and marks the mapping Damaged, for the
+// caller to report; every other SIGBUS goes to Go's handler as before.
 //
 // int8 weights (Q8, MatMulQ8) hold llama.cpp's Q8_0 values (int8 with an
 // fp16 scale per 32 weights, quantized as ggml's quantize_row_q8_0_ref) in

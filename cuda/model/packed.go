@@ -111,21 +111,32 @@ func (m *Model) WritePacked(path string) error {
 	if miss := m.missing(); len(miss) > 0 {
 		return fmt.Errorf("%w: WritePacked: %d weights not set (first: %s)", ErrWeights, len(miss), miss[0])
 	}
+	// Each tensor's bytes are taken when the writer reaches it: a bf16
+	// matrix used in place from a mapping (parted) is gathered then, one
+	// at a time, and the model is left as it is.
+	type source struct {
+		w *cpuWeight
+		i int
+	}
 	var ts []safetensors.Tensor
-	data := map[string][]byte{}
+	from := map[string]source{}
 	for _, s := range m.cfg.slots() {
 		w := *m.w.At(s.at)
-		if w.bf != nil {
-			w.bf.Own() // a parted matrix is written whole (it stays a copy: fine for a model being packed)
-		}
 		for i, t := range packedTensors(s.at, m.kindOf(s.at.Slot), s.rows, s.cols) {
-			b := w.bytes()[i]
-			if len(b) != t.n*t.dtype.Size() {
-				return fmt.Errorf("model: WritePacked: %s holds %d bytes, its layout %d", t.name, len(b), t.n*t.dtype.Size())
-			}
 			ts = append(ts, safetensors.Tensor{Name: t.name, DType: t.dtype, Shape: []int64{int64(t.n)}})
-			data[t.name] = b
+			from[t.name] = source{w, i}
 		}
+	}
+	data := func(t safetensors.Tensor) ([]byte, error) {
+		src := from[t.Name]
+		if bf := src.w.bf; bf != nil && bf.Parted() {
+			rows := make([]uint16, 0, bf.N*bf.K)
+			for r := range bf.N {
+				rows = append(rows, bf.Row(r)...)
+			}
+			return u16bytes(rows), nil
+		}
+		return src.w.bytes()[src.i], nil
 	}
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
 	if err != nil {
@@ -134,7 +145,7 @@ func (m *Model) WritePacked(path string) error {
 	tmpName := tmp.Name()
 	tmp.Close()
 	meta := map[string]string{PackedLayoutKey: packedLayout(m.wt), "format": "agentrl"}
-	err = safetensors.WriteFileStream(tmpName, ts, meta, func(t safetensors.Tensor) ([]byte, error) { return data[t.Name], nil })
+	err = safetensors.WriteFileStream(tmpName, ts, meta, data)
 	if err == nil {
 		err = os.Rename(tmpName, path)
 	}

@@ -198,3 +198,23 @@ func TestPackedTruncated(t *testing.T) {
 	require.ErrorIs(t, err, ErrWeights)
 	require.ErrorContains(t, err, path)
 }
+
+// TestWritePackedFromMapped: a bf16 model computing from its mapped
+// checkpoint packs to the same file as a copied one, and stays as it was.
+func TestWritePackedFromMapped(t *testing.T) {
+	cfg := mapConfig(false)
+	src := t.TempDir()
+	require.NoError(t, WriteRandomDir(src, cfg, 3, WriteOptions{DType: safetensors.BF16}))
+	mm, err := LoadWith(src, nil, LoadOptions{Map: true})
+	require.NoError(t, err)
+	defer mm.Close()
+	cp, err := LoadWith(src, nil, LoadOptions{})
+	require.NoError(t, err)
+	a, err := os.ReadFile(filepath.Join(packTo(t, mm, src), safetensors.SingleFile))
+	require.NoError(t, err)
+	b, err := os.ReadFile(filepath.Join(packTo(t, cp, src), safetensors.SingleFile))
+	require.NoError(t, err)
+	require.Equal(t, b, a)
+	in, owned := inPlaceWeights(mm)
+	require.Equal(t, [2]int{4*cfg.NumHiddenLayers + 2, 0}, [2]int{in, owned})
+}

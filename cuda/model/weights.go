@@ -271,7 +271,9 @@ type LoadOptions struct {
 // time: a BF16 tensor of a bf16 model is copied as is; other types are
 // read into a small per-thread buffer and converted from it directly into
 // the model's layout (packed fp32 panels, int8 blocks), so loading never
-// holds a tensor twice nor writes a widened copy of it.
+// holds a tensor twice nor writes a widened copy of it. A packed
+// checkpoint (Model.WritePacked) loads as the weight type it holds, its
+// bytes read straight into place; LoadOptions.Map uses them in place.
 func LoadWith(dir string, cpu *kernels.CPU, o LoadOptions) (*Model, error) {
 	cfg, set, err := openCheckpoint(dir)
 	if err != nil {
@@ -316,7 +318,7 @@ func LoadWith(dir string, cpu *kernels.CPU, o LoadOptions) (*Model, error) {
 			return nil, fmt.Errorf("model: %s weights are CPU only (device %s stores fp32)", o.Weights, o.Device)
 		}
 		if o.Map {
-			return nil, fmt.Errorf("model: Map serves bf16 weights on the CPU (device %s stores fp32 copies)", o.Device)
+			return nil, fmt.Errorf("model: Map serves weights from the checkpoint's mapping on the CPU only (device %s stores fp32 copies)", o.Device)
 		}
 		m, err = NewOn(cfg, o.Device, cpu)
 	}
@@ -538,9 +540,7 @@ func (m *Model) loadJobs(set *safetensors.Set, w *Weights[*cpuWeight], inPlace m
 		esz := info.DType.Size()
 		piece := convertPiece
 		mapped := inPlace[name]
-		if mapped != nil {
-			piece = loadPiece
-		} else if direct(dst, info.DType) {
+		if mapped != nil || direct(dst, info.DType) {
 			piece = loadPiece
 		}
 		step := max(1, piece/max(1, cols*esz))
@@ -662,8 +662,7 @@ func (j *loadJob) run(buf *loadBuffers) error {
 		// The checkpoint's bytes are the model's bytes: read them in place.
 		return readInto(j.set, j.name, u16bytes(w.bf.Data[(j.row+j.r0)*j.cols:(j.row+j.r1)*j.cols]), off)
 	case w.vec != nil && j.info.DType == safetensors.F32:
-		dst := w.vec[j.row+j.r0*j.cols : j.row+j.r1*j.cols]
-		return readInto(j.set, j.name, unsafe.Slice((*byte)(unsafe.Pointer(&dst[0])), 4*len(dst)), off)
+		return readInto(j.set, j.name, f32bytes(w.vec[j.row+j.r0*j.cols:j.row+j.r1*j.cols]), off)
 	}
 	src, err := sourceOf(j.info.DType)
 	if err != nil {
