@@ -24,17 +24,18 @@ func mapConfig(tie bool) *Config {
 	return cfg
 }
 
-// inPlaceMatrices counts the model's bf16 matrices that are the mapping's
-// rows (parts) rather than memory of their own.
-func inPlaceMatrices(m *Model) (inPlace, owned int) {
-	seen := map[*kernels.BF16]bool{} // a tied head is the table
+// inPlaceWeights counts the model's matrices used in place from a mapping
+// (a parted bf16 matrix, or a packed one's mapped bytes) and those with
+// memory of their own.
+func inPlaceWeights(m *Model) (inPlace, owned int) {
+	seen := map[*cpuWeight]bool{} // a tied head is the table
 	m.w.Each(func(h **cpuWeight) {
 		w := *h
-		if w == nil || w.bf == nil || seen[w.bf] {
+		if w == nil || w.vec != nil || seen[w] {
 			return
 		}
-		seen[w.bf] = true
-		if w.bf.Parted() {
+		seen[w] = true
+		if w.mapped || w.bf != nil && w.bf.Parted() {
 			inPlace++
 		} else {
 			owned++
@@ -62,7 +63,7 @@ func TestLoadMapped(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, WeightsBF16, m.Weights())
 			require.NotNil(t, m.mapped)
-			in, owned := inPlaceMatrices(m)
+			in, owned := inPlaceWeights(m)
 			require.Zero(t, owned, "tied %v, shards %d", tie, shard)
 			require.Equal(t, 4*cfg.NumHiddenLayers+map[bool]int{false: 2, true: 1}[tie], in)
 			require.Equal(t, want, lastLogits(t, m), "tied %v, shards %d", tie, shard)
@@ -85,7 +86,7 @@ func TestLoadMapped(t *testing.T) {
 			require.NoError(t, m.SetTensor(name, shapes[name], v))
 			require.NoError(t, copied.SetTensor(name, shapes[name], v))
 			require.Equal(t, lastLogits(t, copied), lastLogits(t, m))
-			in2, owned2 := inPlaceMatrices(m)
+			in2, owned2 := inPlaceWeights(m)
 			require.Equal(t, [2]int{in - 1, 1}, [2]int{in2, owned2})
 			fresh, err := LoadWith(dir, cpu, LoadOptions{Map: true})
 			require.NoError(t, err)
@@ -131,7 +132,7 @@ func TestLoadMappedOtherTypes(t *testing.T) {
 	require.NoError(t, err)
 	want, err := LoadWith(f32, nil, LoadOptions{Weights: WeightsBF16})
 	require.NoError(t, err)
-	in, owned := inPlaceMatrices(m)
+	in, owned := inPlaceWeights(m)
 	require.Equal(t, [2]int{0, 4*cfg.NumHiddenLayers + 1}, [2]int{in, owned})
 	require.False(t, m.Mapped(), "nothing in place: the mapping is released")
 	require.Equal(t, lastLogits(t, want), lastLogits(t, m))
@@ -170,7 +171,7 @@ func TestLoadMappedMisaligned(t *testing.T) {
 	require.NoError(t, err)
 	m, err := LoadWith(odd, nil, LoadOptions{Map: true})
 	require.NoError(t, err)
-	in, owned := inPlaceMatrices(m)
+	in, owned := inPlaceWeights(m)
 	// Tensors sort as lm_head, model.embed_tokens, model.layers.0.*,
 	// model.layers.1.a.pad, model.layers.1.*, …: layer 1's matrices are
 	// back at even offsets, everything before them is odd.

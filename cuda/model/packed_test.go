@@ -23,25 +23,6 @@ func packTo(t *testing.T, m *Model, src string) string {
 	return dir
 }
 
-// inPlaceWeights counts the model's matrices used in place from a mapping
-// and those with memory of their own.
-func inPlaceWeights(m *Model) (inPlace, owned int) {
-	seen := map[*cpuWeight]bool{} // a tied head is the table
-	m.w.Each(func(h **cpuWeight) {
-		w := *h
-		if w == nil || w.vec != nil || seen[w] {
-			return
-		}
-		seen[w] = true
-		if w.mapped || w.bf != nil && w.bf.Parted() {
-			inPlace++
-		} else {
-			owned++
-		}
-	})
-	return inPlace, owned
-}
-
 // TestPackedRoundTrip: every weight type of every architecture quirk
 // (tied or not, Qwen2's biases) written packed loads back, copied or
 // mapped, with bit-identical logits and nothing converted; a mapped packed
