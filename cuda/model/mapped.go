@@ -10,13 +10,13 @@ import (
 	"github.com/agentrl/agentrl/safetensors"
 )
 
-// mappedCheckpoint is the read-only mapping a bf16 model loaded with
-// LoadOptions.Map computes from: its matrices' rows are the checkpoint's
-// BF16 tensors in place. Each file is registered with the kernels' SIGBUS
-// guard, so a file truncated while mapped reads as zeros past its new end
-// instead of killing the process, and Forward reports the damage.
+// mappedCheckpoint is the read-only mapping a model loaded with
+// LoadOptions.Map computes from: its matrices are a bf16 checkpoint's BF16
+// tensors, or a packed checkpoint's arrays, in place. Each file is
+// registered with the kernels' SIGBUS guard, so a file truncated while
+// mapped reads as zeros past its new end instead of killing the process,
+// and Forward reports the damage.
 type mappedCheckpoint struct {
-	dir    string
 	m      *safetensors.Mapping
 	paths  []string
 	guards []*kernels.MapGuard
@@ -30,7 +30,7 @@ func mapCheckpoint(set *safetensors.Set, dir string) (*mappedCheckpoint, error) 
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", ErrWeights, dir, err)
 	}
-	c := &mappedCheckpoint{dir: dir, m: m}
+	c := &mappedCheckpoint{m: m}
 	paths, regions := m.Regions()
 	for i, r := range regions {
 		g, err := kernels.GuardMapping(r)
@@ -44,8 +44,9 @@ func mapCheckpoint(set *safetensors.Set, dir string) (*mappedCheckpoint, error) 
 }
 
 // Mapped reports whether the model computes from a mapping of its
-// checkpoint (LoadOptions.Map, for a bf16 model): its matrices are the
-// mapped tensors, except those SetTensor has since written.
+// checkpoint (LoadOptions.Map, of a bf16 or a packed checkpoint): its
+// matrices are the mapped tensors, except those SetTensor has since
+// written.
 func (m *Model) Mapped() bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
