@@ -80,7 +80,7 @@ func (c *mappedCheckpoint) bf16(name string) ([]uint16, bool) {
 		return nil, false
 	}
 	b, ok := c.aligned(name, 2)
-	return bytesU16(b), ok
+	return fromBytes[uint16](b), ok
 }
 
 // aligned returns tensor name's mapped bytes when they can be used in

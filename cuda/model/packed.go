@@ -82,18 +82,13 @@ func packedTensors(at Place, k weightKind, rows, cols int) []packedTensor {
 func (w *cpuWeight) bytes() [][]byte {
 	switch {
 	case w.q8 != nil:
-		return [][]byte{w.q8.Q, u16bytes(w.q8.D)}
+		return [][]byte{w.q8.Q, asBytes(w.q8.D)}
 	case w.mat != nil:
-		return [][]byte{f32bytes(w.mat.Data)}
+		return [][]byte{asBytes(w.mat.Data)}
 	case w.bf != nil:
-		return [][]byte{u16bytes(w.bf.Data)}
+		return [][]byte{asBytes(w.bf.Data)}
 	}
-	return [][]byte{f32bytes(w.vec)}
-}
-
-// f32bytes is s's memory as bytes.
-func f32bytes(s []float32) []byte {
-	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s))), 4*len(s))
+	return [][]byte{asBytes(w.vec)}
 }
 
 // WritePacked writes the model's weights in the engine's own layout to
@@ -134,7 +129,7 @@ func (m *Model) WritePacked(path string) error {
 			for r := range bf.N {
 				rows = append(rows, bf.Row(r)...)
 			}
-			return u16bytes(rows), nil
+			return asBytes(rows), nil
 		}
 		return src.w.bytes()[src.i], nil
 	}
@@ -232,11 +227,11 @@ func (m *Model) newPackedMappedWeights(mc *mappedCheckpoint) (*Weights[*cpuWeigh
 		var h *cpuWeight
 		switch {
 		case k == kindQ8 && len(arrays) == 2:
-			h = &cpuWeight{q8: &kernels.Q8{N: s.rows, K: s.cols, Q: arrays[0], D: bytesU16(arrays[1])}, mapped: true}
+			h = &cpuWeight{q8: &kernels.Q8{N: s.rows, K: s.cols, Q: arrays[0], D: fromBytes[uint16](arrays[1])}, mapped: true}
 		case k == kindMat && len(arrays) == 1:
-			h = &cpuWeight{mat: &kernels.Packed{N: s.rows, K: s.cols, Data: bytesF32(arrays[0])}, mapped: true}
+			h = &cpuWeight{mat: &kernels.Packed{N: s.rows, K: s.cols, Data: fromBytes[float32](arrays[0])}, mapped: true}
 		case k == kindBF16 && len(arrays) == 1:
-			h = &cpuWeight{bf: kernels.NewBF16Parts(s.cols, bytesU16(arrays[0]))}
+			h = &cpuWeight{bf: kernels.NewBF16Parts(s.cols, fromBytes[uint16](arrays[0]))}
 		default:
 			h = m.newWeight(k, s.rows, s.cols, true)
 		}
@@ -280,11 +275,15 @@ func (m *Model) loadPacked(set *safetensors.Set, dir, layout string) error {
 	return nil
 }
 
-// bytesU16 and bytesF32 view b (aligned for the type) as its elements.
-func bytesU16(b []byte) []uint16 {
-	return unsafe.Slice((*uint16)(unsafe.Pointer(unsafe.SliceData(b))), len(b)/2)
+// asBytes is s's memory as bytes.
+func asBytes[T uint16 | float32](s []T) []byte {
+	var zero T
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s))), int(unsafe.Sizeof(zero))*len(s))
 }
 
-func bytesF32(b []byte) []float32 {
-	return unsafe.Slice((*float32)(unsafe.Pointer(unsafe.SliceData(b))), len(b)/4)
+// fromBytes views b (aligned for T, a whole number of them) as its
+// elements.
+func fromBytes[T uint16 | float32](b []byte) []T {
+	var zero T
+	return unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(b))), len(b)/int(unsafe.Sizeof(zero)))
 }

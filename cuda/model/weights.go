@@ -550,7 +550,7 @@ func (m *Model) loadJobs(set *safetensors.Set, w *Weights[*cpuWeight], inPlace m
 		for r := 0; r < rows; r += step {
 			j := loadJob{cpu: m.cpu, set: set, name: name, info: info, dst: dst, row: p.Row, r0: r, r1: min(r+step, rows), cols: cols}
 			if mapped != nil {
-				j = loadJob{set: set, name: name, populate: u16bytes(mapped[j.r0*cols : j.r1*cols])}
+				j = loadJob{set: set, name: name, populate: asBytes(mapped[j.r0*cols : j.r1*cols])}
 			}
 			jobs = append(jobs, j)
 		}
@@ -660,9 +660,9 @@ func (j *loadJob) run(buf *loadBuffers) error {
 	switch {
 	case w.bf != nil && j.info.DType == safetensors.BF16:
 		// The checkpoint's bytes are the model's bytes: read them in place.
-		return readInto(j.set, j.name, u16bytes(w.bf.Data[(j.row+j.r0)*j.cols:(j.row+j.r1)*j.cols]), off)
+		return readInto(j.set, j.name, asBytes(w.bf.Data[(j.row+j.r0)*j.cols:(j.row+j.r1)*j.cols]), off)
 	case w.vec != nil && j.info.DType == safetensors.F32:
-		return readInto(j.set, j.name, f32bytes(w.vec[j.row+j.r0*j.cols:j.row+j.r1*j.cols]), off)
+		return readInto(j.set, j.name, asBytes(w.vec[j.row+j.r0*j.cols:j.row+j.r1*j.cols]), off)
 	}
 	src, err := sourceOf(j.info.DType)
 	if err != nil {
@@ -708,9 +708,4 @@ func (m *Model) CheckTensor(name string, shape []int64, n int) error {
 		return fmt.Errorf("%w: tensor %q: %d values for shape %v", ErrWeights, name, n, want)
 	}
 	return nil
-}
-
-// u16bytes is s's memory as bytes.
-func u16bytes(s []uint16) []byte {
-	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s))), 2*len(s))
 }
