@@ -44,6 +44,22 @@ func inPlaceWeights(m *Model) (inPlace, owned int) {
 	return inPlace, owned
 }
 
+// fileTensors reads every tensor of the safetensors file at path, to be
+// written again with changes.
+func fileTensors(t *testing.T, path string) []safetensors.Tensor {
+	t.Helper()
+	f, err := safetensors.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	var ts []safetensors.Tensor
+	for _, info := range f.Tensors {
+		_, b, err := f.Bytes(info.Name)
+		require.NoError(t, err)
+		ts = append(ts, safetensors.Tensor{Name: info.Name, DType: info.DType, Shape: info.Shape, Data: b})
+	}
+	return ts
+}
+
 // TestLoadMapped: a bf16 checkpoint, one file or sharded, tied or not,
 // served from its mapping gives bit for bit the logits of the copied
 // load, with every matrix in place (nothing copied); reloading, dropping
@@ -149,19 +165,12 @@ func TestLoadMappedMisaligned(t *testing.T) {
 	cfg := mapConfig(false)
 	dir, odd := t.TempDir(), t.TempDir()
 	require.NoError(t, WriteRandomDir(dir, cfg, 5, WriteOptions{DType: safetensors.BF16}))
-	f, err := safetensors.Open(filepath.Join(dir, safetensors.SingleFile))
-	require.NoError(t, err)
 	// One byte sorted first ("a.pad" < "lm_head") moves every tensor to an
 	// odd offset; a second one sorted before layer 1's tensors moves
 	// those back to even offsets.
-	ts := []safetensors.Tensor{{Name: "a.pad", DType: safetensors.U8, Shape: []int64{1}, Data: []byte{7}}}
-	for _, info := range f.Tensors {
-		_, b, err := f.Bytes(info.Name)
-		require.NoError(t, err)
-		ts = append(ts, safetensors.Tensor{Name: info.Name, DType: info.DType, Shape: info.Shape, Data: b})
-	}
-	ts = append(ts, safetensors.Tensor{Name: "model.layers.1.a.pad", DType: safetensors.U8, Shape: []int64{1}, Data: []byte{7}})
-	require.NoError(t, f.Close())
+	ts := append(fileTensors(t, filepath.Join(dir, safetensors.SingleFile)),
+		safetensors.Tensor{Name: "a.pad", DType: safetensors.U8, Shape: []int64{1}, Data: []byte{7}},
+		safetensors.Tensor{Name: "model.layers.1.a.pad", DType: safetensors.U8, Shape: []int64{1}, Data: []byte{7}})
 	require.NoError(t, safetensors.WriteFile(filepath.Join(odd, safetensors.SingleFile), ts, nil))
 	cfgBytes, err := os.ReadFile(filepath.Join(dir, "config.json"))
 	require.NoError(t, err)

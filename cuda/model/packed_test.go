@@ -127,15 +127,7 @@ func TestPackedErrors(t *testing.T) {
 	require.ErrorContains(t, err, `packed tensor "layers.0.gate_up.q8"`)
 
 	// Another engine's layout (a different panel height, say) is refused.
-	f, err := safetensors.Open(filepath.Join(dir, safetensors.SingleFile))
-	require.NoError(t, err)
-	var ts []safetensors.Tensor
-	for _, info := range f.Tensors {
-		_, b, err := f.Bytes(info.Name)
-		require.NoError(t, err)
-		ts = append(ts, safetensors.Tensor{Name: info.Name, DType: info.DType, Shape: info.Shape, Data: b})
-	}
-	require.NoError(t, f.Close())
+	ts := fileTensors(t, filepath.Join(dir, safetensors.SingleFile))
 	alien := t.TempDir()
 	require.NoError(t, writeConfig(alien, cfg, safetensors.BF16))
 	require.NoError(t, safetensors.WriteFile(filepath.Join(alien, safetensors.SingleFile), ts, map[string]string{PackedLayoutKey: "int8 panel=32 q8_block=32 v1"}))
