@@ -1,12 +1,13 @@
 package kernels
 
 /*
-#include "kernels.h"
+#include "par.h"
 */
 import "C"
 
 import (
 	"fmt"
+	"runtime"
 	"sync"
 	"unsafe"
 )
@@ -178,7 +179,7 @@ var bf16Scratch sync.Pool
 // bf16Rows is rows per work item of MatMulBF16: a multiple of every
 // level's tile height, and enough rows (16 KB of weights at K=1024) that
 // handing out an item costs little next to computing it.
-const bf16Rows = 8
+const bf16Rows = C.AGL_PAR_BF16_ROWS
 
 // MatMulBF16 computes y[t][n] = Σ_k bf16(x[t][k])·W[n][k] + bias[n] for t
 // tokens: the activations are rounded to bfloat16 (as vdpbf16ps needs)
@@ -210,33 +211,34 @@ func (c *CPU) MatMulBF16(y, x []float32, t int, w *BF16, bias []float32) {
 	if ldx > 0 {
 		C.agl_bf16_round(fptr(x), C.int64_t(t), C.int64_t(w.K), C.int64_t(ldx), u16ptr(xb))
 	}
-	groups := (w.N + bf16Rows - 1) / bf16Rows
-	c.parallelChunks(groups, func(lo, hi int) {
-		r0, r1 := lo*bf16Rows, min(hi*bf16Rows, w.N)
-		if w.parts == nil {
-			C.agl_gemm_bf16(C.int(c.level), u16ptr(xb), C.int64_t(t), C.int64_t(w.K), C.int64_t(ldx), u16ptr(w.Data),
-				C.int64_t(w.N), fptr(bias), fptr(y), C.int64_t(r0), C.int64_t(r1))
-			return
-		}
-		// The kernel reads row r at w + r·k and writes it at y[j·n + r]
-		// (bias[r]), each row on its own: a range crossing parts is done
-		// part by part, the part's rows relative to its base and y and
-		// bias moved to its first row, with the same bits.
-		for j := w.part(r0); j < len(w.parts) && w.parts[j].row0 < r1; j++ {
-			p := w.parts[j]
-			a, b := max(r0, p.row0), min(r1, p.row0+len(p.data)/w.K)
-			C.agl_gemm_bf16(C.int(c.level), u16ptr(xb), C.int64_t(t), C.int64_t(w.K), C.int64_t(ldx), u16ptr(p.data),
-				C.int64_t(w.N), biasAt(bias, p.row0), fptr(y[p.row0:]), C.int64_t(a-p.row0), C.int64_t(b-p.row0))
-		}
-	})
+	if w.parts == nil {
+		c.matMulBF16Rows(xb, t, ldx, w.K, w.Data, w.N, w.N, bias, y)
+		return
+	}
+	// Part by part: the kernel reads row r at w + r·k and writes it at
+	// y[j·n + r] (bias[r]), each row on its own, so a part's rows relative
+	// to its base, with y and bias moved to its first row, give the same
+	// bits as one contiguous matrix.
+	for _, p := range w.parts {
+		c.matMulBF16Rows(xb, t, ldx, w.K, p.data, len(p.data)/w.K, w.N, biasFrom(bias, p.row0), y[p.row0:])
+	}
 }
 
-// biasAt is bias from row r on, nil without a bias.
-func biasAt(bias []float32, r int) *C.float {
+// matMulBF16Rows runs agl_gemm_bf16 over rows [0, rows) of w (row stride
+// k) on the pool, in work items of AGL_PAR_BF16_ROWS rows.
+func (c *CPU) matMulBF16Rows(xb []uint16, t, ldx, k int, w []uint16, rows, n int, bias, y []float32) {
+	helpers, chunk := c.split((rows + bf16Rows - 1) / bf16Rows)
+	C.agl_par_gemm_bf16(c.pool, C.int(helpers), chunk, C.int(c.level), u16ptr(xb), C.int64_t(t), C.int64_t(k),
+		C.int64_t(ldx), u16ptr(w), C.int64_t(rows), C.int64_t(n), fptr(bias), fptr(y))
+	runtime.KeepAlive(c)
+}
+
+// biasFrom is bias from row r on, nil without a bias.
+func biasFrom(bias []float32, r int) []float32 {
 	if bias == nil {
 		return nil
 	}
-	return fptr(bias[r:])
+	return bias[r:]
 }
 
 // bf16ManyTokens is the fewest tokens for which MatMulBF16 at AVX512BF16
@@ -270,45 +272,39 @@ func u32ptr(s []uint32) *C.uint32_t { return (*C.uint32_t)(unsafe.Pointer(&s[0])
 // are whole 16-row groups cut as evenly as the panel height allows, their
 // count a multiple of the threads, so that the threads' shares come out
 // equal (at the 0.6B shapes: 64 groups of o and down → 14 ranges of 4–5
-// groups) where parallelChunks' pieces of a fixed size would leave one
+// groups) where split's pieces of a fixed size would leave one
 // thread a panel more.
 func (c *CPU) matMulBF16Many(y, x []float32, t int, w *BF16, bias []float32) {
 	xp := getWords(&bf16Acts, int(C.agl_bf16_act_words(C.int64_t(t), C.int64_t(w.K))))
 	defer bf16Acts.Put(xp)
-	c.parallelChunks(int(C.agl_bf16_act_tiles(C.int64_t(t))), func(lo, hi int) {
-		C.agl_bf16_pack_act(fptr(x), C.int64_t(t), C.int64_t(w.K), C.int64_t(lo), C.int64_t(hi), u32ptr(*xp))
-	})
-	groups := (w.N + 15) / 16
-	perPanel := int(C.agl_bf16_panel_rows()) / 16
-	items := (groups + perPanel - 1) / perPanel
-	if c.threads > 1 {
-		items = min(groups, (items+c.threads-1)/c.threads*c.threads)
-	}
+	helpers, chunk := c.split(int(C.agl_bf16_act_tiles(C.int64_t(t))))
+	C.agl_par_bf16_pack_act(c.pool, C.int(helpers), chunk, fptr(x), C.int64_t(t), C.int64_t(w.K), u32ptr(*xp))
+	// One panel of scratch per thread.
 	pw := int(C.agl_bf16_panel_words(C.int64_t(w.K)))
-	f := func(lo, hi int) {
-		pk := getWords(&bf16Panels, pw)
-		defer bf16Panels.Put(pk)
-		for i := lo; i < hi; i++ {
-			r0, r1 := 16*(groups*i/items), min(16*(groups*(i+1)/items), w.N)
-			if w.parts == nil {
-				C.agl_gemm_bf16_many(u32ptr(*xp), C.int64_t(t), C.int64_t(w.K), u16ptr(w.Data), C.int64_t(w.N), fptr(bias), fptr(y),
-					C.int64_t(r0), C.int64_t(r1), u32ptr(*pk))
-				continue
-			}
-			// Part by part, as in MatMulBF16: each row is a lane of its
-			// panel on its own, so a panel cut short at a part's end
-			// (its other lanes zero) gives the same bits.
-			for j := w.part(r0); j < len(w.parts) && w.parts[j].row0 < r1; j++ {
-				p := w.parts[j]
-				a, b := max(r0, p.row0), min(r1, p.row0+len(p.data)/w.K)
-				C.agl_gemm_bf16_many(u32ptr(*xp), C.int64_t(t), C.int64_t(w.K), u16ptr(p.data), C.int64_t(w.N), biasAt(bias, p.row0),
-					fptr(y[p.row0:]), C.int64_t(a-p.row0), C.int64_t(b-p.row0), u32ptr(*pk))
-			}
+	pk := getWords(&bf16Panels, c.threads*pw)
+	defer bf16Panels.Put(pk)
+	// Part by part, as in MatMulBF16: each row is a lane of its panel on
+	// its own, so a panel cut short at a part's end (its other lanes zero)
+	// gives the same bits.
+	parts := w.parts
+	if parts == nil {
+		parts = []bf16Part{{data: w.Data}}
+	}
+	perPanel := int(C.agl_bf16_panel_rows()) / 16
+	for _, p := range parts {
+		rows := len(p.data) / w.K
+		groups := (rows + 15) / 16
+		items := (groups + perPanel - 1) / perPanel
+		if c.threads > 1 {
+			items = min(groups, (items+c.threads-1)/c.threads*c.threads)
 		}
+		helpers := 0
+		if c.threads > 1 {
+			helpers = min(c.threads, items) - 1
+		}
+		C.agl_par_gemm_bf16_many(c.pool, C.int(helpers), u32ptr(*xp), C.int64_t(t), C.int64_t(w.K), u16ptr(p.data),
+			C.int64_t(rows), C.int64_t(w.N), fptr(biasFrom(bias, p.row0)), fptr(y[p.row0:]), C.int64_t(items),
+			u32ptr(*pk), C.int64_t(pw))
 	}
-	if c.threads <= 1 || items <= 1 {
-		f(0, items)
-		return
-	}
-	c.crew.run(min(c.threads, items)-1, items, 1, f)
+	runtime.KeepAlive(c)
 }

@@ -7,7 +7,10 @@ import (
 	"time"
 )
 
-// A crew is a CPU's helper goroutines. A forward pass is a chain of
+// A crew is a CPU's helper goroutines, for Go work between kernel calls
+// (Split); the kernels themselves run on the pool's threads (pool.c),
+// because goroutines in long cgo calls make the runtime juggle OS threads.
+// A forward pass is a chain of
 // kernel calls of 0.05–1 ms each; starting a goroutine for every call
 // means waking the idle core's OS thread every time, which costs tens of
 // microseconds here, and the caller meanwhile computes the helper's

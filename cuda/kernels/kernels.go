@@ -3,7 +3,7 @@ package kernels
 /*
 #cgo CFLAGS: -O3 -std=c11 -Wall
 #cgo LDFLAGS: -lm
-#include "kernels.h"
+#include "par.h"
 */
 import "C"
 
@@ -61,7 +61,8 @@ func (p *Packed) Panels() int { return (p.N + Panel - 1) / Panel }
 type CPU struct {
 	level   Level
 	threads int
-	crew    *crew
+	crew    *crew       // helper goroutines for Go work (Split)
+	pool    *C.agl_pool // helper threads for the kernels (pool.c); nil with one thread
 }
 
 // NewCPU returns a CPU using threads goroutines per operation (0 = one per
@@ -70,7 +71,20 @@ func NewCPU(threads int) *CPU {
 	if threads <= 0 {
 		threads = runtime.GOMAXPROCS(0)
 	}
-	return &CPU{level: Detect(), threads: threads, crew: newCrew(threads - 1)}
+	return newCPU(Detect(), threads)
+}
+
+// newCPU sets up a CPU's helpers: the pool's threads are freed with the
+// CPU (every kernel call keeps the CPU alive until it returns).
+func newCPU(l Level, threads int) *CPU {
+	c := &CPU{level: l, threads: threads, crew: newCrew(threads - 1)}
+	if threads > 1 {
+		c.pool = C.agl_pool_new(C.int(threads - 1))
+		if c.pool != nil {
+			runtime.AddCleanup(c, func(p *C.agl_pool) { C.agl_pool_free(p) }, c.pool)
+		}
+	}
+	return c
 }
 
 // WithLevel returns a copy that runs at level l (at most the detected one).
@@ -78,7 +92,14 @@ func (c *CPU) WithLevel(l Level) (*CPU, error) {
 	if l < Generic || l > Detect() {
 		return nil, fmt.Errorf("kernels: level %v not supported by this CPU (best %v)", l, Detect())
 	}
-	return &CPU{level: l, threads: c.threads, crew: newCrew(c.threads - 1)}, nil
+	return newCPU(l, c.threads), nil
+}
+
+// poolThreads is the number of the pool's helper threads running.
+func (c *CPU) poolThreads() int {
+	n := int(C.agl_pool_alive(c.pool))
+	runtime.KeepAlive(c)
+	return n
 }
 
 // Level is the instruction-set level in use.
@@ -102,11 +123,11 @@ func iptr(s []int32) *C.int32_t {
 }
 
 // Split runs f over [0,n) cut into at most Threads() contiguous ranges on
-// the CPU's threads (the caller and the kernels' helper goroutines), and
-// returns when all are done. Each range runs on one goroutine. It is for
-// work between kernel calls, such as sampling every sequence of a batch:
-// new goroutines would queue behind the helpers that wait, spinning, for
-// the next kernel.
+// the caller and helper goroutines that stay between calls (a crew, as the
+// kernels' pool threads do: starting goroutines for every call costs more
+// than the work), and returns when all are done. Each range runs on one
+// goroutine. It is for Go work between kernel calls, such as sampling
+// every sequence of a batch.
 func (c *CPU) Split(n int, f func(lo, hi int)) { c.parallel(n, f) }
 
 // parallel runs f over [0,n) split into at most c.threads ranges, on the
@@ -146,24 +167,22 @@ func Parallel(threads, n int, f func(lo, hi int)) {
 	wg.Wait()
 }
 
-// chunksPerThread is how many pieces parallelChunks cuts each thread's
-// share into: enough that a helper goroutine which starts late (waking an
+// chunksPerThread is how many pieces split cuts each thread's
+// share into: enough that a helper thread which starts late (waking an
 // idle core can take longer than a decode-size operation) leaves its share
 // to the threads already running instead of stalling the whole operation.
 const chunksPerThread = 4
 
-// parallelChunks runs f over [0,n) in contiguous chunks that the calling
-// goroutine and threads−1 crew helpers take from a shared counter until
-// none are left, and waits for all of them. Which goroutine computes a chunk
-// never changes what is computed, so results stay bitwise identical.
-func (c *CPU) parallelChunks(n int, f func(lo, hi int)) {
+// split returns the helpers and the chunk size for an operation of n work
+// items on the pool: the caller and up to threads−1 helper threads take
+// contiguous chunks of chunksPerThread-th of a thread's share from a
+// shared counter until none are left (par.c). Which thread computes a
+// chunk never changes what is computed, so results stay bitwise identical.
+func (c *CPU) split(n int) (helpers, chunk C.int64_t) {
 	if c.threads <= 1 || n <= 1 {
-		if n > 0 {
-			f(0, n)
-		}
-		return
+		return 0, C.int64_t(max(n, 1))
 	}
-	c.crew.run(min(c.threads, n)-1, n, max(1, n/(c.threads*chunksPerThread)), f)
+	return C.int64_t(min(c.threads, n) - 1), C.int64_t(max(1, n/(c.threads*chunksPerThread)))
 }
 
 // NewPacked allocates a zero n×k packed matrix.
@@ -202,14 +221,12 @@ func (c *CPU) MatMul(y, x []float32, t int, w *Packed, bias []float32) {
 	if t == 0 || w.N == 0 {
 		return
 	}
-	// Split on groups of 4 panels so each goroutine runs whole tiles
+	// Work items are groups of 4 panels so each thread runs whole tiles
 	// (tiles are 2 or 4 panels wide).
-	groups := (w.Panels() + 3) / 4
-	c.parallelChunks(groups, func(lo, hi int) {
-		phi := min(4*hi, w.Panels())
-		C.agl_gemm(C.int(c.level), fptr(x), C.int64_t(t), C.int64_t(w.K), fptr(w.Data), C.int64_t(w.N),
-			fptr(bias), fptr(y), C.int64_t(4*lo), C.int64_t(phi))
-	})
+	helpers, chunk := c.split((w.Panels() + 3) / 4)
+	C.agl_par_gemm(c.pool, C.int(helpers), chunk, C.int(c.level), fptr(x), C.int64_t(t), C.int64_t(w.K), fptr(w.Data),
+		C.int64_t(w.N), fptr(bias), fptr(y))
+	runtime.KeepAlive(c)
 }
 
 // RMSNorm computes y[r] = w ⊙ x[r] / sqrt(mean(x[r]²) + eps) for rows of
@@ -220,25 +237,25 @@ func (c *CPU) RMSNorm(y, x, w []float32, eps float32) {
 		panic(fmt.Sprintf("kernels: RMSNorm: x %d, y %d, w %d", len(x), len(y), d))
 	}
 	rows := len(x) / d
-	c.parallelRows(rows, d, func(lo, hi int) {
-		C.agl_rmsnorm(C.int(c.level), fptr(x[lo*d:]), fptr(w), fptr(y[lo*d:]), C.int64_t(hi-lo), C.int64_t(d), C.float(eps))
-	})
+	helpers, chunk := c.splitRows(rows, d)
+	C.agl_par_rmsnorm(c.pool, helpers, chunk, C.int(c.level), fptr(x), fptr(w), fptr(y), C.int64_t(rows), C.int64_t(d),
+		C.float(eps))
+	runtime.KeepAlive(c)
 }
 
 // minParallelWork is the number of values below which a row-wise op runs
 // on the calling goroutine: splitting costs more than it saves.
 const minParallelWork = 1 << 14
 
-// parallelRows splits rows of width values over the threads when there is
-// enough work; every row is computed the same way either way.
-func (c *CPU) parallelRows(rows, width int, f func(lo, hi int)) {
-	if rows*width < minParallelWork {
-		if rows > 0 {
-			f(0, rows)
-		}
-		return
+// splitRows splits rows of width values into one contiguous range per
+// thread on the pool when there is enough work, and leaves them to the
+// caller otherwise; every row is computed the same way either way.
+func (c *CPU) splitRows(rows, width int) (helpers C.int, chunk C.int64_t) {
+	parts := min(c.threads, rows)
+	if rows*width < minParallelWork || parts <= 1 {
+		return 0, C.int64_t(max(rows, 1))
 	}
-	c.parallel(rows, f)
+	return C.int(parts - 1), C.int64_t((rows + parts - 1) / parts)
 }
 
 // RoPE rotates heads [0, heads) of head size hd in each of the len(pos)
@@ -250,9 +267,10 @@ func (c *CPU) RoPE(x []float32, stride, heads, hd int, pos []int32, invFreq []fl
 	if len(pos) == 0 {
 		return
 	}
-	c.parallelRows(len(pos), heads*hd, func(lo, hi int) {
-		C.agl_rope(fptr(x[lo*stride:]), C.int64_t(hi-lo), C.int64_t(heads), C.int64_t(hd), C.int64_t(stride), iptr(pos[lo:]), fptr(invFreq))
-	})
+	helpers, chunk := c.splitRows(len(pos), heads*hd)
+	C.agl_par_rope(c.pool, helpers, chunk, fptr(x), C.int64_t(len(pos)), C.int64_t(heads), C.int64_t(hd), C.int64_t(stride),
+		iptr(pos), fptr(invFreq))
+	runtime.KeepAlive(c)
 }
 
 // SwiGLU computes out[t][j] = silu(gu[t][j])·gu[t][inter+j].
@@ -263,9 +281,9 @@ func (c *CPU) SwiGLU(out, gu []float32, t, inter int) {
 	if t*inter == 0 {
 		return
 	}
-	c.parallelRows(t, inter, func(lo, hi int) {
-		C.agl_swiglu(C.int(c.level), fptr(gu[lo*2*inter:]), C.int64_t(hi-lo), C.int64_t(inter), fptr(out[lo*inter:]))
-	})
+	helpers, chunk := c.splitRows(t, inter)
+	C.agl_par_swiglu(c.pool, helpers, chunk, C.int(c.level), fptr(gu), C.int64_t(t), C.int64_t(inter), fptr(out))
+	runtime.KeepAlive(c)
 }
 
 // Add computes x += y.
@@ -303,11 +321,11 @@ func (c *CPU) Attend(out, q []float32, a *Attention) {
 	for _, p := range a.Pos {
 		maxPos = max(maxPos, p)
 	}
-	items := t * a.Heads
-	c.parallelChunks(items, func(lo, hi int) {
-		scratch := make([]float32, (maxPos+16)/16*16)
-		C.agl_attention(C.int(c.level), fptr(q), C.int64_t(t), C.int64_t(a.Heads), C.int64_t(a.KVHeads), C.int64_t(a.HeadDim),
-			fptr(a.K), fptr(a.V), iptr(a.Pos), iptr(a.TableOff), iptr(a.Tables), C.int64_t(a.BlockSize),
-			C.float(a.Scale), fptr(out), C.int64_t(lo), C.int64_t(hi), fptr(scratch))
-	})
+	helpers, chunk := c.split(t * a.Heads)
+	stride := int(maxPos+16) / 16 * 16
+	scratch := make([]float32, int(helpers+1)*stride)
+	C.agl_par_attention(c.pool, C.int(helpers), chunk, C.int(c.level), fptr(q), C.int64_t(t), C.int64_t(a.Heads),
+		C.int64_t(a.KVHeads), C.int64_t(a.HeadDim), fptr(a.K), fptr(a.V), iptr(a.Pos), iptr(a.TableOff), iptr(a.Tables),
+		C.int64_t(a.BlockSize), C.float(a.Scale), fptr(out), fptr(scratch), C.int64_t(stride))
+	runtime.KeepAlive(c)
 }

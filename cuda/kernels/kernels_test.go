@@ -4,10 +4,8 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"sync"
 	"testing"
 
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 )
@@ -326,33 +324,4 @@ func BenchmarkMatMulStream(b *testing.B) {
 			})
 		}
 	}
-}
-
-// TestCrewConcurrentCallers: MatMuls from several goroutines on one CPU
-// (one of them holds the crew, the others bring their own goroutines) give
-// the single-threaded bits, and the crew's helpers are gone once idle
-// (goleak checks at the end of the package's tests).
-func TestCrewConcurrentCallers(t *testing.T) {
-	r := rand.New(rand.NewPCG(9, 9))
-	const m, n, k = 33, 300, 70
-	p := NewCPU(1).Pack(randSlice(r, n*k), n, k)
-	x := randSlice(r, m*k)
-	want := make([]float32, m*n)
-	NewCPU(1).MatMul(want, x, m, p, nil)
-	c := NewCPU(2)
-	var wg sync.WaitGroup
-	for g := 0; g < 4; g++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; i < 50; i++ {
-				got := make([]float32, m*n)
-				c.MatMul(got, x, m, p, nil)
-				if !assert.Equal(t, want, got) {
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
 }

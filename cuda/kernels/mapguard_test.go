@@ -503,3 +503,39 @@ func TestMapGuardNotify(t *testing.T) {
 	require.Equal(t, 0, r.code)
 	require.Contains(t, r.out, "notify: guard still active")
 }
+
+// TestMapGuardPoolThreads: a product over a mapped bf16 matrix whose file
+// is cut short faults on the pool's helper threads as well as on the
+// caller's; the guard repairs the faults on any thread (the product
+// completes, the cut rows read as zero weights) and reports the damage.
+func TestMapGuardPoolThreads(t *testing.T) {
+	const k = 64
+	b, path := mappedFile(t, 256)
+	vals := unsafe.Slice((*uint16)(unsafe.Pointer(&b[0])), len(b)/2)
+	for i := range vals {
+		// Every value of the file is a finite bf16 (fileByte never makes
+		// an exponent of all ones).
+		require.NotEqual(t, uint16(0x7f80), vals[i]&0x7f80)
+	}
+	w := NewBF16Parts(k, vals)
+	n := w.N
+	x := make([]float32, k)
+	for i := range x {
+		x[i] = float32(i%5) - 2
+	}
+	want := make([]float32, n)
+	NewCPU(1).MatMulBF16(want, x, 1, w, nil)
+	g, err := GuardMapping(b)
+	require.NoError(t, err)
+	defer g.Release()
+	require.NoError(t, os.Truncate(path, int64(pageSize)))
+	c := NewCPU(2)
+	got := make([]float32, n)
+	c.MatMulBF16(got, x, 1, w, nil)
+	assert.True(t, g.Damaged())
+	keep := pageSize / (2 * k) // rows still in the file
+	assert.Equal(t, want[:keep], got[:keep])
+	for r := keep; r < n; r++ {
+		require.Zero(t, got[r], "row %d", r)
+	}
+}

@@ -1,12 +1,13 @@
 package kernels
 
 /*
-#include "kernels.h"
+#include "par.h"
 */
 import "C"
 
 import (
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -61,8 +62,8 @@ func (p *StreamProbe) Bytes() int { return 4 * len(p.buf) }
 // compared with should be the best read the machine can do at that moment,
 // not one loop's. The pattern order rotates from call to call so that none
 // always runs first. The buffer is split as the kernels split a matrix
-// (parallelChunks: work items of a quarter of a thread's share, taken
-// from a shared counter by the caller and the helper goroutines, as in a
+// (work items of a quarter of a thread's share, taken from a shared
+// counter by the caller and the pool's helper threads, as in a
 // decode step); one contiguous half per thread read no faster (within ±5 %,
 // alternating runs) and loses more when a thread is descheduled.
 func (p *StreamProbe) Measure() float64 {
@@ -88,10 +89,11 @@ func (c *CPU) streamPatterns() int {
 // returns the rate in bytes per second.
 func (p *StreamProbe) measurePattern(pattern int) float64 {
 	start := time.Now()
-	p.c.parallelChunks(len(p.buf)/probeBlock, func(lo, hi int) {
-		s := C.agl_stream(C.int(p.c.level), C.int(pattern), fptr(p.buf[lo*probeBlock:]), C.int64_t((hi-lo)*probeBlock))
-		p.sink.Add(uint32(s))
-	})
+	blocks := len(p.buf) / probeBlock
+	helpers, chunk := p.c.split(blocks)
+	p.sink.Add(uint32(C.agl_par_stream(p.c.pool, C.int(helpers), chunk, C.int(p.c.level), C.int(pattern), fptr(p.buf),
+		C.int64_t(blocks), probeBlock)))
+	runtime.KeepAlive(p.c)
 	return float64(4*len(p.buf)) / time.Since(start).Seconds()
 }
 
