@@ -6,10 +6,14 @@
 // target attributes and chosen at run time from the CPU's feature bits, so
 // the binary runs on any x86-64 without -march flags. A CPU value splits
 // each operation over a fixed number of threads (one per core by default):
-// the caller and a crew of helper goroutines that stay between kernel calls
-// (spinning briefly, then parked, and gone once the CPU has been idle for
-// 20 ms). Each cgo call does a chunk of an operation, never one element,
-// and which goroutine computes a chunk never changes its result.
+// one cgo call per operation, in which the calling thread and a pool of C
+// helper threads (pool.c: spinning briefly after an operation, then
+// asleep, and gone once the CPU has been idle for 20 ms) take chunks of it
+// from a shared counter. Goroutines in long cgo calls would make the Go
+// runtime hand their Ps to other OS threads and back (see pool.c for what
+// that cost). Which thread computes a chunk never changes its result, and
+// a caller that finds the pool busy computes its operation alone. Split
+// runs Go work (sampling) on a crew of helper goroutines instead.
 //
 // bfloat16 weights (BF16, MatMulBF16) stay in the checkpoint's row-major
 // layout and are multiplied with vdpbf16ps where the CPU has AVX512_BF16,
