@@ -53,18 +53,25 @@ func TestConcurrentCallers(t *testing.T) {
 	wg.Wait()
 }
 
+// serialProduct draws an n×k matrix and m tokens from seed and returns
+// them packed with their product on one thread.
+func serialProduct(seed uint64, m, n, k int) (p *Packed, x, want []float32) {
+	r := rand.New(rand.NewPCG(seed, seed))
+	one := NewCPU(1)
+	p = one.Pack(randSlice(r, n*k), n, k)
+	x = randSlice(r, m*k)
+	want = make([]float32, m*n)
+	one.MatMul(want, x, m, p, nil)
+	return p, x, want
+}
+
 // TestPoolThreadsExitWhenIdle: the pool starts at most threads−1 helper
 // threads for a product, they exit once the CPU has been idle a while,
 // and the next product starts them again with the same bits.
 func TestPoolThreadsExitWhenIdle(t *testing.T) {
-	r := rand.New(rand.NewPCG(10, 10))
-	const m, n, k = 4, 4096, 64
-	one := NewCPU(1)
-	p := one.Pack(randSlice(r, n*k), n, k)
-	x := randSlice(r, m*k)
-	want := make([]float32, m*n)
-	one.MatMul(want, x, m, p, nil)
-	assert.Zero(t, one.poolThreads(), "one thread: no pool")
+	const m, n = 4, 4096
+	p, x, want := serialProduct(10, m, n, 64)
+	assert.Zero(t, NewCPU(1).poolThreads(), "one thread: no pool")
 	c := NewCPU(3)
 	assert.Zero(t, c.poolThreads(), "threads start on first use")
 	for round := 0; round < 2; round++ {
@@ -83,13 +90,8 @@ func TestPoolThreadsExitWhenIdle(t *testing.T) {
 // threads still spinning) are freed by their cleanup, which waits for the
 // threads to exit, without a crash or a hang; a later CPU works as before.
 func TestPoolFreedWithCPU(t *testing.T) {
-	r := rand.New(rand.NewPCG(11, 11))
-	const m, n, k = 2, 2048, 32
-	one := NewCPU(1)
-	p := one.Pack(randSlice(r, n*k), n, k)
-	x := randSlice(r, m*k)
-	want := make([]float32, m*n)
-	one.MatMul(want, x, m, p, nil)
+	const m, n = 2, 2048
+	p, x, want := serialProduct(11, m, n, 32)
 	for i := 0; i < 20; i++ {
 		got := make([]float32, m*n)
 		NewCPU(2).MatMul(got, x, m, p, nil)
