@@ -98,8 +98,10 @@ static void join(agl_pool* p) {
 static void* helper(void* arg) {
 	agl_pool* p = arg;
 	uint64_t seen = atomic_load(&p->seq);
-	// A helper is started for an operation already offered: seen is one
-	// behind so that it joins it.
+	// A helper is started for an operation already in cur, whose bump of
+	// seq may or may not have happened yet: one behind either way, so the
+	// helper joins it at once (a second join of the same task finds its
+	// share taken and does nothing).
 	if (seen > 0) seen--;
 	for (;;) {
 		uint64_t s = atomic_load(&p->seq);
