@@ -227,8 +227,8 @@ func (c *CPU) MatMulBF16(y, x []float32, t int, w *BF16, bias []float32) {
 // matMulBF16Rows runs agl_gemm_bf16 over rows [0, rows) of w (row stride
 // k) on the pool, in work items of AGL_PAR_BF16_ROWS rows.
 func (c *CPU) matMulBF16Rows(xb []uint16, t, ldx, k int, w []uint16, rows, n int, bias, y []float32) {
-	helpers, chunk := c.split((rows + bf16Rows - 1) / bf16Rows)
-	C.agl_par_gemm_bf16(c.pool, C.int(helpers), chunk, C.int(c.level), u16ptr(xb), C.int64_t(t), C.int64_t(k),
+	helpers, chunk := c.chunks((rows + bf16Rows - 1) / bf16Rows)
+	C.agl_par_gemm_bf16(c.pool, helpers, chunk, C.int(c.level), u16ptr(xb), C.int64_t(t), C.int64_t(k),
 		C.int64_t(ldx), u16ptr(w), C.int64_t(rows), C.int64_t(n), fptr(bias), fptr(y))
 	runtime.KeepAlive(c)
 }
@@ -272,13 +272,13 @@ func u32ptr(s []uint32) *C.uint32_t { return (*C.uint32_t)(unsafe.Pointer(&s[0])
 // are whole 16-row groups cut as evenly as the panel height allows, their
 // count a multiple of the threads, so that the threads' shares come out
 // equal (at the 0.6B shapes: 64 groups of o and down → 14 ranges of 4–5
-// groups) where split's pieces of a fixed size would leave one
+// groups) where chunks' pieces of a fixed size would leave one
 // thread a panel more.
 func (c *CPU) matMulBF16Many(y, x []float32, t int, w *BF16, bias []float32) {
 	xp := getWords(&bf16Acts, int(C.agl_bf16_act_words(C.int64_t(t), C.int64_t(w.K))))
 	defer bf16Acts.Put(xp)
-	helpers, chunk := c.split(int(C.agl_bf16_act_tiles(C.int64_t(t))))
-	C.agl_par_bf16_pack_act(c.pool, C.int(helpers), chunk, fptr(x), C.int64_t(t), C.int64_t(w.K), u32ptr(*xp))
+	helpers, chunk := c.chunks(int(C.agl_bf16_act_tiles(C.int64_t(t))))
+	C.agl_par_bf16_pack_act(c.pool, helpers, chunk, fptr(x), C.int64_t(t), C.int64_t(w.K), u32ptr(*xp))
 	// One panel of scratch per thread.
 	pw := int(C.agl_bf16_panel_words(C.int64_t(w.K)))
 	pk := getWords(&bf16Panels, c.threads*pw)
@@ -298,11 +298,8 @@ func (c *CPU) matMulBF16Many(y, x []float32, t int, w *BF16, bias []float32) {
 		if c.threads > 1 {
 			items = min(groups, (items+c.threads-1)/c.threads*c.threads)
 		}
-		helpers := 0
-		if c.threads > 1 {
-			helpers = min(c.threads, items) - 1
-		}
-		C.agl_par_gemm_bf16_many(c.pool, C.int(helpers), u32ptr(*xp), C.int64_t(t), C.int64_t(w.K), u16ptr(p.data),
+		helpers, _ := c.chunks(items) // items are taken one at a time
+		C.agl_par_gemm_bf16_many(c.pool, helpers, u32ptr(*xp), C.int64_t(t), C.int64_t(w.K), u16ptr(p.data),
 			C.int64_t(rows), C.int64_t(w.N), fptr(biasFrom(bias, p.row0)), fptr(y[p.row0:]), C.int64_t(items),
 			u32ptr(*pk), C.int64_t(pw))
 	}

@@ -128,11 +128,7 @@ func iptr(s []int32) *C.int32_t {
 // than the work), and returns when all are done. Each range runs on one
 // goroutine. It is for Go work between kernel calls, such as sampling
 // every sequence of a batch.
-func (c *CPU) Split(n int, f func(lo, hi int)) { c.parallel(n, f) }
-
-// parallel runs f over [0,n) split into at most c.threads ranges, on the
-// crew.
-func (c *CPU) parallel(n int, f func(lo, hi int)) {
+func (c *CPU) Split(n int, f func(lo, hi int)) {
 	parts := min(c.threads, n)
 	if parts <= 1 {
 		if n > 0 {
@@ -167,22 +163,22 @@ func Parallel(threads, n int, f func(lo, hi int)) {
 	wg.Wait()
 }
 
-// chunksPerThread is how many pieces split cuts each thread's
+// chunksPerThread is how many pieces chunks cuts each thread's
 // share into: enough that a helper thread which starts late (waking an
 // idle core can take longer than a decode-size operation) leaves its share
 // to the threads already running instead of stalling the whole operation.
 const chunksPerThread = 4
 
-// split returns the helpers and the chunk size for an operation of n work
+// chunks returns the helpers and the chunk size for an operation of n work
 // items on the pool: the caller and up to threads−1 helper threads take
 // contiguous chunks of chunksPerThread-th of a thread's share from a
 // shared counter until none are left (par.c). Which thread computes a
 // chunk never changes what is computed, so results stay bitwise identical.
-func (c *CPU) split(n int) (helpers, chunk C.int64_t) {
+func (c *CPU) chunks(n int) (helpers C.int, chunk C.int64_t) {
 	if c.threads <= 1 || n <= 1 {
 		return 0, C.int64_t(max(n, 1))
 	}
-	return C.int64_t(min(c.threads, n) - 1), C.int64_t(max(1, n/(c.threads*chunksPerThread)))
+	return C.int(min(c.threads, n) - 1), C.int64_t(max(1, n/(c.threads*chunksPerThread)))
 }
 
 // NewPacked allocates a zero n×k packed matrix.
@@ -223,8 +219,8 @@ func (c *CPU) MatMul(y, x []float32, t int, w *Packed, bias []float32) {
 	}
 	// Work items are groups of 4 panels so each thread runs whole tiles
 	// (tiles are 2 or 4 panels wide).
-	helpers, chunk := c.split((w.Panels() + 3) / 4)
-	C.agl_par_gemm(c.pool, C.int(helpers), chunk, C.int(c.level), fptr(x), C.int64_t(t), C.int64_t(w.K), fptr(w.Data),
+	helpers, chunk := c.chunks((w.Panels() + 3) / 4)
+	C.agl_par_gemm(c.pool, helpers, chunk, C.int(c.level), fptr(x), C.int64_t(t), C.int64_t(w.K), fptr(w.Data),
 		C.int64_t(w.N), fptr(bias), fptr(y))
 	runtime.KeepAlive(c)
 }
@@ -237,7 +233,7 @@ func (c *CPU) RMSNorm(y, x, w []float32, eps float32) {
 		panic(fmt.Sprintf("kernels: RMSNorm: x %d, y %d, w %d", len(x), len(y), d))
 	}
 	rows := len(x) / d
-	helpers, chunk := c.splitRows(rows, d)
+	helpers, chunk := c.rowChunks(rows, d)
 	C.agl_par_rmsnorm(c.pool, helpers, chunk, C.int(c.level), fptr(x), fptr(w), fptr(y), C.int64_t(rows), C.int64_t(d),
 		C.float(eps))
 	runtime.KeepAlive(c)
@@ -247,10 +243,10 @@ func (c *CPU) RMSNorm(y, x, w []float32, eps float32) {
 // on the calling goroutine: splitting costs more than it saves.
 const minParallelWork = 1 << 14
 
-// splitRows splits rows of width values into one contiguous range per
+// rowChunks splits rows of width values into one contiguous range per
 // thread on the pool when there is enough work, and leaves them to the
 // caller otherwise; every row is computed the same way either way.
-func (c *CPU) splitRows(rows, width int) (helpers C.int, chunk C.int64_t) {
+func (c *CPU) rowChunks(rows, width int) (helpers C.int, chunk C.int64_t) {
 	parts := min(c.threads, rows)
 	if rows*width < minParallelWork || parts <= 1 {
 		return 0, C.int64_t(max(rows, 1))
@@ -267,7 +263,7 @@ func (c *CPU) RoPE(x []float32, stride, heads, hd int, pos []int32, invFreq []fl
 	if len(pos) == 0 {
 		return
 	}
-	helpers, chunk := c.splitRows(len(pos), heads*hd)
+	helpers, chunk := c.rowChunks(len(pos), heads*hd)
 	C.agl_par_rope(c.pool, helpers, chunk, fptr(x), C.int64_t(len(pos)), C.int64_t(heads), C.int64_t(hd), C.int64_t(stride),
 		iptr(pos), fptr(invFreq))
 	runtime.KeepAlive(c)
@@ -281,7 +277,7 @@ func (c *CPU) SwiGLU(out, gu []float32, t, inter int) {
 	if t*inter == 0 {
 		return
 	}
-	helpers, chunk := c.splitRows(t, inter)
+	helpers, chunk := c.rowChunks(t, inter)
 	C.agl_par_swiglu(c.pool, helpers, chunk, C.int(c.level), fptr(gu), C.int64_t(t), C.int64_t(inter), fptr(out))
 	runtime.KeepAlive(c)
 }
@@ -321,10 +317,10 @@ func (c *CPU) Attend(out, q []float32, a *Attention) {
 	for _, p := range a.Pos {
 		maxPos = max(maxPos, p)
 	}
-	helpers, chunk := c.split(t * a.Heads)
+	helpers, chunk := c.chunks(t * a.Heads)
 	stride := int(maxPos+16) / 16 * 16
 	scratch := make([]float32, int(helpers+1)*stride)
-	C.agl_par_attention(c.pool, C.int(helpers), chunk, C.int(c.level), fptr(q), C.int64_t(t), C.int64_t(a.Heads),
+	C.agl_par_attention(c.pool, helpers, chunk, C.int(c.level), fptr(q), C.int64_t(t), C.int64_t(a.Heads),
 		C.int64_t(a.KVHeads), C.int64_t(a.HeadDim), fptr(a.K), fptr(a.V), iptr(a.Pos), iptr(a.TableOff), iptr(a.Tables),
 		C.int64_t(a.BlockSize), C.float(a.Scale), fptr(out), fptr(scratch), C.int64_t(stride))
 	runtime.KeepAlive(c)

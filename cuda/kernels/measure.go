@@ -90,8 +90,8 @@ func (c *CPU) streamPatterns() int {
 func (p *StreamProbe) measurePattern(pattern int) float64 {
 	start := time.Now()
 	blocks := len(p.buf) / probeBlock
-	helpers, chunk := p.c.split(blocks)
-	p.sink.Add(uint32(C.agl_par_stream(p.c.pool, C.int(helpers), chunk, C.int(p.c.level), C.int(pattern), fptr(p.buf),
+	helpers, chunk := p.c.chunks(blocks)
+	p.sink.Add(uint32(C.agl_par_stream(p.c.pool, helpers, chunk, C.int(p.c.level), C.int(pattern), fptr(p.buf),
 		C.int64_t(blocks), probeBlock)))
 	runtime.KeepAlive(p.c)
 	return float64(4*len(p.buf)) / time.Since(start).Seconds()

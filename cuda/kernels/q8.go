@@ -196,8 +196,8 @@ func (c *CPU) matMulQ8(path int, y, x []float32, t int, w *Q8, bias []float32) {
 	}
 	xq, dx, corr := a.xq[:t*nb*Q8BlockSize], a.dx[:t*nb], a.corr[:t*nb]
 	quantizeAct(c.level >= AVX512, x, t, w.K, xq, dx, corr)
-	helpers, chunk := c.split((w.Panels() + q8Panels - 1) / q8Panels)
-	C.agl_par_gemm_q8(c.pool, C.int(helpers), chunk, C.int(path), (*C.int8_t)(unsafe.Pointer(&xq[0])), fptr(dx),
+	helpers, chunk := c.chunks((w.Panels() + q8Panels - 1) / q8Panels)
+	C.agl_par_gemm_q8(c.pool, helpers, chunk, C.int(path), (*C.int8_t)(unsafe.Pointer(&xq[0])), fptr(dx),
 		(*C.int32_t)(unsafe.Pointer(&corr[0])), C.int64_t(t), C.int64_t(nb), (*C.uint8_t)(unsafe.Pointer(&w.Q[0])),
 		u16ptr(w.D), C.int64_t(w.N), fptr(bias), fptr(y), q8Panels)
 	runtime.KeepAlive(c)
