@@ -12,7 +12,10 @@
 // file truncated while a model is loaded or running is a read error
 // instead of a SIGBUS that kills the process. Set.Map maps the files
 // read-only instead, for callers that use the bytes in place and accept
-// that trade-off (see Mapping). ReadAt reads any byte
+// that trade-off (see Mapping: Changed reports a file written, truncated
+// or otherwise changed under the mapping). WriteFile writes a new file
+// and renames it over the old one, so a mapping of the old file is never
+// changed by it. ReadAt reads any byte
 // range of a tensor, concurrently, so loaders fill their final buffers
 // directly, in parallel, with no intermediate copy. Read takes a whole
 // file from a stream instead (trajectory batches), with the same header

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -78,4 +79,122 @@ func TestMapTruncated(t *testing.T) {
 	require.NoError(t, s.Close())
 	_, err = s.Map()
 	require.ErrorContains(t, err, "is closed")
+}
+
+// TestMapChanged: Changed is quiet for an untouched file, for one
+// renamed over (the mapping keeps the old file) and for one hard-linked
+// (a backup), and names the file for
+// every way of changing it in place: a same-size write, a truncation, a
+// write whose modification time is then set back (rsync --inplace
+// --times), and a metadata change.
+func TestMapChanged(t *testing.T) {
+	tensors := []Tensor{F32Tensor("w", []int64{1024}, make([]float32, 1024))}
+	open := func(t *testing.T) (string, *Mapping) {
+		p := filepath.Join(t.TempDir(), SingleFile)
+		require.NoError(t, WriteFile(p, tensors, nil))
+		s, err := OpenDir(filepath.Dir(p))
+		require.NoError(t, err)
+		m, err := s.Map()
+		require.NoError(t, err)
+		require.NoError(t, s.Close()) // the mapping watches its own descriptor
+		t.Cleanup(func() { require.NoError(t, m.Close()) })
+		require.NoError(t, m.Changed())
+		afterTick(t, p)
+		return p, m
+	}
+	for _, tc := range []struct {
+		name, what string
+		change     func(t *testing.T, p string)
+	}{
+		{"write", "it was modified", func(t *testing.T, p string) {
+			f, err := os.OpenFile(p, os.O_WRONLY, 0)
+			require.NoError(t, err)
+			_, err = f.WriteAt([]byte{1}, 200)
+			require.NoError(t, err)
+			require.NoError(t, f.Close())
+		}},
+		{"truncate", "its size went from", func(t *testing.T, p string) {
+			require.NoError(t, os.Truncate(p, 0))
+		}},
+		{"rewrite, times set back", "its contents or metadata changed", func(t *testing.T, p string) {
+			st, err := os.Stat(p)
+			require.NoError(t, err)
+			b, err := os.ReadFile(p)
+			require.NoError(t, err)
+			require.NoError(t, os.WriteFile(p, b, 0o644)) // O_TRUNC, in place, the same bytes
+			require.NoError(t, os.Chtimes(p, st.ModTime(), st.ModTime()))
+		}},
+		{"chmod", "its contents or metadata changed", func(t *testing.T, p string) {
+			require.NoError(t, os.Chmod(p, 0o600))
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, m := open(t)
+			tc.change(t, p)
+			err := m.Changed()
+			require.ErrorIs(t, err, ErrChanged)
+			require.ErrorContains(t, err, p)
+			require.ErrorContains(t, err, tc.what)
+		})
+	}
+	t.Run("renamed over", func(t *testing.T) {
+		p, m := open(t)
+		next := p + ".new"
+		require.NoError(t, WriteFile(next, []Tensor{F32Tensor("w", []int64{8}, make([]float32, 8))}, nil))
+		require.NoError(t, os.Rename(next, p))
+		require.NoError(t, m.Changed())
+	})
+	t.Run("WriteFile over it", func(t *testing.T) {
+		// WriteFile renames a new file over the old one: the mapping
+		// keeps the old bytes.
+		p, m := open(t)
+		_, was, err := m.Tensor("w")
+		require.NoError(t, err)
+		was = append([]byte(nil), was...)
+		ones := make([]float32, 1024)
+		for i := range ones {
+			ones[i] = 1
+		}
+		require.NoError(t, WriteFile(p, []Tensor{F32Tensor("w", []int64{1024}, ones)}, nil))
+		require.NoError(t, m.Changed())
+		_, now, err := m.Tensor("w")
+		require.NoError(t, err)
+		require.Equal(t, was, now)
+	})
+	t.Run("hard-linked", func(t *testing.T) {
+		p, m := open(t)
+		require.NoError(t, os.Link(p, p+".backup"))
+		require.NoError(t, m.Changed())
+	})
+	t.Run("closed", func(t *testing.T) {
+		p, m := open(t)
+		require.NoError(t, m.Close())
+		require.NoError(t, os.Truncate(p, 0))
+		require.NoError(t, m.Changed())
+	})
+}
+
+// afterTick returns once the file system's clock has moved past p's
+// change time, so that a change made afterwards gets other timestamps
+// (the kernel stamps files from a clock as coarse as its timer tick).
+func afterTick(t *testing.T, p string) {
+	t.Helper()
+	ctime := func(p string) [2]int64 {
+		f, err := os.Open(p)
+		require.NoError(t, err)
+		defer f.Close()
+		s, err := stampOf(f)
+		require.NoError(t, err)
+		return s.ctime
+	}
+	was := ctime(p)
+	probe := filepath.Join(t.TempDir(), "tick")
+	for range 10000 {
+		require.NoError(t, os.WriteFile(probe, nil, 0o644))
+		if now := ctime(probe); now[0] > was[0] || now[0] == was[0] && now[1] > was[1] {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+	t.Fatalf("the file system's clock did not move past %v", was)
 }

@@ -291,6 +291,40 @@ func TestWriteStream(t *testing.T) {
 	require.ErrorIs(t, err, os.ErrClosed)
 }
 
+// TestWriteFileAtomic: WriteFile replaces a file whole, by renaming a
+// complete new one over it: a write that fails leaves the old file as it
+// was and no temporary file behind.
+func TestWriteFileAtomic(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, SingleFile)
+	require.NoError(t, WriteFile(p, []Tensor{F32Tensor("a", []int64{2}, []float32{1, 2})}, nil))
+	was, err := os.ReadFile(p)
+	require.NoError(t, err)
+	st, err := os.Stat(p)
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o644), st.Mode().Perm())
+
+	ts := []Tensor{{Name: "a", DType: F32, Shape: []int64{2}}, {Name: "b", DType: F32, Shape: []int64{1}}}
+	err = WriteFileStream(p, ts, nil, func(tt Tensor) ([]byte, error) {
+		if tt.Name == "b" {
+			return nil, os.ErrDeadlineExceeded // the source fails half way
+		}
+		return F32Bytes([]float32{3, 4}), nil
+	})
+	require.ErrorIs(t, err, os.ErrDeadlineExceeded)
+	require.ErrorContains(t, err, p)
+	now, err := os.ReadFile(p)
+	require.NoError(t, err)
+	require.Equal(t, was, now)
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	require.Len(t, entries, 1, "a temporary file was left behind")
+
+	// A directory that cannot be written to is an error naming it.
+	err = WriteFile(filepath.Join(dir, "missing", SingleFile), ts[:1], nil)
+	require.ErrorContains(t, err, "missing")
+}
+
 // TestIndexStrict: a sharded checkpoint's index may not name a tensor (or
 // a top-level key) twice, and must be one JSON object.
 func TestIndexStrict(t *testing.T) {

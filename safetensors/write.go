@@ -4,10 +4,13 @@ import (
 	"bufio"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"os"
+	"path/filepath"
 	"sort"
 )
 
@@ -175,20 +178,43 @@ func (l *limitedWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// WriteFile writes tensors to path (see Write).
+// WriteFile writes tensors to path (see Write and WriteFileStream).
 func WriteFile(path string, tensors []Tensor, metadata map[string]string) error {
 	return WriteFileStream(path, tensors, metadata, func(t Tensor) ([]byte, error) { return t.Data, nil })
 }
 
-// WriteFileStream writes tensors to path (see WriteStream).
+// WriteFileStream writes tensors to path (see WriteStream). It writes a
+// new file beside path and renames it over path once complete, so that a
+// reader never sees a partial file, a failed write leaves path as it
+// was, and an engine computing from a mapping of the old file goes on
+// with the old file (Mapping.Changed stays quiet) until it loads the new
+// one. The file is created with permissions 0644.
 func WriteFileStream(path string, tensors []Tensor, metadata map[string]string, data func(t Tensor) ([]byte, error)) error {
-	f, err := os.Create(path)
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
 		return fmt.Errorf("safetensors: %w", err)
 	}
-	if err := WriteStream(f, tensors, metadata, data); err != nil {
-		f.Close()
-		return fmt.Errorf("safetensors: writing %s: %w", path, err)
+	tmp := f.Name()
+	err = WriteStream(f, tensors, metadata, data)
+	if err == nil {
+		err = f.Chmod(0o644)
 	}
-	return f.Close()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		return errors.Join(fmt.Errorf("safetensors: writing %s: %w", path, err), removeTemp(tmp))
+	}
+	return nil
+}
+
+// removeTemp removes a temporary file a failed write leaves.
+func removeTemp(path string) error {
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
 }
