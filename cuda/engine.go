@@ -46,12 +46,14 @@ type Options struct {
 	// WeightsF32 or WeightsInt8 (llama.cpp's Q8_0 values, quantized at
 	// load). Activations and the KV cache are fp32 in every case.
 	Weights model.WeightType
-	// MapWeights serves the matrices of a bf16 checkpoint, or of a packed
-	// one (agentrl model pack), from a read-only mapping of the files
-	// instead of a copy (model.LoadOptions.Map: loading copies nothing;
-	// the files must then be replaced by rename, never rewritten in place,
-	// while the engine runs).
-	MapWeights bool
+	// CopyWeights loads every matrix into the engine's own memory.
+	// Without it (the default) the matrices of a bf16 checkpoint, or of a
+	// packed one (agentrl model pack), are used in place from a read-only
+	// mapping of the files, as llama.cpp does: loading copies nothing, and
+	// the files must be replaced by renaming new ones over them, never
+	// rewritten in place, while the engine runs; a change in place fails
+	// every request with an error naming the file (model.LoadOptions.Copy).
+	CopyWeights bool
 }
 
 // Stats are engine counters since it started.
@@ -119,7 +121,7 @@ var (
 
 // Open loads the model in a Hugging Face directory and starts an engine.
 func Open(dir string, opts Options) (*Engine, error) {
-	m, err := model.LoadWith(dir, kernels.NewCPU(opts.Threads), model.LoadOptions{Device: opts.Device, Weights: opts.Weights, Map: opts.MapWeights})
+	m, err := model.LoadWith(dir, kernels.NewCPU(opts.Threads), model.LoadOptions{Device: opts.Device, Weights: opts.Weights, Copy: opts.CopyWeights})
 	if err != nil {
 		return nil, err
 	}

@@ -15,7 +15,7 @@ import (
 )
 
 // TestOpenMapWeights: an engine computing from its mapped bf16 checkpoint
-// (Options.MapWeights) generates the copied engine's tokens and logprobs
+// (the default) generates the copied engine's (Options.CopyWeights) tokens and logprobs
 // bit for bit, maps the checkpoint again on wake-up, and fails requests
 // with an error naming the file, instead of dying of SIGBUS, once the file
 // is truncated under it.
@@ -28,14 +28,14 @@ func TestOpenMapWeights(t *testing.T) {
 	ctx := context.Background()
 	req := server.GenerateRequest{PromptIDs: []int32{5, 17, 2999, 4, 1000}, Params: server.SamplingParams{MaxNewTokens: 12, Logprobs: true}}
 
-	copied, err := Open(dir, Options{BlockSize: 4, KVBlocks: 64})
+	copied, err := Open(dir, Options{BlockSize: 4, KVBlocks: 64, CopyWeights: true})
 	require.NoError(t, err)
 	defer copied.Close()
 	want, err := copied.Generate(ctx, req)
 	require.NoError(t, err)
 	require.False(t, copied.Model().Mapped())
 
-	e, err := Open(dir, Options{BlockSize: 4, KVBlocks: 64, MapWeights: true})
+	e, err := Open(dir, Options{BlockSize: 4, KVBlocks: 64})
 	require.NoError(t, err)
 	defer e.Close()
 	require.True(t, e.Model().Mapped())

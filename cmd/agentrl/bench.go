@@ -43,7 +43,7 @@ func runBenchEngine(ctx context.Context, args []string, stdout, stderr io.Writer
 	device := fs.String("device", "cpu", "where the engine runs: cpu, or cuda (needs a binary built with -tags cuda; the CPU bounds are then not measured)")
 	weights := fs.String("weights", "auto", "how the CPU model stores its matrices: bf16, fp32, int8 (llama.cpp's Q8_0 values, quantized at load), or auto (the checkpoint's: bf16 for a bf16 checkpoint)")
 	kvMem := fs.Int64("kv-memory", 0, "KV cache bytes (default: the engine's default, 1 GiB)")
-	mapW := fs.Bool("map", false, "serve bf16 matrices from a read-only mapping of the checkpoint instead of a copy (the files must not be rewritten in place while it runs)")
+	copyW := fs.Bool("copy", false, "copy every matrix into the engine's memory instead of computing from a read-only mapping of the checkpoint where its layout allows (bf16, or packed by agentrl model pack: the default, as llama.cpp maps its GGUF)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -66,7 +66,7 @@ func runBenchEngine(ctx context.Context, args []string, stdout, stderr io.Writer
 	}
 	loadStart := time.Now()
 	e, err := cuda.Open(*dir, cuda.Options{Threads: *threads, MaxSeqs: max(64, *conc), MaxBatchTokens: max(512, *prefillN),
-		Device: dev, Weights: wt, MapWeights: *mapW, KVMemory: *kvMem, BlockSize: benchBlockSize})
+		Device: dev, Weights: wt, CopyWeights: *copyW, KVMemory: *kvMem, BlockSize: benchBlockSize})
 	if err != nil {
 		return err
 	}

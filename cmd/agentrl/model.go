@@ -364,7 +364,7 @@ func runModelPack(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("model pack", stderr, "usage: agentrl model pack --model DIR --out DIR [--weights int8|fp32|bf16] [--force]",
 		"Loads a model directory as the CPU engine stores it (int8: llama.cpp's Q8_0 values, quantized here;",
 		"fp32: packed panels; bf16) and writes it in that layout, with the directory's config and tokenizer,",
-		"so that loading it converts nothing (with --map, bench engine and Options.MapWeights use it in place).")
+		"so that loading it converts nothing (bench engine, serve and cuda.Open use it in place unless told to copy).")
 	dir := fs.String("model", "", "source model directory: a Hugging Face checkpoint (required)")
 	out := fs.String("out", "", "output model directory (required)")
 	weights := fs.String("weights", "int8", "how the engine stores the matrices: int8, fp32 or bf16")

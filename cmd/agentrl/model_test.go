@@ -116,16 +116,22 @@ func TestBenchEngine(t *testing.T) {
 	require.Equal(t, 0, code, errOut)
 	require.Contains(t, out, "int8 weights")
 	require.Contains(t, out, "batch-1 decode")
-	// A bf16 checkpoint served from its mapping (--map).
+	// A bf16 checkpoint is served from its mapping by default, copied
+	// with --copy.
 	bfDir := filepath.Join(t.TempDir(), "bf")
 	code, _, errOut = runCmd(t, "model", "init", "--arch", "qwen3", "--layers", "1", "--hidden", "32", "--heads", "2",
 		"--vocab", "64", "--max-pos", "512", "--dtype", "bf16", "--out", bfDir)
 	require.Equal(t, 0, code, errOut)
 	code, out, errOut = runCmd(t, "bench", "engine", "--model", bfDir, "--reps", "1", "--decode-tokens", "4",
-		"--prefill-tokens", "16", "--concurrency", "2", "--bandwidth-bytes", "1048576", "--map", "--kv-memory", "1048576")
+		"--prefill-tokens", "16", "--concurrency", "2", "--bandwidth-bytes", "1048576", "--kv-memory", "1048576")
 	require.Equal(t, 0, code, errOut)
 	require.Contains(t, out, "bf16 weights mapped from the checkpoint")
 	require.Contains(t, out, "batch-1 decode")
+	code, out, errOut = runCmd(t, "bench", "engine", "--model", bfDir, "--reps", "1", "--decode-tokens", "4",
+		"--prefill-tokens", "16", "--concurrency", "2", "--bandwidth-bytes", "1048576", "--copy", "--kv-memory", "1048576")
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "bf16 weights), ")
+	require.NotContains(t, out, "mapped")
 	code, _, errOut = runCmd(t, "bench", "engine", "--model", dir, "--weights", "int2")
 	require.Equal(t, 1, code)
 	require.Contains(t, errOut, "--weights")
@@ -191,7 +197,7 @@ func TestModelPack(t *testing.T) {
 		require.FileExists(t, filepath.Join(out, "tokenizer_config.json"))
 		require.NoFileExists(t, filepath.Join(out, safetensors.IndexFile))
 		code, stdout, errOut = runCmd(t, "bench", "engine", "--model", out, "--reps", "1", "--decode-tokens", "4",
-			"--prefill-tokens", "16", "--concurrency", "2", "--bandwidth-bytes", "1048576", "--map", "--kv-memory", "1048576")
+			"--prefill-tokens", "16", "--concurrency", "2", "--bandwidth-bytes", "1048576", "--kv-memory", "1048576")
 		require.Equal(t, 0, code, errOut)
 		require.Contains(t, stdout, wt+" weights mapped from the checkpoint")
 		// An existing model directory is replaced only with --force.

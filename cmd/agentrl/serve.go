@@ -36,7 +36,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	kvMemory := fs.Int64("kv-memory", 0, "KV cache bytes (default: the engine's)")
 	device := fs.String("device", "cpu", "where the engine runs: cpu, or cuda (needs a binary built with -tags cuda)")
 	weights := fs.String("weights", "auto", "how the CPU engine stores the matrices: bf16, fp32, int8 (llama.cpp's Q8_0 values, quantized at load), or auto (the checkpoint's)")
-	mapWeights := fs.Bool("map", false, "compute from a read-only mapping of the checkpoint (bf16, or packed by agentrl model pack) instead of a copy: the files must then be replaced by rename, never rewritten in place")
+	copyWeights := fs.Bool("copy", false, "copy every matrix into the engine's memory; without it a bf16 checkpoint, or one packed by agentrl model pack, is computed from in place (a read-only mapping: replace its files by renaming new ones over them, never in place, or requests fail with an error naming the changed file)")
 	grace := fs.Duration("shutdown-grace", 10*time.Second, "how long in-flight requests may finish on shutdown before they are aborted")
 	logFormat := fs.String("log-format", "text", "format of log records on stderr: text or json")
 	metricsAddr := fs.String("metrics-addr", "", "serve the engine's Prometheus metrics at http://ADDR/metrics (a listener of its own); empty: none")
@@ -122,7 +122,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		fmt.Fprintf(stderr, "agentrl serve: no usable tokenizer (%v): serving token ids only\n", err)
 	}
 
-	eng, err := cuda.Open(*dir, cuda.Options{Name: cfg.Model, KVMemory: *kvMemory, Device: dev, Weights: wt, MapWeights: *mapWeights})
+	eng, err := cuda.Open(*dir, cuda.Options{Name: cfg.Model, KVMemory: *kvMemory, Device: dev, Weights: wt, CopyWeights: *copyWeights})
 	if err != nil {
 		return err
 	}

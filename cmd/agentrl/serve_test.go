@@ -60,7 +60,7 @@ func TestServe(t *testing.T) {
 	code := make(chan int, 1)
 	go func() {
 		code <- runMain(ctx, []string{"serve", "-model", dir, "-addr", "127.0.0.1:0", "-auth-token-env", "AGENTRL_TEST_TOKEN",
-			"-tool-parser", "hermes", "-kv-memory", "4000000", "-map"}, strings.NewReader(""), &sout, &serr)
+			"-tool-parser", "hermes", "-kv-memory", "4000000"}, strings.NewReader(""), &sout, &serr)
 	}()
 	base := waitURL(t, &sout, servingOn, &serr)
 

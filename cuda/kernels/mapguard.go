@@ -72,6 +72,10 @@ const mapGuardSlots = 1024
 // implemented (outside Linux).
 var ErrMapGuardUnsupported = errors.New("kernels: SIGBUS guard for mapped files is not supported on this system")
 
+// MapGuardSupported reports whether GuardMapping is implemented here
+// (Linux), so that a caller can choose to copy instead of mapping.
+func MapGuardSupported() bool { return mapGuardSupported }
+
 // guardMu serializes registration and removal; the handler itself takes no
 // lock.
 var guardMu sync.Mutex

@@ -13,6 +13,8 @@ import (
 	"unsafe"
 )
 
+const mapGuardSupported = true
+
 var (
 	guardInstall    sync.Once
 	guardInstallErr error

@@ -2,6 +2,8 @@
 
 package kernels
 
+const mapGuardSupported = false
+
 func guardMapping([]byte) (*MapGuard, error) { return nil, ErrMapGuardUnsupported }
 
 func slotDamaged(int) bool { return false }

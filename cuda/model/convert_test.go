@@ -147,7 +147,8 @@ func requireSameWeights(t *testing.T, want, got *Model, msg string) {
 }
 
 // TestLoadConvertedBitIdentical: loading an F32, F16 or BF16 checkpoint
-// into fp32, bf16 or int8 weights stores exactly the bits SetTensor stores
+// into fp32, bf16 or int8 weights (copied: the mapped bf16 load is
+// TestLoadMapped's) stores exactly the bits SetTensor stores
 // from the exactly widened values (PackRows, ToBF16, QuantizeRows), with
 // NaN, signed zeros and denormals in the checkpoint, panels shared by two
 // tensors, tensors cut into many jobs over several threads, and tied and
@@ -164,7 +165,7 @@ func TestLoadConvertedBitIdentical(t *testing.T) {
 				for _, wt := range []WeightType{WeightsF32, WeightsBF16, WeightsInt8} {
 					msg := fmt.Sprintf("pieces %v tied %v %s as %s", pieces, tie, dt, wt)
 					cpu := kernels.NewCPU(3)
-					got, err := LoadWith(dir, cpu, LoadOptions{Weights: wt})
+					got, err := LoadWith(dir, cpu, LoadOptions{Weights: wt, Copy: true})
 					require.NoError(t, err, msg)
 					want, err := NewWith(cfg, cpu, wt)
 					require.NoError(t, err)

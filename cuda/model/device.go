@@ -88,8 +88,8 @@ func (m *Model) Device() Device {
 }
 
 // Close releases the device memory of a CUDA model (its KV caches are
-// closed separately), or the checkpoint mapping of a model loaded with
-// LoadOptions.Map; the model is unusable afterwards. Otherwise it is a
+// closed separately), or the checkpoint mapping of a model that computes
+// from it (Mapped); the model is unusable afterwards. Otherwise it is a
 // no-op on the CPU, where memory is the garbage collector's.
 func (m *Model) Close() error {
 	m.mu.Lock()
@@ -100,9 +100,7 @@ func (m *Model) Close() error {
 		}
 		// The matrices point into the mapping: drop them with it.
 		m.w, m.loaded, m.ops = nil, map[string]bool{}, cpuOps{}
-		err := m.mapped.close()
-		m.mapped = nil
-		return err
+		return m.setMapped(nil)
 	}
 	return m.dev.close()
 }

@@ -23,22 +23,22 @@
 // Weights are fp32 (packed for the GEMM kernel) or bf16 (WeightsBF16: the
 // checkpoint's row-major bf16, multiplied with vdpbf16ps, half the bytes
 // per decoded token). A bf16 checkpoint loads as bf16 by default
-// (LoadWith, LoadOptions.Weights). Loading reads each tensor straight into
-// the model's memory in parallel, without mapping the file (a checkpoint
-// truncated meanwhile is an error, not a SIGBUS) and without an
-// intermediate copy; a tensor that must be converted (to packed fp32, to
-// int8, or widened) is read a bounded piece at a time into a per-thread
-// buffer that stays in cache, and converted from there straight into the
-// model's layout (kernels.PackRowsFrom, kernels.Q8.QuantizeRowsFrom).
-// LoadOptions.Map (opt-in) serves a bf16 model from a read-only mapping of
-// the checkpoint instead, as llama.cpp does: each matrix is its tensors'
-// mapped rows (kernels.NewBF16Parts), so loading allocates and copies
-// nothing for them; the files are registered with the kernels' SIGBUS
-// guard, so a file truncated under the mapping makes Forward an error
-// rather than killing the process. A packed checkpoint (Model.WritePacked,
-// `agentrl model pack`) holds int8 or fp32 weights in the kernels' own
-// layout, so they too load with nothing converted (read straight into
-// place, or with Map used in place).
+// (LoadWith, LoadOptions.Weights). On Linux a bf16 model computes from a
+// read-only mapping of its checkpoint, as llama.cpp does: each matrix is
+// its tensors' mapped rows (kernels.NewBF16Parts), so loading allocates
+// and copies nothing for them. The files are registered with the kernels'
+// SIGBUS guard, and every Forward checks that none changed since it was
+// mapped (safetensors.Mapping.Changed), so a file truncated or rewritten
+// in place under the mapping makes Forward an error naming it rather than
+// killing the process or computing from other bytes. A packed checkpoint
+// (Model.WritePacked, `agentrl model pack`) holds int8 or fp32 weights in
+// the kernels' own layout, so they too load with nothing converted, mapped
+// the same way. LoadOptions.Copy, and every other load, reads each tensor
+// straight into the model's memory in parallel, without an intermediate
+// copy; a tensor that must be converted (to packed fp32, to int8, or
+// widened) is read a bounded piece at a time into a per-thread buffer that
+// stays in cache, and converted from there straight into the model's
+// layout (kernels.PackRowsFrom, kernels.Q8.QuantizeRowsFrom).
 // bf16 models are checked against PyTorch in float64 on
 // the same bf16 weights (../testdata/reference_bf16.py) to ≤ 2e-2 relative
 // error (≈1e-2 measured, no greedy token differing).

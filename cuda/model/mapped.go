@@ -3,6 +3,7 @@ package model
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"unsafe"
 
@@ -10,12 +11,12 @@ import (
 	"github.com/agentrl/agentrl/safetensors"
 )
 
-// mappedCheckpoint is the read-only mapping a model loaded with
-// LoadOptions.Map computes from: its matrices are a bf16 checkpoint's BF16
+// mappedCheckpoint is the read-only mapping a model computes from (unless
+// loaded with LoadOptions.Copy): its matrices are a bf16 checkpoint's BF16
 // tensors, or a packed checkpoint's arrays, in place. Each file is
 // registered with the kernels' SIGBUS guard, so a file truncated while
 // mapped reads as zeros past its new end instead of killing the process,
-// and Forward reports the damage.
+// and Forward reports the damage, or a change to a file (damaged).
 type mappedCheckpoint struct {
 	m      *safetensors.Mapping
 	paths  []string
@@ -44,7 +45,7 @@ func mapCheckpoint(set *safetensors.Set, dir string) (*mappedCheckpoint, error) 
 }
 
 // Mapped reports whether the model computes from a mapping of its
-// checkpoint (LoadOptions.Map, of a bf16 or a packed checkpoint): its
+// checkpoint (the default for a bf16 or a packed checkpoint): its
 // matrices are the mapped tensors, except those SetTensor has since
 // written.
 func (m *Model) Mapped() bool {
@@ -68,9 +69,23 @@ func (m *Model) releaseUnused() error {
 	if inPlace {
 		return nil
 	}
-	err := m.mapped.close()
-	m.mapped = nil
-	return err
+	return m.setMapped(nil)
+}
+
+// setMapped makes mc the checkpoint mapping the model computes from
+// (nil: none) and unmaps the previous one. A model dropped without Close
+// has its mapping unmapped by the garbage collector, as an os.File's
+// descriptor is closed: no matrix is reachable but through the model, and
+// Forward keeps the model alive while the kernels read. The caller holds
+// m.mu (or owns m alone).
+func (m *Model) setMapped(mc *mappedCheckpoint) error {
+	m.unmapOnDrop.Stop()
+	old := m.mapped
+	m.mapped, m.unmapOnDrop = mc, runtime.Cleanup{}
+	if mc != nil {
+		m.unmapOnDrop = runtime.AddCleanup(m, func(c *mappedCheckpoint) { _ = c.close() }, mc)
+	}
+	return old.close()
 }
 
 // bf16 returns tensor name's rows in place when they can be used as bf16
@@ -97,12 +112,17 @@ func (c *mappedCheckpoint) aligned(name string, size int) ([]byte, bool) {
 
 // damaged is an ErrWeights error naming the first file the guard found
 // shorter than its mapping (pages past the new end were read as zeros),
-// or nil.
+// or that was written or otherwise changed since it was mapped, or nil.
+// Forward calls it after computing, so a pass that read a file while it
+// changed is discarded.
 func (c *mappedCheckpoint) damaged() error {
 	for i, g := range c.guards {
 		if g.Damaged() {
-			return fmt.Errorf("%w: %s shrank while the model computed from its mapping; the pages past its end read as zeros, so the results were discarded (replace a mapped checkpoint by renaming a new file over it, never in place; reload the weights)", ErrWeights, c.paths[i])
+			return fmt.Errorf("%w: %s shrank while the model computed from its mapping; the pages past its end read as zeros, so the results were discarded (replace a mapped checkpoint by renaming a new file over it, never in place, or load with a copy; reload the weights)", ErrWeights, c.paths[i])
 		}
+	}
+	if err := c.m.Changed(); err != nil {
+		return fmt.Errorf("%w: %w; the model computes from its mapping, which may now hold other bytes, so the results were discarded (replace a mapped checkpoint by renaming a new file over it, never in place, or load with a copy; reload the weights)", ErrWeights, err)
 	}
 	return nil
 }

@@ -3,9 +3,12 @@
 package model
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
+	"time"
 
 	"github.com/agentrl/agentrl/cuda/kernels"
 	"github.com/agentrl/agentrl/safetensors"
@@ -71,11 +74,12 @@ func TestLoadMapped(t *testing.T) {
 			cfg := mapConfig(tie)
 			dir := t.TempDir()
 			require.NoError(t, WriteRandomDir(dir, cfg, 11, WriteOptions{DType: safetensors.BF16, ShardBytes: shard}))
-			copied, err := LoadWith(dir, cpu, LoadOptions{})
+			copied, err := LoadWith(dir, cpu, LoadOptions{Copy: true})
 			require.NoError(t, err)
+			require.False(t, copied.Mapped())
 			want := lastLogits(t, copied)
 
-			m, err := LoadWith(dir, cpu, LoadOptions{Map: true})
+			m, err := LoadWith(dir, cpu, LoadOptions{})
 			require.NoError(t, err)
 			require.Equal(t, WeightsBF16, m.Weights())
 			require.NotNil(t, m.mapped)
@@ -104,7 +108,7 @@ func TestLoadMapped(t *testing.T) {
 			require.Equal(t, lastLogits(t, copied), lastLogits(t, m))
 			in2, owned2 := inPlaceWeights(m)
 			require.Equal(t, [2]int{in - 1, 1}, [2]int{in2, owned2})
-			fresh, err := LoadWith(dir, cpu, LoadOptions{Map: true})
+			fresh, err := LoadWith(dir, cpu, LoadOptions{})
 			require.NoError(t, err)
 			require.Equal(t, want, lastLogits(t, fresh), "the checkpoint changed")
 			require.NoError(t, fresh.Close())
@@ -124,9 +128,9 @@ func TestLoadMapped(t *testing.T) {
 	}
 }
 
-// TestLoadMappedOtherTypes: Map applies to bf16 weights only; fp32 and
-// int8 loads of a bf16 checkpoint, and bf16 from an F32 one, convert as
-// always. On a GPU it is an error.
+// TestLoadMappedOtherTypes: mapping applies to bf16 weights only; fp32
+// and int8 loads of a bf16 checkpoint, and bf16 from an F32 one, convert
+// as always.
 func TestLoadMappedOtherTypes(t *testing.T) {
 	cfg := mapConfig(true)
 	bf, f32 := t.TempDir(), t.TempDir()
@@ -136,26 +140,23 @@ func TestLoadMappedOtherTypes(t *testing.T) {
 		dir string
 		wt  WeightType
 	}{{bf, WeightsF32}, {bf, WeightsInt8}, {f32, WeightsAuto}} {
-		want, err := LoadWith(tc.dir, nil, LoadOptions{Weights: tc.wt})
+		want, err := LoadWith(tc.dir, nil, LoadOptions{Weights: tc.wt, Copy: true})
 		require.NoError(t, err)
-		m, err := LoadWith(tc.dir, nil, LoadOptions{Weights: tc.wt, Map: true})
+		m, err := LoadWith(tc.dir, nil, LoadOptions{Weights: tc.wt})
 		require.NoError(t, err)
 		require.Nil(t, m.mapped)
 		require.Equal(t, lastLogits(t, want), lastLogits(t, m))
 	}
 	// bf16 weights from an F32 checkpoint: every matrix is converted, none in place.
-	m, err := LoadWith(f32, nil, LoadOptions{Weights: WeightsBF16, Map: true})
+	m, err := LoadWith(f32, nil, LoadOptions{Weights: WeightsBF16})
 	require.NoError(t, err)
-	want, err := LoadWith(f32, nil, LoadOptions{Weights: WeightsBF16})
+	want, err := LoadWith(f32, nil, LoadOptions{Weights: WeightsBF16, Copy: true})
 	require.NoError(t, err)
 	in, owned := inPlaceWeights(m)
 	require.Equal(t, [2]int{0, 4*cfg.NumHiddenLayers + 1}, [2]int{in, owned})
 	require.False(t, m.Mapped(), "nothing in place: the mapping is released")
 	require.Equal(t, lastLogits(t, want), lastLogits(t, m))
 	require.NoError(t, m.Close())
-
-	_, err = LoadWith(bf, nil, LoadOptions{Device: CUDA, Map: true})
-	require.ErrorContains(t, err, "on the CPU only")
 }
 
 // TestLoadMappedMisaligned: safetensors promises no alignment; a BF16
@@ -176,9 +177,9 @@ func TestLoadMappedMisaligned(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(filepath.Join(odd, "config.json"), cfgBytes, 0o644))
 
-	want, err := LoadWith(dir, nil, LoadOptions{})
+	want, err := LoadWith(dir, nil, LoadOptions{Copy: true})
 	require.NoError(t, err)
-	m, err := LoadWith(odd, nil, LoadOptions{Map: true})
+	m, err := LoadWith(odd, nil, LoadOptions{})
 	require.NoError(t, err)
 	in, owned := inPlaceWeights(m)
 	// Tensors sort as lm_head, model.embed_tokens, model.layers.0.*,
@@ -198,9 +199,9 @@ func TestLoadMappedTruncated(t *testing.T) {
 	cfg := mapConfig(true)
 	dir := t.TempDir()
 	require.NoError(t, WriteRandomDir(dir, cfg, 9, WriteOptions{DType: safetensors.BF16, ShardBytes: 200_000}))
-	want, err := LoadWith(dir, nil, LoadOptions{})
+	want, err := LoadWith(dir, nil, LoadOptions{Copy: true})
 	require.NoError(t, err)
-	m, err := LoadWith(dir, nil, LoadOptions{Map: true})
+	m, err := LoadWith(dir, nil, LoadOptions{})
 	require.NoError(t, err)
 	defer m.Close()
 	require.Equal(t, lastLogits(t, want), lastLogits(t, m))
@@ -240,7 +241,7 @@ func TestLoadMappedReleasedAfterUpdate(t *testing.T) {
 	cfg := mapConfig(true)
 	dir := t.TempDir()
 	require.NoError(t, WriteRandomDir(dir, cfg, 4, WriteOptions{DType: safetensors.BF16}))
-	m, err := LoadWith(dir, nil, LoadOptions{Map: true})
+	m, err := LoadWith(dir, nil, LoadOptions{})
 	require.NoError(t, err)
 	defer m.Close()
 	want, err := NewWith(cfg, nil, WeightsBF16)
@@ -258,4 +259,87 @@ func TestLoadMappedReleasedAfterUpdate(t *testing.T) {
 	require.False(t, m.Mapped())
 	require.NoError(t, os.Truncate(filepath.Join(dir, safetensors.SingleFile), 0))
 	require.Equal(t, lastLogits(t, want), lastLogits(t, m))
+}
+
+// TestLoadMappedChangedInPlace: a mapped checkpoint rewritten in place
+// with other weights of the same size (what saving a checkpoint over the
+// served path does: safetensors' save_file truncates and writes) fails
+// Forward closed, naming the file, instead of computing from the new
+// bytes or a mix; a new file renamed over it leaves the model computing
+// from the old one until LoadWeights maps the new.
+func TestLoadMappedChangedInPlace(t *testing.T) {
+	cfg := mapConfig(true)
+	dir, next := t.TempDir(), t.TempDir()
+	require.NoError(t, WriteRandomDir(dir, cfg, 9, WriteOptions{DType: safetensors.BF16}))
+	require.NoError(t, WriteRandomDir(next, cfg, 10, WriteOptions{DType: safetensors.BF16}))
+	path := filepath.Join(dir, safetensors.SingleFile)
+	first, err := os.ReadFile(path)
+	require.NoError(t, err)
+	second, err := os.ReadFile(filepath.Join(next, safetensors.SingleFile))
+	require.NoError(t, err)
+	require.Len(t, second, len(first))
+	logitsOf := func(dir string) []float32 {
+		m, err := LoadWith(dir, nil, LoadOptions{Copy: true})
+		require.NoError(t, err)
+		return lastLogits(t, m)
+	}
+	want, wantNext := logitsOf(dir), logitsOf(next)
+	require.NotEqual(t, want, wantNext)
+	// The file is stamped an hour back before each mapping, so that the
+	// rewrite below moves its modification time however coarse the file
+	// system's clock is.
+	past := time.Now().Add(-time.Hour)
+	require.NoError(t, os.Chtimes(path, past, past))
+
+	m, err := LoadWith(dir, nil, LoadOptions{})
+	require.NoError(t, err)
+	defer m.Close()
+	require.True(t, m.Mapped())
+	require.Equal(t, want, lastLogits(t, m))
+
+	// Renamed over: the mapping keeps the old file.
+	require.NoError(t, os.WriteFile(path+".new", second, 0o644))
+	require.NoError(t, os.Rename(path+".new", path))
+	require.Equal(t, want, lastLogits(t, m))
+	require.NoError(t, os.Chtimes(path, past, past))
+	require.NoError(t, m.LoadWeights(dir))
+	require.Equal(t, wantNext, lastLogits(t, m))
+
+	// Rewritten in place: every Forward fails until the weights are
+	// loaded again.
+	require.NoError(t, os.WriteFile(path, first, 0o644))
+	kv := m.NewKVCache(8, 4)
+	for range 2 {
+		_, err = m.Forward(kv, []Seq{{Tokens: []int32{3, 1, 4}, Blocks: seqBlocks(1, 0)}})
+		require.ErrorIs(t, err, ErrWeights)
+		require.ErrorIs(t, err, safetensors.ErrChanged)
+		require.ErrorContains(t, err, path)
+		require.ErrorContains(t, err, "it was modified since it was mapped")
+	}
+	require.NoError(t, m.LoadWeights(dir))
+	require.Equal(t, want, lastLogits(t, m))
+}
+
+// TestLoadMappedDroppedUnmaps: a mapped model dropped without Close has
+// its mapping unmapped by the garbage collector.
+func TestLoadMappedDroppedUnmaps(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, WriteRandomDir(dir, mapConfig(false), 2, WriteOptions{DType: safetensors.BF16}))
+	path := filepath.Join(dir, safetensors.SingleFile)
+	mapsFile := func() bool {
+		b, err := os.ReadFile("/proc/self/maps")
+		require.NoError(t, err)
+		return bytes.Contains(b, []byte(path))
+	}
+	func() { // the model is unreachable once this returns
+		m, err := LoadWith(dir, nil, LoadOptions{})
+		require.NoError(t, err)
+		lastLogits(t, m)
+		require.True(t, mapsFile())
+	}()
+	for i := 0; i < 500 && mapsFile(); i++ {
+		runtime.GC()
+		time.Sleep(10 * time.Millisecond)
+	}
+	require.False(t, mapsFile(), "the dropped model's checkpoint is still mapped")
 }

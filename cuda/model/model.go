@@ -3,6 +3,7 @@ package model
 import (
 	"errors"
 	"math"
+	"runtime"
 	"sync"
 
 	"github.com/agentrl/agentrl/cuda/kernels"
@@ -24,10 +25,12 @@ type Model struct {
 	w  *Weights[*cpuWeight] // nil after DropWeights
 	wt WeightType           // how matrices are stored (fp32, bf16 or int8)
 
-	// mapWeights: loads map the checkpoint (LoadOptions.Map), whose
-	// mapping is mapped while weights use it.
-	mapWeights bool
-	mapped     *mappedCheckpoint
+	// mapWeights: loads map the checkpoint (LoadOptions without Copy),
+	// whose mapping is mapped while weights use it; unmapOnDrop unmaps
+	// it if the model is dropped without Close (setMapped).
+	mapWeights  bool
+	mapped      *mappedCheckpoint
+	unmapOnDrop runtime.Cleanup
 
 	mu  sync.Mutex // one Forward at a time: scratch buffers are shared
 	ops cpuOps
@@ -161,8 +164,7 @@ func (m *Model) DropWeights() {
 	m.ops = cpuOps{}
 	// Unmapping a read-only mapping fails only for a bad range, which
 	// this one is not; there is no caller to tell.
-	_ = m.mapped.close()
-	m.mapped = nil
+	_ = m.setMapped(nil)
 }
 
 // ensureAlloc re-allocates weights dropped by DropWeights.

@@ -3,8 +3,6 @@ package model
 import (
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strconv"
 	"unsafe"
 
@@ -17,8 +15,8 @@ import (
 // fp16 scales, fp32 matrices as kernels.Packed panels, vectors as float32,
 // each weight one tensor of a model.safetensors (a valid safetensors file)
 // named after its slot, with the layout in the header's metadata. Loading
-// one converts nothing: the bytes are read straight into place or, with
-// LoadOptions.Map, used in place from the page cache, as llama.cpp loads a
+// one converts nothing: the bytes are used in place from the page cache
+// (or, with LoadOptions.Copy, read straight into place), as llama.cpp loads a
 // GGUF that was quantized once ahead of time (its Q8_0 export). The
 // layout names the panel height and the int8 block size, so a file
 // written by an engine with other kernels is refused, not misread.
@@ -133,19 +131,9 @@ func (m *Model) WritePacked(path string) error {
 		}
 		return src.w.bytes()[src.i], nil
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return fmt.Errorf("model: WritePacked: %w", err)
-	}
-	tmpName := tmp.Name()
-	tmp.Close()
+	// WriteFileStream writes beside path and renames.
 	meta := map[string]string{PackedLayoutKey: packedLayout(m.wt), "format": "agentrl"}
-	err = safetensors.WriteFileStream(tmpName, ts, meta, data)
-	if err == nil {
-		err = os.Rename(tmpName, path)
-	}
-	if err != nil {
-		os.Remove(tmpName)
+	if err := safetensors.WriteFileStream(path, ts, meta, data); err != nil {
 		return fmt.Errorf("model: WritePacked: %w", err)
 	}
 	return nil

@@ -239,41 +239,50 @@ type LoadOptions struct {
 	Device  Device     // CPU (default) or CUDA
 	Weights WeightType // CPU only; CUDA models are fp32
 
-	// Map serves the model's matrices straight from a read-only mapping
-	// of the checkpoint's files (the page cache's pages, as llama.cpp and
-	// safetensors' safe_open do) instead of copying them into the model's
-	// own memory: loading allocates and copies nothing for them and only
-	// maps their pages (MADV_POPULATE_READ, like llama.cpp's
-	// MAP_POPULATE). It applies on the CPU to bf16 weights from a
+	// Copy loads every matrix into the model's own memory. Without it
+	// (the default, as llama.cpp and safetensors' safe_open do) a model
+	// on the CPU computes straight from a read-only mapping of the
+	// checkpoint's files wherever the layout allows: bf16 weights from a
 	// Hugging Face checkpoint's BF16 tensors (Weights bf16, or auto on a
-	// bf16 checkpoint) and to every weight type of a packed checkpoint
+	// bf16 checkpoint) and every weight type of a packed checkpoint
 	// (Model.WritePacked, agentrl model pack: int8 or fp32 converted once
-	// ahead of time, as llama.cpp's GGUF exports are); other loads convert
-	// as always, and a tensor misaligned for its element type is copied.
+	// ahead of time, as llama.cpp's GGUF exports are). Loading then
+	// allocates and copies nothing for those matrices and only maps their
+	// pages (MADV_POPULATE_READ, like llama.cpp's MAP_POPULATE), and
+	// processes serving the same files share the page cache's copy. Other
+	// loads convert as always, a tensor misaligned for its element type
+	// is copied, and where the kernels' SIGBUS guard is not available
+	// (not Linux) every load copies.
 	//
-	// The price is that the files must stay as they are while the model
-	// lives. A file truncated meanwhile does not crash the process (the
-	// kernels' SIGBUS guard maps zeros past its new end) but makes every
-	// later Forward an ErrWeights error naming it; a file rewritten in
-	// place would be read as its new bytes, which nothing can detect. So
-	// replace a mapped checkpoint by writing a new file and renaming it
-	// over the old one (the mapping keeps the old file), never in place.
-	// Where the guard is not available (not Linux) Map is an error.
-	// SetTensor copies the matrix it writes (the mapping is read-only),
-	// and once no matrix is left in place the mapping is released (a
-	// weight update from the trainer ends the files' constraint);
-	// LoadWeights maps the new files and unmaps the old.
-	Map bool
+	// A mapped model fails closed when its files change: a file
+	// truncated meanwhile does not crash the process (the guard maps
+	// zeros past its new end), and after computing, every Forward checks
+	// that no file's size, modification time or change time has moved
+	// since it was mapped (safetensors.Mapping.Changed, which also names
+	// chmod or renaming the file itself). Either makes that Forward and
+	// every later one an ErrWeights error naming the file, until new
+	// weights are loaded. So replace a mapped checkpoint by writing new
+	// files and renaming them over the old (the mapping keeps the old
+	// files and goes on), never in place; or load with Copy, which never
+	// reads the files again. SetTensor copies the matrix it writes (the
+	// mapping is read-only), and once no matrix is left in place the
+	// mapping is released (a weight update from the trainer ends the
+	// files' constraint); LoadWeights maps the new files and unmaps the
+	// old. Close unmaps at once; a model dropped without Close is
+	// unmapped by the garbage collector.
+	Copy bool
 }
 
-// LoadWith reads a Hugging Face model directory. Weights are read (pread)
-// straight into the model's own memory in parallel, a tensor's rows at a
-// time: a BF16 tensor of a bf16 model is copied as is; other types are
-// read into a small per-thread buffer and converted from it directly into
-// the model's layout (packed fp32 panels, int8 blocks), so loading never
-// holds a tensor twice nor writes a widened copy of it. A packed
-// checkpoint (Model.WritePacked) loads as the weight type it holds, its
-// bytes read straight into place; LoadOptions.Map uses them in place.
+// LoadWith reads a Hugging Face model directory. Matrices the layout
+// allows are used in place from a read-only mapping of the files unless
+// LoadOptions.Copy says otherwise: a bf16 model's BF16 tensors, and every
+// matrix of a packed checkpoint (Model.WritePacked), which loads as the
+// weight type it holds. The rest are read (pread) straight into the
+// model's own memory in parallel, a tensor's rows at a time: a BF16 tensor
+// of a bf16 model is copied as is; other types are read into a small
+// per-thread buffer and converted from it directly into the model's layout
+// (packed fp32 panels, int8 blocks), so loading never holds a tensor twice
+// nor writes a widened copy of it.
 func LoadWith(dir string, cpu *kernels.CPU, o LoadOptions) (*Model, error) {
 	cfg, set, err := openCheckpoint(dir)
 	if err != nil {
@@ -304,7 +313,7 @@ func LoadWith(dir string, cpu *kernels.CPU, o LoadOptions) (*Model, error) {
 		// Allocated for the load below, which writes every weight (or
 		// fails, and m is dropped).
 		alloc := allocForLoad
-		if o.Map && (wt == WeightsBF16 || packed) {
+		if !o.Copy && (wt == WeightsBF16 || packed) && kernels.MapGuardSupported() {
 			alloc = allocMapped
 		}
 		m, err = newWith(cfg, cpu, wt, alloc)
@@ -316,9 +325,6 @@ func LoadWith(dir string, cpu *kernels.CPU, o LoadOptions) (*Model, error) {
 	default:
 		if o.Weights == WeightsBF16 || o.Weights == WeightsInt8 {
 			return nil, fmt.Errorf("model: %s weights are CPU only (device %s stores fp32)", o.Weights, o.Device)
-		}
-		if o.Map {
-			return nil, fmt.Errorf("model: Map serves weights from the checkpoint's mapping on the CPU only (device %s stores fp32 copies)", o.Device)
 		}
 		m, err = NewOn(cfg, o.Device, cpu)
 	}
@@ -486,12 +492,12 @@ func (m *Model) installMapped(w *Weights[*cpuWeight], mc *mappedCheckpoint, jobs
 	if err != nil {
 		return errors.Join(fmt.Errorf("%w: %s: %w", ErrWeights, dir, err), mc.close())
 	}
-	old := m.mapped
-	m.w, m.mapped = w, mc
+	m.w = w
+	err = m.setMapped(mc)
 	for _, name := range m.cfg.TensorNames() {
 		m.loaded[name] = true
 	}
-	return errors.Join(old.close(), m.releaseUnused())
+	return errors.Join(err, m.releaseUnused())
 }
 
 // loadJob fills rows [r0, r1) of one tensor into its place; or copies

@@ -8,13 +8,14 @@
 # rounds: default 2. shapes: any of 0.6b 1.7b 4b, or tiny (2 layers, hidden
 # 256, the real vocabulary: a smoke test of the harness; default "0.6b").
 # dtypes: any of bf16 bf16map fp32 fp32map int8 int8map (default "bf16 fp32
-# int8"): bf16 runs our bf16 weights against a BF16 GGUF export, bf16map the
-# same computing from the mapped checkpoint (--map, as llama.cpp maps its
-# GGUF) instead of a copy; int8map and fp32map run the checkpoint packed once
-# in our layout (agentrl model pack, as the GGUF exports are converted once)
-# and mapped, against the Q8_0 and F32 exports; fp32 our fp32 weights (loaded
-# from the bf16 checkpoint) against an F32 export, int8 our int8 weights
-# (quantized at load) against a Q8_0 export. SCRATCH_DIR must hold
+# int8"): bf16map runs our bf16 weights computing from the mapped checkpoint
+# (the engine's default load, as llama.cpp maps its GGUF) against a BF16 GGUF
+# export, bf16 the same weights copied into the engine's memory (--copy);
+# int8map and fp32map run the checkpoint packed once in our layout (agentrl
+# model pack, as the GGUF exports are converted once) and mapped, against the
+# Q8_0 and F32 exports; fp32 our fp32 weights (converted at load from the
+# bf16 checkpoint) against an F32 export, int8 our int8 weights (quantized
+# at load) against a Q8_0 export. SCRATCH_DIR must hold
 # node_modules with node-llama-cpp and @node-llama-cpp/linux-x64 (see
 # run.sh); checkpoints (bf16 safetensors, sharded as released models are)
 # and GGUF exports are made there once and reused.
@@ -56,7 +57,7 @@ evict() { for f in "$@"; do [ -f "$f" ] && dd if="$f" iflag=nocache count=0 stat
 gguf_dtype() { case $1 in bf16map) echo bf16 ;; int8 | int8map) echo q8_0 ;; fp32map) echo fp32 ;; *) echo "$1" ;; esac; }
 gguf_of() { case $2 in *map) echo "$1-${2%map}.gguf" ;; *) echo "$1-$2.gguf" ;; esac; }
 # ours: the bench engine flags for a dtype; ourdir: the model directory it loads.
-ours() { case $1 in bf16map) echo "--weights bf16 --map" ;; *map) echo "--map" ;; *) echo "--weights $1" ;; esac; }
+ours() { case $1 in bf16map) echo "--weights bf16" ;; *map) echo "" ;; *) echo "--weights $1 --copy" ;; esac; }
 ourdir() { case $2 in int8map | fp32map) echo "$1-packed-${2%map}" ;; *) echo "$1" ;; esac; }
 gb() { awk -v kb="$1" 'BEGIN { printf "%.1f", kb / 1048576 }'; }
 
