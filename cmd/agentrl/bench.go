@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/agentrl/agentrl/cuda"
+	"github.com/agentrl/agentrl/cuda/kernels"
 	"github.com/agentrl/agentrl/cuda/model"
 	"github.com/agentrl/agentrl/server"
 )
@@ -23,6 +24,35 @@ func init() {
 
 var benchSubcommands = []subcommand{
 	{"engine", "measure the in-process engine against the machine's bounds", runBenchEngine},
+	{"bandwidth", "measure the memory read bandwidth bench engine's decode bound uses", runBenchBandwidth},
+}
+
+// runBenchBandwidth prints the read bandwidth bench engine measures for its
+// batch-1 decode bound, alone, so that another runtime's decode can be set
+// against the same probe measured right before it (the peer harness does):
+// on a shared machine the bandwidth on offer moves from minute to minute.
+func runBenchBandwidth(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("bench bandwidth", stderr, "usage: agentrl bench bandwidth [--bytes N] [--reps N] [--threads N]",
+		"Measures the memory read bandwidth of all threads (the best of several read patterns, median",
+		"over reps), as bench engine does for its batch-1 decode bound.")
+	bytes := fs.Int("bytes", 1<<30, "buffer size to stream")
+	reps := fs.Int("reps", 3, "repetitions (the median is reported)")
+	threads := fs.Int("threads", 0, "threads (default: all cores)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if *bytes < 1<<20 || *reps < 1 || *threads < 0 {
+		return errors.New("--bytes must be at least 1 MiB, --reps positive and --threads not negative")
+	}
+	cpu := kernels.NewCPU(*threads)
+	bw := cpu.MeasureBandwidth(*bytes, *reps)
+	// The line bench engine prints, so that one parser reads both.
+	_, err := fmt.Fprintf(stdout, "memory bandwidth (read, all threads)\t%.1f GB/s\t%d threads, %d MB, median of %d\n",
+		bw/1e9, cpu.Threads(), *bytes>>20, *reps)
+	return err
 }
 
 func runBench(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {

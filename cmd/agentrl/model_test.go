@@ -135,6 +135,14 @@ func TestBenchEngine(t *testing.T) {
 	code, _, errOut = runCmd(t, "bench", "engine", "--model", dir, "--weights", "int2")
 	require.Equal(t, 1, code)
 	require.Contains(t, errOut, "--weights")
+	// The probe alone, in the line bench engine prints (the peer harness
+	// measures it around llama.cpp's runs).
+	code, out, errOut = runCmd(t, "bench", "bandwidth", "--bytes", "1048576", "--reps", "1", "--threads", "2")
+	require.Equal(t, 0, code, errOut)
+	require.Regexp(t, `^memory bandwidth \(read, all threads\)\t[1-9][\d.]* GB/s\t2 threads, 1 MB, median of 1\n$`, out)
+	code, _, errOut = runCmd(t, "bench", "bandwidth", "--bytes", "1000")
+	require.Equal(t, 1, code)
+	require.Contains(t, errOut, "--bytes")
 	code, _, errOut = runCmd(t, "bench", "engine")
 	require.Equal(t, 1, code)
 	require.Contains(t, errOut, "--model is required")

@@ -23,7 +23,9 @@
 # Each round runs, per dtype, `agentrl bench engine` and then
 # llamacpp_bench.mjs, both 3 reps, 2 threads, 512-token prefill, 32 tokens
 # per decode measurement, 32 sequences in the aggregate decode (see the two
-# programs for what each number times). Right before each timed run the
+# programs for what each number times); `agentrl bench bandwidth` measures
+# the read bandwidth right before and after the llama.cpp run, as bench
+# engine does before its own. Right before each timed run the
 # files it loads are read once (cat > /dev/null) so that both sides load from
 # a warm page cache; when a shape is done its files are dropped from the
 # page cache (dd iflag=nocache), so the next shape's are not evicted by
@@ -60,6 +62,10 @@ gguf_of() { case $2 in *map) echo "$1-${2%map}.gguf" ;; *) echo "$1-$2.gguf" ;; 
 ours() { case $1 in bf16map) echo "--weights bf16" ;; *map) echo "" ;; *) echo "--weights $1 --copy" ;; esac; }
 ourdir() { case $2 in int8map | fp32map) echo "$1-packed-${2%map}" ;; *) echo "$1" ;; esac; }
 gb() { awk -v kb="$1" 'BEGIN { printf "%.1f", kb / 1048576 }'; }
+# probe appends the read bandwidth bench engine's decode bound uses, measured
+# now, to a llama.cpp log (before and after its run), so that summarize.mjs can
+# set llama.cpp's batch-1 decode against the bandwidth on offer as it does ours.
+probe() { "$scratch/agentrl" bench bandwidth --bytes 536870912 --reps 3 | sed "s/^/probe $1: /" >>"$2" || true; }
 
 for shape in $shapes; do
   case $shape in
@@ -117,8 +123,10 @@ for shape in $shapes; do
       warm "$g"
       { echo "-- $shape $dt round $i $(date -u +%H:%M:%S) load $(cut -d' ' -f1-3 /proc/loadavg)"
         echo "cmd: llamacpp_bench.mjs $(basename "$g") 3 512 32 2 32"; } >"$base-llamacpp.log"
+      probe before "$base-llamacpp.log"
       NODE_PATH="$scratch/node_modules" node cuda/testdata/peer/llamacpp_bench.mjs "$g" 3 512 32 2 32 \
         >>"$base-llamacpp.log" 2>&1 || echo "FAILED: llamacpp_bench.mjs ($shape $dt), see $base-llamacpp.log"
+      probe after "$base-llamacpp.log"
       tail -n 1 "$base-llamacpp.log"
     done
     i=$((i + 1))

@@ -35,6 +35,8 @@ const num = (re, text) => {
 function parseOurs(text) {
   const rss = /^peak RSS after load\s+([\d.]+) MB\s+weights ([\d.]+) MB \+ KV cache ([\d.]+) MB/m.exec(text);
   return {
+    probe: num(/^memory bandwidth \(read, all threads\)\s+([\d.]+) GB\/s/m, text),
+    mbPerToken: num(/\(([\d.]+) MB read per token/, text),
     load: num(/^model load \(open to ready\)\s+([\d.]+) s/m, text),
     rss: rss ? Number(rss[1]) : undefined,
     rssBound: rss ? Number(rss[1]) / (Number(rss[2]) + Number(rss[3])) : undefined,
@@ -45,7 +47,11 @@ function parseOurs(text) {
 }
 
 // parseLlama reads the JSON line llamacpp_bench.mjs prints last.
+// The probes run_shapes.sh measured around the run (agentrl bench
+// bandwidth) are averaged.
 function parseLlama(text) {
+  const probes = [...text.matchAll(/^probe (?:before|after): memory bandwidth \(read, all threads\)\s+([\d.]+) GB\/s/gm)].map((m) => Number(m[1]));
+  const probe = probes.length ? probes.reduce((a, b) => a + b) / probes.length : undefined;
   const line = text.trim().split("\n").reverse().find((l) => l.startsWith("{"));
   if (!line) return {};
   let j;
@@ -54,7 +60,7 @@ function parseLlama(text) {
   } catch {
     return {};
   }
-  return { load: j.load_s, rss: j.max_rss_mb, prefill: j.prefill_tok_s, decode: j.decode_tok_s,
+  return { probe, load: j.load_s, rss: j.max_rss_mb, prefill: j.prefill_tok_s, decode: j.decode_tok_s,
     aggregate: j.aggregate_decode_tok_s, perStep: j.aggregate_tokens_per_step ?? undefined, conc: j.concurrency };
 }
 
@@ -118,6 +124,18 @@ for (const g of groups) {
     out.push(`| ${g.shape} | ${g.dtype} vs ${gguf[g.dtype]} | ${label} | ${fmt(a, digits)} | ${fmt(b, digits)} | ` +
       `${ratio === undefined ? "–" : ratio.toFixed(2) + "×"} | ${target ? target + met : ""} | ` +
       `${count(g.agentrl, k)}/${count(g.llamacpp, k)} |`);
+  }
+  // Batch-1 decode against the bandwidth on offer: each side's rate × the
+  // bytes a step reads (the same weights) ÷ the probe measured around its
+  // run, where the logs have one. The ratio of the two fractions is what
+  // the decode ratio would be at equal bandwidth.
+  const mb = median(g.agentrl.map((r) => r.mbPerToken));
+  const frac = (rs) => median(rs.map((r) => (mb && r.probe ? (r.decode * mb) / (r.probe * 1000) : undefined)));
+  const fa = frac(g.agentrl), fb = frac(g.llamacpp);
+  if (fb !== undefined) {
+    out.push(`| ${g.shape} | ${g.dtype} vs ${gguf[g.dtype]} | batch-1 decode ÷ read bound (probe around each run) | ${fmt(fa, 2)} | ${fmt(fb, 2)} | ` +
+      `${fa !== undefined && fb > 0 ? (fa / fb).toFixed(2) + "×" : "–"} | | ` +
+      `${count(g.agentrl, "probe")}/${count(g.llamacpp, "probe")} |`);
   }
   // The engine's own memory target: peak RSS ≤ 1.1 × (weights + KV cache).
   const rb = median(g.agentrl.map((r) => r.rssBound));
