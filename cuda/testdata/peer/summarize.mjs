@@ -47,11 +47,11 @@ function parseOurs(text) {
 }
 
 // parseLlama reads the JSON line llamacpp_bench.mjs prints last.
-// The probes run_shapes.sh measured around the run (agentrl bench
-// bandwidth) are averaged.
+// with the probes run_shapes.sh measured right before and after the run
+// (agentrl bench bandwidth).
 function parseLlama(text) {
-  const probes = [...text.matchAll(/^probe (?:before|after): memory bandwidth \(read, all threads\)\s+([\d.]+) GB\/s/gm)].map((m) => Number(m[1]));
-  const probe = probes.length ? probes.reduce((a, b) => a + b) / probes.length : undefined;
+  const probeOf = (when) => num(new RegExp(`^probe ${when}: memory bandwidth \\(read, all threads\\)\\s+([\\d.]+) GB\\/s`, "m"), text);
+  const [probe, probeAfter] = [probeOf("before"), probeOf("after")];
   const line = text.trim().split("\n").reverse().find((l) => l.startsWith("{"));
   if (!line) return {};
   let j;
@@ -60,7 +60,7 @@ function parseLlama(text) {
   } catch {
     return {};
   }
-  return { probe, load: j.load_s, rss: j.max_rss_mb, prefill: j.prefill_tok_s, decode: j.decode_tok_s,
+  return { probe, probeAfter, load: j.load_s, rss: j.max_rss_mb, prefill: j.prefill_tok_s, decode: j.decode_tok_s,
     aggregate: j.aggregate_decode_tok_s, perStep: j.aggregate_tokens_per_step ?? undefined, conc: j.concurrency };
 }
 
@@ -126,16 +126,15 @@ for (const g of groups) {
       `${count(g.agentrl, k)}/${count(g.llamacpp, k)} |`);
   }
   // Batch-1 decode against the bandwidth on offer: each side's rate × the
-  // bytes a step reads (the same weights) ÷ the probe measured around its
-  // run, where the logs have one. The ratio of the two fractions is what
-  // the decode ratio would be at equal bandwidth.
+  // bytes a step reads (the same weights) ÷ a probe — ours measured after
+  // loading, before our runs; llama.cpp's right before and right after its
+  // run, both shown, as the host's bandwidth can move by 2× within the run.
   const mb = median(g.agentrl.map((r) => r.mbPerToken));
-  const frac = (rs) => median(rs.map((r) => (mb && r.probe ? (r.decode * mb) / (r.probe * 1000) : undefined)));
-  const fa = frac(g.agentrl), fb = frac(g.llamacpp);
-  if (fb !== undefined) {
-    out.push(`| ${g.shape} | ${g.dtype} vs ${gguf[g.dtype]} | batch-1 decode ÷ read bound (probe around each run) | ${fmt(fa, 2)} | ${fmt(fb, 2)} | ` +
-      `${fa !== undefined && fb > 0 ? (fa / fb).toFixed(2) + "×" : "–"} | | ` +
-      `${count(g.agentrl, "probe")}/${count(g.llamacpp, "probe")} |`);
+  const frac = (rs, k) => median(rs.map((r) => (mb && r[k] ? (r.decode * mb) / (r[k] * 1000) : undefined)));
+  const fa = frac(g.agentrl, "probe"), fb = frac(g.llamacpp, "probe"), fc = frac(g.llamacpp, "probeAfter");
+  if (fb !== undefined || fc !== undefined) {
+    out.push(`| ${g.shape} | ${g.dtype} vs ${gguf[g.dtype]} | batch-1 decode ÷ read bound (the probe before / after the run) | ${fmt(fa, 2)} | ` +
+      `${fmt(fb, 2)} / ${fmt(fc, 2)} | | | ${count(g.agentrl, "probe")}/${count(g.llamacpp, "probe")} |`);
   }
   // The engine's own memory target: peak RSS ≤ 1.1 × (weights + KV cache).
   const rb = median(g.agentrl.map((r) => r.rssBound));
