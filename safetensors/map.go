@@ -94,9 +94,10 @@ func (m *Mapping) Regions() (paths []string, regions [][]byte) {
 // metadata does; a change of the link count (the file unlinked, or renamed
 // over, or hard-linked) is told apart and not reported, but chmod, chown or
 // renaming the mapped file itself are, as Changed cannot tell them from a
-// rewrite. A write within the same clock tick as the Map that stamped the
-// file (the kernel's timestamps are as coarse as its timer tick) that
-// leaves the size as it was is the one change it cannot see. It is safe
+// rewrite. What it cannot see: a write within the same clock tick as the
+// Map that stamped the file (the kernel's timestamps are as coarse as its
+// timer tick) that leaves the size as it was, and a same-size rewrite with
+// the modification time set back after the link count changed. It is safe
 // for concurrent use with itself, not with Close.
 func (m *Mapping) Changed() error {
 	for _, mf := range m.files {
