@@ -141,8 +141,8 @@ func (f *File) mapFile() (mappedFile, error) {
 	if f.fd == nil {
 		return mappedFile{}, fmt.Errorf("safetensors: %s is closed", f.path)
 	}
-	// Stamped before the size check and the mapping, so a write after
-	// the check is a change Changed reports.
+	// Stamped before the mapping, and its size is the one checked, so a
+	// write after the check is a change Changed reports.
 	watch, err := dupFile(f.fd)
 	if err != nil {
 		return mappedFile{}, fmt.Errorf("safetensors: %s: %w", f.path, err)
@@ -151,16 +151,12 @@ func (f *File) mapFile() (mappedFile, error) {
 	if err != nil {
 		return mappedFile{}, errors.Join(fmt.Errorf("safetensors: %s: %w", f.path, err), watch.Close())
 	}
-	st, err := f.fd.Stat()
-	if err != nil {
-		return mappedFile{}, errors.Join(fmt.Errorf("safetensors: %w", err), watch.Close())
-	}
 	need := f.dataStart
 	for _, t := range f.Tensors {
 		need = max(need, f.dataStart+t.End)
 	}
-	if st.Size() < need {
-		return mappedFile{}, errors.Join(fmt.Errorf("%w: %s: file is %d bytes, its header needs %d (truncated after it was opened?)", ErrFormat, f.path, st.Size(), need), watch.Close())
+	if stamp.size < need {
+		return mappedFile{}, errors.Join(fmt.Errorf("%w: %s: file is %d bytes, its header needs %d (truncated after it was opened?)", ErrFormat, f.path, stamp.size, need), watch.Close())
 	}
 	data, err := mapRead(f.fd, int(need))
 	if err != nil {

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -206,15 +205,8 @@ func WriteFileStream(path string, tensors []Tensor, metadata map[string]string, 
 		err = os.Rename(tmp, path)
 	}
 	if err != nil {
-		return errors.Join(fmt.Errorf("safetensors: writing %s: %w", path, err), removeTemp(tmp))
-	}
-	return nil
-}
-
-// removeTemp removes a temporary file a failed write leaves.
-func removeTemp(path string) error {
-	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return err
+		// The rename is the last step: on any error tmp is still there.
+		return errors.Join(fmt.Errorf("safetensors: writing %s: %w", path, err), os.Remove(tmp))
 	}
 	return nil
 }

@@ -110,6 +110,9 @@ func (c *mappedCheckpoint) aligned(name string, size int) ([]byte, bool) {
 	return b, true
 }
 
+// replaceMapped ends damaged's errors with what to do.
+const replaceMapped = "(replace a mapped checkpoint by renaming a new file over it, never in place, or load with a copy; reload the weights)"
+
 // damaged is an ErrWeights error naming the first file the guard found
 // shorter than its mapping (pages past the new end were read as zeros),
 // or that was written or otherwise changed since it was mapped, or nil.
@@ -118,11 +121,11 @@ func (c *mappedCheckpoint) aligned(name string, size int) ([]byte, bool) {
 func (c *mappedCheckpoint) damaged() error {
 	for i, g := range c.guards {
 		if g.Damaged() {
-			return fmt.Errorf("%w: %s shrank while the model computed from its mapping; the pages past its end read as zeros, so the results were discarded (replace a mapped checkpoint by renaming a new file over it, never in place, or load with a copy; reload the weights)", ErrWeights, c.paths[i])
+			return fmt.Errorf("%w: %s shrank while the model computed from its mapping; the pages past its end read as zeros, so the results were discarded %s", ErrWeights, c.paths[i], replaceMapped)
 		}
 	}
 	if err := c.m.Changed(); err != nil {
-		return fmt.Errorf("%w: %w; the model computes from its mapping, which may now hold other bytes, so the results were discarded (replace a mapped checkpoint by renaming a new file over it, never in place, or load with a copy; reload the weights)", ErrWeights, err)
+		return fmt.Errorf("%w: %w; the model computes from its mapping, which may now hold other bytes, so the results were discarded %s", ErrWeights, err, replaceMapped)
 	}
 	return nil
 }
