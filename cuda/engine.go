@@ -43,8 +43,10 @@ type Options struct {
 	Device model.Device
 	// Weights is how Open stores a CPU model's matrices: model.WeightsAuto
 	// (default: bf16 for a bf16 checkpoint, else fp32), WeightsBF16,
-	// WeightsF32 or WeightsInt8 (llama.cpp's Q8_0 values, quantized at
-	// load). Activations and the KV cache are fp32 in every case.
+	// WeightsBF16Z (bf16 compressed losslessly: bf16's results from fewer
+	// bytes), WeightsF32 or WeightsInt8 (llama.cpp's Q8_0 values,
+	// quantized at load). Activations and the KV cache are fp32 in every
+	// case.
 	Weights model.WeightType
 	// CopyWeights loads every matrix into the engine's own memory.
 	// Without it (the default) the matrices of a bf16 checkpoint, or of a

@@ -71,7 +71,7 @@ func runBenchEngine(ctx context.Context, args []string, stdout, stderr io.Writer
 	conc := fs.Int("concurrency", 32, "sequences in the aggregate decode measurement")
 	bwBytes := fs.Int("bandwidth-bytes", 1<<30, "buffer size for the memory bandwidth measurement")
 	device := fs.String("device", "cpu", "where the engine runs: cpu, or cuda (needs a binary built with -tags cuda; the CPU bounds are then not measured)")
-	weights := fs.String("weights", "auto", "how the CPU model stores its matrices: bf16, fp32, int8 (llama.cpp's Q8_0 values, quantized at load), or auto (the checkpoint's: bf16 for a bf16 checkpoint)")
+	weights := fs.String("weights", "auto", "how the CPU model stores its matrices: bf16, bf16z (bf16 values compressed losslessly to ~12 bits: bf16's results, fewer bytes per token), fp32, int8 (llama.cpp's Q8_0 values, quantized at load), or auto (the checkpoint's: bf16 for a bf16 checkpoint)")
 	kvMem := fs.Int64("kv-memory", 0, "KV cache bytes (default: the engine's default, 1 GiB)")
 	copyW := fs.Bool("copy", false, "copy every matrix into the engine's memory instead of computing from a read-only mapping of the checkpoint where its layout allows (bf16, or packed by agentrl model pack: the default, as llama.cpp maps its GGUF)")
 	if err := fs.Parse(args); err != nil {
@@ -127,6 +127,8 @@ func runBenchEngine(ctx context.Context, args []string, stdout, stderr io.Writer
 		elem = 2
 	case model.WeightsInt8:
 		elem = 34.0 / 32 // an int8 per weight and an fp16 scale per 32
+	case model.WeightsBF16Z:
+		elem = 1.5 // 12 bits a weight (and escapes: a few in 10,000 weights)
 	}
 	// Memory the weights take: a tied head is the embedding table itself
 	// in every weight type (an fp32 model keeps the table packed once for
@@ -138,7 +140,7 @@ func runBenchEngine(ctx context.Context, args []string, stdout, stderr io.Writer
 	if dev == model.CPU {
 		bw = cpu.MeasureBandwidth(*bwBytes, *reps)
 		switch wtype {
-		case model.WeightsBF16:
+		case model.WeightsBF16, model.WeightsBF16Z:
 			peak = cpu.MeasureGEMMBF16(*prefillN, 2*cfg.IntermediateSize, cfg.HiddenSize, *reps)
 		case model.WeightsInt8:
 			peak = cpu.MeasureGEMMQ8(*prefillN, 2*cfg.IntermediateSize, cfg.HiddenSize, *reps)

@@ -361,13 +361,13 @@ func replaceDir(out string, force bool, write func(dir string) error) error {
 }
 
 func runModelPack(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("model pack", stderr, "usage: agentrl model pack --model DIR --out DIR [--weights int8|fp32|bf16] [--force]",
+	fs := newFlags("model pack", stderr, "usage: agentrl model pack --model DIR --out DIR [--weights int8|fp32|bf16|bf16z] [--force]",
 		"Loads a model directory as the CPU engine stores it (int8: llama.cpp's Q8_0 values, quantized here;",
-		"fp32: packed panels; bf16) and writes it in that layout, with the directory's config and tokenizer,",
+		"fp32: packed panels; bf16; bf16z: bf16 values compressed losslessly, compressed here) and writes it in that layout, with the directory's config and tokenizer,",
 		"so that loading it converts nothing (bench engine, serve and cuda.Open use it in place unless told to copy).")
 	dir := fs.String("model", "", "source model directory: a Hugging Face checkpoint (required)")
 	out := fs.String("out", "", "output model directory (required)")
-	weights := fs.String("weights", "int8", "how the engine stores the matrices: int8, fp32 or bf16")
+	weights := fs.String("weights", "int8", "how the engine stores the matrices: int8, fp32, bf16 or bf16z")
 	force := fs.Bool("force", false, "replace an existing model directory at --out")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -380,7 +380,7 @@ func runModelPack(args []string, stdout, stderr io.Writer) error {
 	}
 	wt, err := model.ParseWeightType(*weights)
 	if err != nil || wt == model.WeightsAuto {
-		return fmt.Errorf("--weights %q: want int8, fp32 or bf16", *weights)
+		return fmt.Errorf("--weights %q: want int8, fp32, bf16 or bf16z", *weights)
 	}
 	if filepath.Clean(*dir) == filepath.Clean(*out) {
 		return errors.New("--out must differ from --model")

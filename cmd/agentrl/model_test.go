@@ -187,7 +187,7 @@ func TestModelInitBF16(t *testing.T) {
 	require.Contains(t, errOut, `--dtype "q4"`)
 }
 
-// TestModelPack packs a bf16 checkpoint as int8 and fp32; the packed
+// TestModelPack packs a bf16 checkpoint as int8, fp32 and bf16z; the packed
 // directories keep the config and tokenizer files and load, mapped, with
 // nothing converted.
 func TestModelPack(t *testing.T) {
@@ -196,7 +196,7 @@ func TestModelPack(t *testing.T) {
 		"--vocab", "64", "--max-pos", "512", "--dtype", "bf16", "--shard-size", "20000", "--out", src)
 	require.Equal(t, 0, code, errOut)
 	require.NoError(t, os.WriteFile(filepath.Join(src, "tokenizer_config.json"), []byte(`{}`), 0o644))
-	for _, wt := range []string{"int8", "fp32"} {
+	for _, wt := range []string{"int8", "fp32", "bf16z"} {
 		out := filepath.Join(t.TempDir(), "packed")
 		code, stdout, errOut := runCmd(t, "model", "pack", "--model", src, "--weights", wt, "--out", out)
 		require.Equal(t, 0, code, errOut)
@@ -221,7 +221,7 @@ func TestModelPack(t *testing.T) {
 	}{
 		{[]string{"model", "pack", "--out", "x"}, "--model and --out are required"},
 		{[]string{"model", "pack", "--model", src, "--out", src}, "--out must differ"},
-		{[]string{"model", "pack", "--model", src, "--out", "x", "--weights", "auto"}, "want int8, fp32 or bf16"},
+		{[]string{"model", "pack", "--model", src, "--out", "x", "--weights", "auto"}, "want int8, fp32, bf16 or bf16z"},
 		{[]string{"model", "pack", "--model", "does-not-exist", "--out", filepath.Join(t.TempDir(), "x")}, "no such file"},
 	} {
 		code, _, errOut := runCmd(t, tt.args...)

@@ -35,7 +35,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	maxBody := fs.Int64("max-body", httpapi.DefaultMaxBodyBytes, "request body limit in bytes")
 	kvMemory := fs.Int64("kv-memory", 0, "KV cache bytes (default: the engine's)")
 	device := fs.String("device", "cpu", "where the engine runs: cpu, or cuda (needs a binary built with -tags cuda)")
-	weights := fs.String("weights", "auto", "how the CPU engine stores the matrices: bf16, fp32, int8 (llama.cpp's Q8_0 values, quantized at load), or auto (the checkpoint's)")
+	weights := fs.String("weights", "auto", "how the CPU engine stores the matrices: bf16, bf16z (bf16 values compressed losslessly: bf16's results from ~3/4 of the bytes), fp32, int8 (llama.cpp's Q8_0 values, quantized at load), or auto (the checkpoint's)")
 	copyWeights := fs.Bool("copy", false, "copy every matrix into the engine's memory; without it a bf16 checkpoint, or one packed by agentrl model pack, is computed from in place (a read-only mapping: replace its files by renaming new ones over them, never in place, or requests fail with an error naming the changed file)")
 	grace := fs.Duration("shutdown-grace", 10*time.Second, "how long in-flight requests may finish on shutdown before they are aborted")
 	logFormat := fs.String("log-format", "text", "format of log records on stderr: text or json")

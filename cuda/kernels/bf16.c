@@ -75,14 +75,6 @@ static inline float tree16(const float a[16]) {
 	return d[0] + d[1];
 }
 
-AGV_AVX512 AGV_INLINE float tree512(__m512 v) {
-	__m256 s8 = _mm256_add_ps(_mm512_castps512_ps256(v), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
-	__m128 s4 = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
-	__m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
-	__m128 s1 = _mm_add_ss(s2, _mm_movehdup_ps(s2));
-	return _mm_cvtss_f32(s1);
-}
-
 AGV_AVX2 AGV_INLINE float tree256(__m256 lo, __m256 hi) {
 	__m256 s8 = _mm256_add_ps(lo, hi);
 	__m128 s4 = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
@@ -134,11 +126,11 @@ static void tile_generic(const tile_args* a, int R, int T) {
 	}
 }
 
-// tree16x16: lane e of the result is tree512(v[e]), the same adds in the
+// tree16x16: lane e of the result is agv_tree512(v[e]), the same adds in the
 // same tree, for 16 vectors at once: each level adds the halves of two
 // vectors' live parts side by side (level 1: 256-bit halves, 2: 128-bit
 // quarters, 3: 64-bit pairs, 4: neighbours), a quarter of the shuffles
-// and adds of 16 tree512s. The lanes come out in the order 4L+q ↔ v[4q+L]
+// and adds of 16 agv_tree512s. The lanes come out in the order 4L+q ↔ v[4q+L]
 // and are put back in order by one permute.
 AGB_BF16 AGV_INLINE __m512 tree16x16(const __m512 v[16]) {
 	__m512 s[8], u[4], w[2];
@@ -219,7 +211,7 @@ AGB_BF16 AGV_INLINE void tile_bf16_rt(const tile_args* a, const int R, const int
 #pragma GCC unroll 8
 	for (int r = 0; r < R; r++)
 #pragma GCC unroll 6
-		for (int j = 0; j < T; j++) store_out(a, r, j, tree512(acc[r][j]));
+		for (int j = 0; j < T; j++) store_out(a, r, j, agv_tree512(acc[r][j]));
 }
 
 // ---- AVX-512F: the odd element of each 32-bit pair is its high half (a
@@ -276,7 +268,7 @@ AGV_AVX512 AGV_INLINE void tile_512_rt(const tile_args* a, const int R, const in
 #pragma GCC unroll 8
 	for (int r = 0; r < R; r++)
 #pragma GCC unroll 4
-		for (int j = 0; j < T; j++) store_out(a, r, j, tree512(acc[r][j]));
+		for (int j = 0; j < T; j++) store_out(a, r, j, agv_tree512(acc[r][j]));
 }
 
 // ---- AVX2: lanes 0–7 from the chunk's first 16 elements, lanes 8–15 from
@@ -366,7 +358,7 @@ AGB_BF16 AGV_INLINE void rows_bf16_t(const tile_args* a, int64_t r_lo, int64_t r
 				acc[j] = _mm512_dpbf16_ps(acc[j], wv, (__m512bh)_mm512_loadu_si512(a->x + j * a->ldx + a->nfull * BK));
 		}
 #pragma GCC unroll 8
-		for (int j = 0; j < T; j++) store_out(a, (int)r, j, tree512(acc[j]));
+		for (int j = 0; j < T; j++) store_out(a, (int)r, j, agv_tree512(acc[j]));
 	}
 }
 
@@ -398,7 +390,7 @@ AGV_AVX512 AGV_INLINE void rows_512_t(const tile_args* a, int64_t r_lo, int64_t 
 			}
 		}
 #pragma GCC unroll 8
-		for (int j = 0; j < T; j++) store_out(a, (int)r, j, tree512(acc[j]));
+		for (int j = 0; j < T; j++) store_out(a, (int)r, j, agv_tree512(acc[j]));
 	}
 }
 
@@ -472,7 +464,7 @@ AGB_BF16 AGV_INLINE void rowsn_bf16_t(const int NR, const tile_args* a, int64_t 
 #pragma GCC unroll 4
 		for (int s = 0; s < NR; s++)
 #pragma GCC unroll 8
-			for (int j = 0; j < T; j++) store_out(a, r_lo + s * part + i, j, tree512(acc[s][j]));
+			for (int j = 0; j < T; j++) store_out(a, r_lo + s * part + i, j, agv_tree512(acc[s][j]));
 	}
 	if (r_lo + NR * part < r_hi) rows_bf16_t(a, r_lo + NR * part, r_hi, T);
 }
@@ -554,7 +546,7 @@ AGV_AVX512 AGV_INLINE void rowsn_512_t(const int NR, const tile_args* a, int64_t
 #pragma GCC unroll 4
 		for (int s = 0; s < NR; s++)
 #pragma GCC unroll 4
-			for (int j = 0; j < T; j++) store_out(a, r_lo + s * part + i, j, tree512(acc[s][j]));
+			for (int j = 0; j < T; j++) store_out(a, r_lo + s * part + i, j, agv_tree512(acc[s][j]));
 	}
 	if (r_lo + NR * part < r_hi) rows_512_t(a, r_lo + NR * part, r_hi, T);
 }

@@ -199,18 +199,8 @@ func (c *CPU) MatMulBF16(y, x []float32, t int, w *BF16, bias []float32) {
 		return
 	}
 	ldx := (w.K + 31) / 32 * 32
-	need := t * ldx
-	var xb []uint16
-	if p, ok := bf16Scratch.Get().(*[]uint16); ok && cap(*p) >= need {
-		xb = (*p)[:need]
-		defer bf16Scratch.Put(p)
-	} else {
-		xb = make([]uint16, need, max(need, 4096))
-		defer bf16Scratch.Put(&xb)
-	}
-	if ldx > 0 {
-		C.agl_bf16_round(fptr(x), C.int64_t(t), C.int64_t(w.K), C.int64_t(ldx), u16ptr(xb))
-	}
+	xb, done := roundActs(x, t, w.K, ldx)
+	defer done()
 	if w.parts == nil {
 		c.matMulBF16Rows(xb, t, ldx, w.K, w.Data, w.N, w.N, bias, y)
 		return
@@ -222,6 +212,25 @@ func (c *CPU) MatMulBF16(y, x []float32, t int, w *BF16, bias []float32) {
 	for _, p := range w.parts {
 		c.matMulBF16Rows(xb, t, ldx, w.K, p.data, len(p.data)/w.K, w.N, biasFrom(bias, p.row0), y[p.row0:])
 	}
+}
+
+// roundActs rounds t rows of k activations to bf16 rows of stride ldx
+// (zero-padded) in pooled scratch; done returns the scratch to the pool.
+func roundActs(x []float32, t, k, ldx int) (xb []uint16, done func()) {
+	xb = pooledU16(&bf16Scratch, t*ldx)
+	if ldx > 0 {
+		C.agl_bf16_round(fptr(x), C.int64_t(t), C.int64_t(k), C.int64_t(ldx), u16ptr(xb))
+	}
+	return xb, func() { bf16Scratch.Put(&xb) }
+}
+
+// pooledU16 is n values from pool (a fresh slice when it has none large
+// enough); the caller puts it back.
+func pooledU16(pool *sync.Pool, n int) []uint16 {
+	if p, ok := pool.Get().(*[]uint16); ok && cap(*p) >= n {
+		return (*p)[:n]
+	}
+	return make([]uint16, n, max(n, 4096))
 }
 
 // matMulBF16Rows runs agl_gemm_bf16 over rows [0, rows) of w (row stride

@@ -105,6 +105,124 @@ void agl_par_gemm_bf16_many(agl_pool* p, int helpers, const uint32_t* xp, int64_
 }
 
 typedef struct {
+	int level;
+	const uint16_t* xb;
+	int64_t t, ldx;
+	const agl_bf16z* z;
+	const float* bias;
+	float* y;
+	int64_t rows;
+	uint16_t* scratch;
+} bf16z_args;
+
+static void bf16z_chunk(const void* v, int worker, int64_t lo, int64_t hi) {
+	const bf16z_args* a = v;
+	int64_t r1 = AGL_PAR_BF16_ROWS * hi < a->rows ? AGL_PAR_BF16_ROWS * hi : a->rows;
+	agl_gemm_bf16z(a->level, a->xb, a->t, a->ldx, a->z, a->rows, a->bias, a->y, AGL_PAR_BF16_ROWS * lo, r1,
+	               a->scratch + (int64_t)worker * AGL_BF16Z_SCRATCH_ROWS * a->z->k);
+}
+
+void agl_par_gemm_bf16z(agl_pool* p, int helpers, int64_t chunk, int level, const uint16_t* xb, int64_t t,
+                        int64_t ldx, const agl_bf16z* z, int64_t rows, const float* bias, float* y,
+                        uint16_t* scratch) {
+	bf16z_args a = {level, xb, t, ldx, z, bias, y, rows, scratch};
+	agl_pool_run(p, helpers, (rows + AGL_PAR_BF16_ROWS - 1) / AGL_PAR_BF16_ROWS, chunk, bf16z_chunk, &a);
+}
+
+typedef struct {
+	const uint32_t* xp;
+	int64_t t;
+	const agl_bf16z* z;
+	const float* bias;
+	float* y;
+	int64_t rows, groups, items;
+	uint32_t* pk;
+	int64_t pw;
+	uint16_t* dec;
+	int64_t rw;
+} zmany_args;
+
+// As many_chunk, on the item's rows decoded into the worker's dec.
+static void zmany_chunk(const void* v, int worker, int64_t lo, int64_t hi) {
+	const zmany_args* a = v;
+	uint16_t* dec = a->dec + worker * a->rw;
+	for (int64_t i = lo; i < hi; i++) {
+		int64_t r0 = 16 * (a->groups * i / a->items), r1 = 16 * (a->groups * (i + 1) / a->items);
+		if (r1 > a->rows) r1 = a->rows;
+		agl_bf16z_decode(a->z, r0, r1, dec);
+		agl_gemm_bf16_many(a->xp, a->t, a->z->k, dec, a->rows, a->bias ? a->bias + r0 : 0, a->y + r0, 0, r1 - r0,
+		                   a->pk + worker * a->pw);
+	}
+}
+
+void agl_par_gemm_bf16z_many(agl_pool* p, int helpers, const uint32_t* xp, int64_t t, const agl_bf16z* z,
+                             int64_t rows, const float* bias, float* y, int64_t items, uint32_t* pk, int64_t pw,
+                             uint16_t* dec, int64_t rw) {
+	zmany_args a = {xp, t, z, bias, y, rows, (rows + 15) / 16, items, pk, pw, dec, rw};
+	agl_pool_run(p, helpers, items, 1, zmany_chunk, &a);
+}
+
+typedef struct {
+	const uint16_t* w;
+	int64_t k;
+	const uint8_t* inv;
+	uint64_t* hist;
+	uint32_t* cnt;
+	uint8_t *data, *esc;
+	uint32_t* eoff;
+	int64_t r0;
+	const agl_bf16z* z;
+	uint16_t* out;
+} zcode_args;
+
+static void zhist_chunk(const void* v, int worker, int64_t lo, int64_t hi) {
+	const zcode_args* a = v;
+	agl_bf16z_hist(a->w + lo * a->k, (hi - lo) * a->k, a->hist + 256 * worker);
+}
+
+void agl_par_bf16z_hist(agl_pool* p, int helpers, int64_t chunk, const uint16_t* w, int64_t rows, int64_t k,
+                        uint64_t* hist) {
+	zcode_args a = {.w = w, .k = k, .hist = hist};
+	agl_pool_run(p, helpers, rows, chunk, zhist_chunk, &a);
+}
+
+static void zcount_chunk(const void* v, int worker, int64_t lo, int64_t hi) {
+	(void)worker;
+	const zcode_args* a = v;
+	agl_bf16z_count(a->w + lo * a->k, hi - lo, a->k, a->inv, a->cnt + lo);
+}
+
+void agl_par_bf16z_count(agl_pool* p, int helpers, int64_t chunk, const uint16_t* w, int64_t rows, int64_t k,
+                         const uint8_t* inv, uint32_t* cnt) {
+	zcode_args a = {.w = w, .k = k, .inv = inv, .cnt = cnt};
+	agl_pool_run(p, helpers, rows, chunk, zcount_chunk, &a);
+}
+
+static void zencode_chunk(const void* v, int worker, int64_t lo, int64_t hi) {
+	(void)worker;
+	const zcode_args* a = v;
+	agl_bf16z_encode(a->w + lo * a->k, hi - lo, a->k, a->inv, a->data, a->esc, a->eoff, a->r0 + lo);
+}
+
+void agl_par_bf16z_encode(agl_pool* p, int helpers, int64_t chunk, const uint16_t* w, int64_t rows, int64_t k,
+                          const uint8_t* inv, uint8_t* data, uint8_t* esc, uint32_t* eoff, int64_t r0) {
+	zcode_args a = {.w = w, .k = k, .inv = inv, .data = data, .esc = esc, .eoff = eoff, .r0 = r0};
+	agl_pool_run(p, helpers, rows, chunk, zencode_chunk, &a);
+}
+
+static void zdecode_chunk(const void* v, int worker, int64_t lo, int64_t hi) {
+	(void)worker;
+	const zcode_args* a = v;
+	agl_bf16z_decode(a->z, a->r0 + lo, a->r0 + hi, a->out + lo * a->z->k);
+}
+
+void agl_par_bf16z_decode(agl_pool* p, int helpers, int64_t chunk, const agl_bf16z* z, int64_t r0, int64_t r1,
+                          uint16_t* out) {
+	zcode_args a = {.z = z, .r0 = r0, .out = out};
+	agl_pool_run(p, helpers, r1 - r0, chunk, zdecode_chunk, &a);
+}
+
+typedef struct {
 	int path;
 	const int8_t* xq;
 	const float* dx;

@@ -6,6 +6,7 @@
 #define AGL_PAR_H
 #include <stdint.h>
 
+#include "bf16z.h"
 #include "kernels.h"
 #include "pool.h"
 #include "q8.h"
@@ -30,6 +31,29 @@ void agl_par_bf16_pack_act(agl_pool* p, int helpers, int64_t chunk, const float*
 void agl_par_gemm_bf16_many(agl_pool* p, int helpers, const uint32_t* xp, int64_t t, int64_t k, const uint16_t* w,
                             int64_t rows, int64_t n, const float* bias, float* y, int64_t items, uint32_t* pk,
                             int64_t pw);
+// agl_gemm_bf16z over z's rows [0, rows), in items of AGL_PAR_BF16_ROWS
+// rows; scratch holds AGL_BF16Z_SCRATCH_ROWS·k values per worker.
+void agl_par_gemm_bf16z(agl_pool* p, int helpers, int64_t chunk, int level, const uint16_t* xb, int64_t t,
+                        int64_t ldx, const agl_bf16z* z, int64_t rows, const float* bias, float* y,
+                        uint16_t* scratch);
+// agl_gemm_bf16_many on z's rows, items as in agl_par_gemm_bf16_many, each
+// item's rows decoded first into its worker's rw values of dec (at least
+// agl_bf16_panel_rows()·k).
+void agl_par_gemm_bf16z_many(agl_pool* p, int helpers, const uint32_t* xp, int64_t t, const agl_bf16z* z,
+                             int64_t rows, const float* bias, float* y, int64_t items, uint32_t* pk, int64_t pw,
+                             uint16_t* dec, int64_t rw);
+// agl_bf16z_hist over blocks of rows: hist holds 256 counts per worker.
+void agl_par_bf16z_hist(agl_pool* p, int helpers, int64_t chunk, const uint16_t* w, int64_t rows, int64_t k,
+                        uint64_t* hist);
+// agl_bf16z_count and then agl_bf16z_encode over rows (encode's eoff[r0]
+// set by the caller between them, from the counts).
+void agl_par_bf16z_count(agl_pool* p, int helpers, int64_t chunk, const uint16_t* w, int64_t rows, int64_t k,
+                         const uint8_t* inv, uint32_t* cnt);
+void agl_par_bf16z_encode(agl_pool* p, int helpers, int64_t chunk, const uint16_t* w, int64_t rows, int64_t k,
+                          const uint8_t* inv, uint8_t* data, uint8_t* esc, uint32_t* eoff, int64_t r0);
+// agl_bf16z_decode over rows [r0, r1) into out (row stride k).
+void agl_par_bf16z_decode(agl_pool* p, int helpers, int64_t chunk, const agl_bf16z* z, int64_t r0, int64_t r1,
+                          uint16_t* out);
 // agl_gemm_q8 over groups of per panels.
 void agl_par_gemm_q8(agl_pool* p, int helpers, int64_t chunk, int path, const int8_t* xq, const float* dx,
                      const int32_t* corr, int64_t t, int64_t nb, const uint8_t* q, const uint16_t* d, int64_t n,

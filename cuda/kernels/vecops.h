@@ -219,4 +219,15 @@ static inline void agv_swiglu(int level, float* out, const float* g, const float
 	}
 }
 
+// agv_tree512 sums the 16 lanes of v by the fixed tree ((i + i+8) +
+// (i+4)) ... down to lane 0: the bf16 kernels' (bf16.c, bf16z.c) last step,
+// one function so that both round the same way.
+AGV_AVX512 AGV_INLINE float agv_tree512(__m512 v) {
+	__m256 s8 = _mm256_add_ps(_mm512_castps512_ps256(v), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+	__m128 s4 = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
+	__m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
+	__m128 s1 = _mm_add_ss(s2, _mm_movehdup_ps(s2));
+	return _mm_cvtss_f32(s1);
+}
+
 #endif

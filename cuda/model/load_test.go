@@ -49,6 +49,8 @@ func TestLoadWeightTypes(t *testing.T) {
 		wantBF16OfBF16 := set(WeightsBF16, true) // norms are bf16 in a bf16 checkpoint too
 		wantInt8 := set(WeightsInt8, false)
 		wantInt8OfBF16 := set(WeightsInt8, true)
+		// bf16z holds bf16's values losslessly: bf16's logits, bit for bit.
+		require.Equal(t, wantBF16, set(WeightsBF16Z, false))
 		for _, tc := range []struct {
 			dir  string
 			wt   WeightType
@@ -62,6 +64,8 @@ func TestLoadWeightTypes(t *testing.T) {
 			{bf16Dir, WeightsF32, WeightsF32, wantF32OfBF16},
 			{f32Dir, WeightsInt8, WeightsInt8, wantInt8},
 			{bf16Dir, WeightsInt8, WeightsInt8, wantInt8OfBF16},
+			{f32Dir, WeightsBF16Z, WeightsBF16Z, wantBF16},
+			{bf16Dir, WeightsBF16Z, WeightsBF16Z, wantBF16OfBF16},
 		} {
 			m, err := LoadWith(tc.dir, cpu, LoadOptions{Weights: tc.wt})
 			require.NoError(t, err)
@@ -79,7 +83,7 @@ func TestLoadWeightTypes(t *testing.T) {
 	require.ErrorContains(t, err, `unknown weight type "int3"`)
 	_, err = ParseWeightType("fp8")
 	require.ErrorContains(t, err, "fp8")
-	for s, want := range map[string]WeightType{"": WeightsAuto, "BF16": WeightsBF16, "f32": WeightsF32, "int8": WeightsInt8, "Q8_0": WeightsInt8} {
+	for s, want := range map[string]WeightType{"": WeightsAuto, "BF16": WeightsBF16, "f32": WeightsF32, "int8": WeightsInt8, "Q8_0": WeightsInt8, "bf16z": WeightsBF16Z} {
 		got, err := ParseWeightType(s)
 		require.NoError(t, err)
 		require.Equal(t, want, got)

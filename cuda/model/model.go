@@ -47,10 +47,11 @@ type cpuWeight struct {
 	vec []float32
 	mat *kernels.Packed
 	bf  *kernels.BF16
-	q8  *kernels.Q8 // int8 models: every matrix and the embedding table
+	q8  *kernels.Q8    // int8 models: every matrix and the embedding table
+	bz  *kernels.BF16Z // bf16z models: every matrix and the embedding table
 
-	// mapped: mat or q8 is a mapped packed checkpoint's bytes, read-only
-	// (a bf16 matrix in place is a parted kernels.BF16 instead).
+	// mapped: mat, q8 or bz is a mapped packed checkpoint's bytes,
+	// read-only (a bf16 matrix in place is a parted kernels.BF16 instead).
 	mapped bool
 }
 
@@ -84,6 +85,7 @@ const (
 	kindMat                    // kernels.Packed fp32 panels
 	kindBF16                   // kernels.BF16, row-major
 	kindQ8                     // kernels.Q8 panels
+	kindBF16Z                  // kernels.BF16Z, compressed bf16 rows
 )
 
 // kindOf is how the model's weight type stores slot s: matrices (and the
@@ -96,6 +98,8 @@ func (m *Model) kindOf(s Slot) weightKind {
 		return kindQ8
 	case m.wt == WeightsBF16 && (s.Matrix() || s == SlotEmbed):
 		return kindBF16
+	case m.wt == WeightsBF16Z && (s.Matrix() || s == SlotEmbed):
+		return kindBF16Z
 	case m.wt == WeightsF32 && (s.Matrix() || (m.cfg.TieWordEmbeddings && s == SlotEmbed)):
 		return kindMat
 	}
@@ -109,6 +113,12 @@ func (m *Model) newWeight(k weightKind, rows, cols int, loading bool) *cpuWeight
 		return &cpuWeight{q8: m.newQ8(rows, cols, loading)}
 	case kindBF16:
 		return &cpuWeight{bf: kernels.NewBF16(rows, cols)}
+	case kindBF16Z:
+		// All zero: every code 0, whose table entry is 0, so every value
+		// is +0 (as NewBF16's), no escapes.
+		z := &kernels.BF16Z{N: rows, K: cols, EscOff: make([]uint32, rows+1)}
+		z.Data = make([]uint8, rows*z.KP()*3/2)
+		return &cpuWeight{bz: z}
 	case kindMat:
 		return &cpuWeight{mat: kernels.NewPacked(rows, cols)}
 	}
@@ -345,6 +355,8 @@ func (o *cpuOps) Embed(dst []float32, table *cpuWeight) {
 				table.bf.RowFloat32(dst[t*H:(t+1)*H], int(id))
 			case table.q8 != nil:
 				table.q8.RowFloat32(dst[t*H:(t+1)*H], int(id))
+			case table.bz != nil:
+				table.bz.RowFloat32(dst[t*H:(t+1)*H], int(id))
 			case table.mat != nil:
 				table.mat.RowFloat32(dst[t*H:(t+1)*H], int(id))
 			default:
@@ -366,6 +378,10 @@ func (o *cpuOps) MatMul(dst, x []float32, w, bias *cpuWeight) {
 	}
 	if w.q8 != nil {
 		o.cpu.MatMulQ8(dst, x, len(x)/w.q8.K, w.q8, b)
+		return
+	}
+	if w.bz != nil {
+		o.cpu.MatMulBF16Z(dst, x, len(x)/w.bz.K, w.bz, b)
 		return
 	}
 	o.cpu.MatMul(dst, x, len(x)/w.mat.K, w.mat, b)

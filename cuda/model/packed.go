@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"unsafe"
 
 	"github.com/agentrl/agentrl/cuda/kernels"
@@ -33,13 +34,16 @@ func packedLayout(wt WeightType) string {
 // parsePackedLayout returns the weight type of a layout string these
 // kernels can use.
 func parsePackedLayout(s string) (WeightType, error) {
-	for _, wt := range []WeightType{WeightsInt8, WeightsF32, WeightsBF16} {
+	types := []WeightType{WeightsInt8, WeightsF32, WeightsBF16, WeightsBF16Z}
+	var known []string
+	for _, wt := range types {
 		if s == packedLayout(wt) {
 			return wt, nil
 		}
+		known = append(known, strconv.Quote(packedLayout(wt)))
 	}
-	return "", fmt.Errorf("%w: packed layout %q is not this engine's (it reads %q, %q or %q): pack the original checkpoint again",
-		ErrWeights, s, packedLayout(WeightsInt8), packedLayout(WeightsF32), packedLayout(WeightsBF16))
+	return "", fmt.Errorf("%w: packed layout %q is not this engine's (it reads %s): pack the original checkpoint again",
+		ErrWeights, s, strings.Join(known, ", "))
 }
 
 // slotNames name the slots in a packed checkpoint.
@@ -48,12 +52,16 @@ var slotNames = [...]string{SlotEmbed: "embed", SlotNorm: "norm", SlotLMHead: "l
 	SlotQNorm: "q_norm", SlotKNorm: "k_norm", SlotGateUp: "gate_up", SlotDown: "down"}
 
 // packedTensor is one tensor of a packed checkpoint: a weight's bytes, or
-// one of an int8 weight's two arrays.
+// one of an int8 or bf16z weight's arrays.
 type packedTensor struct {
 	name  string
 	dtype safetensors.DType
-	n     int // elements
+	n     int // elements, or anyEls
 }
+
+// anyEls is the size of a packed tensor whose size the layout does not
+// fix (a bf16z matrix's escapes; BF16Z.Check checks it against the rest).
+const anyEls = -1
 
 // packedTensors lists the tensors a packed checkpoint of weight kind k,
 // at place at with shape rows×cols, holds.
@@ -72,6 +80,14 @@ func packedTensors(at Place, k weightKind, rows, cols int) []packedTensor {
 		return []packedTensor{{name + ".panels", safetensors.F32, w.Panels() * kernels.Panel * cols}}
 	case kindBF16:
 		return []packedTensor{{name + ".bf16", safetensors.BF16, rows * cols}}
+	case kindBF16Z:
+		// The escapes' count depends on the values (anyEls), and they are
+		// written padded with zeros to a multiple of 8 bytes, so that the
+		// tensors after them stay aligned; the offsets are uint32s stored
+		// as I32 (safetensors has no U32).
+		z := kernels.BF16Z{N: rows, K: cols}
+		return []packedTensor{{name + ".bf16z", safetensors.U8, rows * z.KP() * 3 / 2}, {name + ".bf16z_esc", safetensors.U8, anyEls},
+			{name + ".bf16z_escoff", safetensors.I32, rows + 1}, {name + ".bf16z_table", safetensors.U8, len(z.Table)}}
 	}
 	return []packedTensor{{name + ".f32", safetensors.F32, rows * cols}}
 }
@@ -81,6 +97,8 @@ func (w *cpuWeight) bytes() [][]byte {
 	switch {
 	case w.q8 != nil:
 		return [][]byte{w.q8.Q, asBytes(w.q8.D)}
+	case w.bz != nil:
+		return [][]byte{w.bz.Data, w.bz.Esc, asBytes(w.bz.EscOff), w.bz.Table[:]}
 	case w.mat != nil:
 		return [][]byte{asBytes(w.mat.Data)}
 	case w.bf != nil:
@@ -116,6 +134,9 @@ func (m *Model) WritePacked(path string) error {
 	for _, s := range m.cfg.slots() {
 		w := *m.w.At(s.at)
 		for i, t := range packedTensors(s.at, m.kindOf(s.at.Slot), s.rows, s.cols) {
+			if t.n == anyEls { // escapes, padded (see packedTensors)
+				t.n = escPad(len(w.bytes()[i]))
+			}
 			ts = append(ts, safetensors.Tensor{Name: t.name, DType: t.dtype, Shape: []int64{int64(t.n)}})
 			from[t.name] = source{w, i}
 		}
@@ -129,7 +150,11 @@ func (m *Model) WritePacked(path string) error {
 			}
 			return asBytes(rows), nil
 		}
-		return src.w.bytes()[src.i], nil
+		b := src.w.bytes()[src.i]
+		if n := int(t.Shape[0]); n > len(b) { // escapes, padded
+			b = append(b[:len(b):len(b)], make([]byte, n-len(b))...)
+		}
+		return b, nil
 	}
 	// WriteFileStream writes beside path and renames.
 	meta := map[string]string{PackedLayoutKey: packedLayout(m.wt), "format": "agentrl"}
@@ -161,7 +186,7 @@ func (m *Model) checkPacked(set *safetensors.Set, dir, layout string) error {
 			switch {
 			case !ok:
 				return fmt.Errorf("%w: %s: packed tensor %q missing", ErrWeights, dir, t.name)
-			case info.DType != t.dtype || info.NumElements() != int64(t.n):
+			case info.DType != t.dtype || (t.n != anyEls && info.NumElements() != int64(t.n)):
 				return fmt.Errorf("%w: %s: packed tensor %q is %s×%d, the layout needs %s×%d (written for another config?)",
 					ErrWeights, dir, t.name, info.DType, info.NumElements(), t.dtype, t.n)
 			}
@@ -199,7 +224,7 @@ func (m *Model) packedJobs(set *safetensors.Set, w *Weights[*cpuWeight], inPlace
 // allocated or copied) unless one is misaligned for its element type;
 // vectors, and such a matrix, get memory of their own for the load to
 // fill. It reports the weights in place.
-func (m *Model) newPackedMappedWeights(mc *mappedCheckpoint) (*Weights[*cpuWeight], map[*cpuWeight]bool) {
+func (m *Model) newPackedMappedWeights(set *safetensors.Set, mc *mappedCheckpoint) (*Weights[*cpuWeight], map[*cpuWeight]bool) {
 	inPlace := map[*cpuWeight]bool{}
 	w, _ := NewWeights(m.cfg, func(s Slot, rows, cols int) (*cpuWeight, error) {
 		return nil, nil // filled below, where the layer is known
@@ -210,6 +235,8 @@ func (m *Model) newPackedMappedWeights(mc *mappedCheckpoint) (*Weights[*cpuWeigh
 		for _, t := range packedTensors(s.at, k, s.rows, s.cols) {
 			if b, ok := mc.aligned(t.name, t.dtype.Size()); ok {
 				arrays = append(arrays, b)
+			} else if _, b, err := mc.m.Tensor(t.name); err == nil && t.n == anyEls && len(b) == 0 {
+				arrays = append(arrays, b) // no escapes
 			}
 		}
 		var h *cpuWeight
@@ -220,8 +247,16 @@ func (m *Model) newPackedMappedWeights(mc *mappedCheckpoint) (*Weights[*cpuWeigh
 			h = &cpuWeight{mat: &kernels.Packed{N: s.rows, K: s.cols, Data: fromBytes[float32](arrays[0])}, mapped: true}
 		case k == kindBF16 && len(arrays) == 1:
 			h = &cpuWeight{bf: kernels.NewBF16Parts(s.cols, fromBytes[uint16](arrays[0]))}
+		case k == kindBF16Z && len(arrays) == 4:
+			// The table is 16 bytes, copied; the rest is used in place.
+			z := &kernels.BF16Z{N: s.rows, K: s.cols, Data: arrays[0], Esc: arrays[1], EscOff: fromBytes[uint32](arrays[2])}
+			copy(z.Table[:], arrays[3])
+			h = &cpuWeight{bz: z, mapped: true}
 		default:
 			h = m.newWeight(k, s.rows, s.cols, true)
+			if h.bz != nil {
+				h.bz.Esc = make([]uint8, escBytes(set, s.at, s.rows, s.cols))
+			}
 		}
 		if h.mapped || h.bf != nil && h.bf.Parted() {
 			inPlace[h] = true
@@ -247,15 +282,27 @@ func (m *Model) loadPacked(set *safetensors.Set, dir, layout string) error {
 		if err != nil {
 			return err
 		}
-		w, inPlace := m.newPackedMappedWeights(mc)
+		w, inPlace := m.newPackedMappedWeights(set, mc)
+		if err := checkCompressed(w, dir); err != nil {
+			return errors.Join(err, mc.close())
+		}
 		return m.installMapped(w, mc, m.packedJobs(set, w, inPlace), dir)
 	}
 	if m.w == nil {
 		m.allocFor(true)
 	}
+	for _, s := range m.cfg.slots() {
+		if h := *m.w.At(s.at); h.bz != nil { // sized as the file's escapes, which the jobs read
+			h.bz.Esc = make([]uint8, escBytes(set, s.at, s.rows, s.cols))
+		}
+	}
 	if err := runLoadJobs(m.cpu.Threads(), m.packedJobs(set, m.w, nil)); err != nil {
 		m.loaded = map[string]bool{}
 		return fmt.Errorf("%w: %s: %w", ErrWeights, dir, err)
+	}
+	if err := checkCompressed(m.w, dir); err != nil {
+		m.loaded = map[string]bool{}
+		return err
 	}
 	for _, name := range m.cfg.TensorNames() {
 		m.loaded[name] = true
@@ -263,15 +310,45 @@ func (m *Model) loadPacked(set *safetensors.Set, dir, layout string) error {
 	return nil
 }
 
+// escBytes is the size of the escapes tensor of the bf16z matrix at place
+// at in a packed checkpoint (checkPacked has found it).
+func escBytes(set *safetensors.Set, at Place, rows, cols int) int {
+	ts := packedTensors(at, kindBF16Z, rows, cols)
+	info, _ := set.Lookup(ts[1].name)
+	return int(info.NumElements())
+}
+
+// escPad is n rounded up to a multiple of 8.
+func escPad(n int) int { return (n + 7) &^ 7 }
+
+// checkCompressed checks every bf16z matrix of w read from a packed
+// checkpoint (BF16Z.Check: the sizes and escape offsets the kernels rely
+// on to stay inside the arrays), first dropping the escapes' padding.
+func checkCompressed(w *Weights[*cpuWeight], dir string) error {
+	var err error
+	w.Each(func(h **cpuWeight) {
+		if err == nil && *h != nil && (*h).bz != nil {
+			z := (*h).bz
+			if n := len(z.EscOff); n > 0 && int64(z.EscOff[n-1]) <= int64(len(z.Esc)) && len(z.Esc) == escPad(int(z.EscOff[n-1])) {
+				z.Esc = z.Esc[:z.EscOff[n-1]]
+			}
+			if e := z.Check(); e != nil {
+				err = fmt.Errorf("%w: %s: %w", ErrWeights, dir, e)
+			}
+		}
+	})
+	return err
+}
+
 // asBytes is s's memory as bytes.
-func asBytes[T uint16 | float32](s []T) []byte {
+func asBytes[T uint16 | uint32 | float32](s []T) []byte {
 	var zero T
 	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s))), int(unsafe.Sizeof(zero))*len(s))
 }
 
 // fromBytes views b (aligned for T, a whole number of them) as its
 // elements.
-func fromBytes[T uint16 | float32](b []byte) []T {
+func fromBytes[T uint16 | uint32 | float32](b []byte) []T {
 	var zero T
 	return unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(b))), len(b)/int(unsafe.Sizeof(zero)))
 }

@@ -35,7 +35,7 @@ func TestPackedRoundTrip(t *testing.T) {
 			cfg.ModelType = arch
 			src := t.TempDir()
 			require.NoError(t, WriteRandomDir(src, cfg, 13, WriteOptions{DType: safetensors.BF16}))
-			for _, wt := range []WeightType{WeightsInt8, WeightsF32, WeightsBF16} {
+			for _, wt := range []WeightType{WeightsInt8, WeightsF32, WeightsBF16, WeightsBF16Z} {
 				what := arch + " " + string(wt)
 				orig, err := LoadWith(src, cpu, LoadOptions{Weights: wt, Copy: true})
 				require.NoError(t, err)
@@ -150,6 +150,34 @@ func TestPackedErrors(t *testing.T) {
 	empty, err := NewWith(cfg, nil, WeightsInt8)
 	require.NoError(t, err)
 	require.ErrorContains(t, empty.WritePacked(filepath.Join(t.TempDir(), "x.safetensors")), "weights not set")
+}
+
+// TestPackedBF16ZCorrupt: a packed bf16z matrix whose escape offsets do
+// not fit its escapes is refused at load, copied or mapped, naming what is
+// wrong, before any kernel reads it.
+func TestPackedBF16ZCorrupt(t *testing.T) {
+	cfg := mapConfig(true)
+	src := t.TempDir()
+	require.NoError(t, WriteRandomDir(src, cfg, 2, WriteOptions{DType: safetensors.BF16}))
+	orig, err := LoadWith(src, nil, LoadOptions{Weights: WeightsBF16Z})
+	require.NoError(t, err)
+	dir := packTo(t, orig, src)
+	ts := fileTensors(t, filepath.Join(dir, safetensors.SingleFile))
+	for i := range ts {
+		if ts[i].Name == "embed.bf16z_escoff" {
+			d := ts[i].Data
+			d[len(d)-4] ^= 0x10 // the last offset: past the escapes
+		}
+	}
+	bad := t.TempDir()
+	require.NoError(t, writeConfig(bad, cfg, safetensors.BF16))
+	require.NoError(t, safetensors.WriteFile(filepath.Join(bad, safetensors.SingleFile), ts, map[string]string{PackedLayoutKey: packedLayout(WeightsBF16Z)}))
+	for _, copyW := range []bool{false, true} {
+		_, err = LoadWith(bad, nil, LoadOptions{Copy: copyW})
+		require.ErrorIs(t, err, ErrWeights)
+		require.ErrorIs(t, err, kernels.ErrBF16Z)
+		require.ErrorContains(t, err, "escape offsets")
+	}
 }
 
 // TestPackedTruncated: a mapped packed checkpoint truncated under the

@@ -91,9 +91,12 @@ func (m *Model) SetTensor(name string, shape []int64, data []float32) error {
 		// A matrix used in place from a mapped packed checkpoint is
 		// copied first (the mapping is read-only), and the mapping goes
 		// with the last such matrix, as for bf16 below.
-		if w.q8 != nil {
+		switch {
+		case w.q8 != nil:
 			w.q8.Q, w.q8.D = slices.Clone(w.q8.Q), slices.Clone(w.q8.D)
-		} else {
+		case w.bz != nil:
+			// Written below as a fresh matrix of its own.
+		default:
 			w.mat.Data = slices.Clone(w.mat.Data)
 		}
 		w.mapped = false
@@ -113,6 +116,14 @@ func (m *Model) SetTensor(name string, shape []int64, data []float32) error {
 		kernels.ToBF16(w.bf.Data[p.Row*w.bf.K:p.Row*w.bf.K+len(data)], data)
 	case w.q8 != nil:
 		w.q8.QuantizeRows(p.Row, data, int(want[0]))
+	case w.bz != nil:
+		// The table may change with the new values: decode, write the
+		// rows, compress again (a weight update of a bf16z model costs a
+		// compression per tensor).
+		bf := kernels.NewBF16(w.bz.N, w.bz.K)
+		m.cpu.DecodeBF16Z(bf.Data, w.bz, 0, w.bz.N)
+		kernels.ToBF16(bf.Data[p.Row*bf.K:p.Row*bf.K+len(data)], data)
+		w.bz = m.cpu.CompressBF16(bf)
 	default:
 		// Row is the offset inside a fused bias vector (0 otherwise).
 		copy(w.vec[p.Row:], data)
@@ -164,10 +175,18 @@ const (
 	// Q8_0 dot product does) and sum them exactly in int32, with AVX-512
 	// VNNI (vpdpbusd) where the CPU has it. A tied head is the embedding.
 	WeightsInt8 WeightType = "int8"
+	// WeightsBF16Z keeps matrices and the embedding table as bf16 values
+	// compressed losslessly (kernels.BF16Z): every value bit for bit in
+	// 12 bits and rare escapes, so every product gives WeightsBF16's bits
+	// while a batch-1 decode step reads three quarters of its bytes.
+	// Compressing costs time at load (a few seconds at 1.7B): pack once
+	// (Model.WritePacked, agentrl model pack --weights bf16z) and load the
+	// packed checkpoint, which maps.
+	WeightsBF16Z WeightType = "bf16z"
 )
 
-// ParseWeightType parses "bf16", "fp32" ("f32"), "int8" ("q8_0") or "" /
-// "auto".
+// ParseWeightType parses "bf16", "bf16z", "fp32" ("f32"), "int8"
+// ("q8_0") or "" / "auto".
 func ParseWeightType(s string) (WeightType, error) {
 	switch strings.ToLower(s) {
 	case "", "auto":
@@ -178,8 +197,10 @@ func ParseWeightType(s string) (WeightType, error) {
 		return WeightsBF16, nil
 	case "int8", "q8_0", "q8":
 		return WeightsInt8, nil
+	case "bf16z":
+		return WeightsBF16Z, nil
 	}
-	return "", fmt.Errorf("model: unknown weight type %q (want bf16, fp32, int8 or auto)", s)
+	return "", fmt.Errorf("model: unknown weight type %q (want bf16, bf16z, fp32, int8 or auto)", s)
 }
 
 // NewWith is New with the matrices stored as wt (WeightsAuto means fp32:
@@ -193,6 +214,7 @@ const (
 	allocNow     = iota // zero weights (New)
 	allocForLoad        // for a load that writes every weight next (allocFor)
 	allocMapped         // not at all: a mapped load makes them (loadMapped)
+	allocNone           // not at all, for a bf16z load that compresses a checkpoint (loadCompressed)
 )
 
 // newWith is NewWith, its weights allocated as alloc says.
@@ -200,9 +222,9 @@ func newWith(cfg *Config, cpu *kernels.CPU, wt WeightType, alloc int) (*Model, e
 	switch wt {
 	case WeightsAuto:
 		wt = WeightsF32
-	case WeightsF32, WeightsBF16, WeightsInt8:
+	case WeightsF32, WeightsBF16, WeightsInt8, WeightsBF16Z:
 	default:
-		return nil, fmt.Errorf("model: unknown weight type %q (want bf16, int8 or fp32)", wt)
+		return nil, fmt.Errorf("model: unknown weight type %q (want bf16, bf16z, int8 or fp32)", wt)
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -214,6 +236,7 @@ func newWith(cfg *Config, cpu *kernels.CPU, wt WeightType, alloc int) (*Model, e
 	switch alloc {
 	case allocMapped:
 		m.mapWeights = true
+	case allocNone:
 	default:
 		m.allocFor(alloc == allocForLoad)
 	}
@@ -313,8 +336,11 @@ func LoadWith(dir string, cpu *kernels.CPU, o LoadOptions) (*Model, error) {
 		// Allocated for the load below, which writes every weight (or
 		// fails, and m is dropped).
 		alloc := allocForLoad
-		if !o.Copy && (wt == WeightsBF16 || packed) && kernels.MapGuardSupported() {
+		switch {
+		case !o.Copy && (wt == WeightsBF16 || wt == WeightsBF16Z || packed) && kernels.MapGuardSupported():
 			alloc = allocMapped
+		case wt == WeightsBF16Z && !packed:
+			alloc = allocNone // loadCompressed makes them
 		}
 		m, err = newWith(cfg, cpu, wt, alloc)
 	case CUDA:
@@ -323,7 +349,7 @@ func LoadWith(dir string, cpu *kernels.CPU, o LoadOptions) (*Model, error) {
 		}
 		fallthrough
 	default:
-		if o.Weights == WeightsBF16 || o.Weights == WeightsInt8 {
+		if o.Weights == WeightsBF16 || o.Weights == WeightsInt8 || o.Weights == WeightsBF16Z {
 			return nil, fmt.Errorf("model: %s weights are CPU only (device %s stores fp32)", o.Weights, o.Device)
 		}
 		m, err = NewOn(cfg, o.Device, cpu)
@@ -449,6 +475,9 @@ func (m *Model) loadFrom(set *safetensors.Set, dir string) error {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.wt == WeightsBF16Z {
+		return m.loadCompressed(set, dir)
+	}
 	if m.mapWeights {
 		return m.loadMapped(set, dir)
 	}
@@ -479,6 +508,52 @@ func (m *Model) loadMapped(set *safetensors.Set, dir string) error {
 	}
 	w, inPlace := m.newMappedWeights(mc)
 	return m.installMapped(w, mc, m.loadJobs(set, w, inPlace), dir)
+}
+
+// loadCompressed is loadFrom for a bf16z model and a Hugging Face
+// checkpoint (the caller holds m.mu): the checkpoint is loaded as a bf16
+// model (mapped, unless this model copies), every matrix is compressed
+// from it on all threads, and the bf16 model is closed; then the
+// compressed weights are swapped in and any previous mapping unmapped. On
+// an error the previous weights stay. While compressing, both the bf16
+// values (mapped from the page cache, or copied) and the compressed ones
+// are in memory: pack once instead (WritePacked) to load without it.
+func (m *Model) loadCompressed(set *safetensors.Set, dir string) error {
+	alloc := allocForLoad
+	if m.mapWeights {
+		alloc = allocMapped
+	}
+	tmp, err := newWith(m.cfg, m.cpu, WeightsBF16, alloc)
+	if err != nil {
+		return err
+	}
+	defer tmp.Close()
+	if err := tmp.loadFrom(set, dir); err != nil {
+		return err
+	}
+	w, _ := NewWeights(m.cfg, func(Slot, int, int) (*cpuWeight, error) { return nil, nil })
+	for _, s := range m.cfg.slots() {
+		h := *tmp.w.At(s.at)
+		if h.bf != nil {
+			h = &cpuWeight{bz: m.cpu.CompressBF16(h.bf)}
+		}
+		*w.At(s.at) = h
+	}
+	if m.cfg.TieWordEmbeddings {
+		w.LMHead = w.Embed
+	}
+	if tmp.mapped != nil {
+		// The compression read the mapped bytes: they must have been the
+		// file's, as Forward checks after computing.
+		if err := tmp.mapped.damaged(); err != nil {
+			return fmt.Errorf("%w: %s: %w", ErrWeights, dir, err)
+		}
+	}
+	m.w = w
+	for _, name := range m.cfg.TensorNames() {
+		m.loaded[name] = true
+	}
+	return m.setMapped(nil)
 }
 
 // installMapped runs the jobs that load w, weights computing from mc,
