@@ -47,7 +47,9 @@ type BF16Z struct {
 const BF16ZEscape = C.AGL_BF16Z_ESC
 
 // KP is K rounded up to whole groups of 64.
-func (z *BF16Z) KP() int { return (z.K + C.AGL_BF16Z_GROUP - 1) / C.AGL_BF16Z_GROUP * C.AGL_BF16Z_GROUP }
+func (z *BF16Z) KP() int {
+	return (z.K + C.AGL_BF16Z_GROUP - 1) / C.AGL_BF16Z_GROUP * C.AGL_BF16Z_GROUP
+}
 
 // Bytes is the memory the matrix holds.
 func (z *BF16Z) Bytes() int64 {

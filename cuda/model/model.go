@@ -81,11 +81,11 @@ func (m *Model) allocFor(loading bool) {
 type weightKind uint8
 
 const (
-	kindVec  weightKind = iota // []float32, row-major
-	kindMat                    // kernels.Packed fp32 panels
-	kindBF16                   // kernels.BF16, row-major
-	kindQ8                     // kernels.Q8 panels
-	kindBF16Z                  // kernels.BF16Z, compressed bf16 rows
+	kindVec   weightKind = iota // []float32, row-major
+	kindMat                     // kernels.Packed fp32 panels
+	kindBF16                    // kernels.BF16, row-major
+	kindQ8                      // kernels.Q8 panels
+	kindBF16Z                   // kernels.BF16Z, compressed bf16 rows
 )
 
 // kindOf is how the model's weight type stores slot s: matrices (and the

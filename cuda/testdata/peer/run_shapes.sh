@@ -7,13 +7,15 @@
 #   node cuda/testdata/peer/summarize.mjs SCRATCH_DIR/logs   # markdown table
 # rounds: default 2. shapes: any of 0.6b 1.7b 4b, or tiny (2 layers, hidden
 # 256, the real vocabulary: a smoke test of the harness; default "0.6b").
-# dtypes: any of bf16 bf16map fp32 fp32map int8 int8map (default "bf16 fp32
-# int8"): bf16map runs our bf16 weights computing from the mapped checkpoint
+# dtypes: any of bf16 bf16map bf16zmap fp32 fp32map int8 int8map (default
+# "bf16 fp32 int8"): bf16map runs our bf16 weights computing from the mapped checkpoint
 # (the engine's default load, as llama.cpp maps its GGUF) against a BF16 GGUF
 # export, bf16 the same weights copied into the engine's memory (--copy);
 # int8map and fp32map run the checkpoint packed once in our layout (agentrl
 # model pack, as the GGUF exports are converted once) and mapped, against the
-# Q8_0 and F32 exports; fp32 our fp32 weights (converted at load from the
+# Q8_0 and F32 exports; bf16zmap the checkpoint packed as bf16z (the same
+# bf16 values compressed losslessly: bf16's results, 3/4 of the bytes) and
+# mapped, against the BF16 export; fp32 our fp32 weights (converted at load from the
 # bf16 checkpoint) against an F32 export, int8 our int8 weights (quantized
 # at load) against a Q8_0 export. SCRATCH_DIR must hold
 # node_modules with node-llama-cpp and @node-llama-cpp/linux-x64 (see
@@ -56,11 +58,11 @@ stamp=$(date -u +%Y%m%dT%H%M%S)
 # cache; evict drops them from it.
 warm() { for f in "$@"; do cat "$f" >/dev/null; done; }
 evict() { for f in "$@"; do [ -f "$f" ] && dd if="$f" iflag=nocache count=0 status=none; done; return 0; }
-gguf_dtype() { case $1 in bf16map) echo bf16 ;; int8 | int8map) echo q8_0 ;; fp32map) echo fp32 ;; *) echo "$1" ;; esac; }
-gguf_of() { case $2 in *map) echo "$1-${2%map}.gguf" ;; *) echo "$1-$2.gguf" ;; esac; }
+gguf_dtype() { case $1 in bf16map | bf16zmap) echo bf16 ;; int8 | int8map) echo q8_0 ;; fp32map) echo fp32 ;; *) echo "$1" ;; esac; }
+gguf_of() { case $2 in bf16zmap) echo "$1-bf16.gguf" ;; *map) echo "$1-${2%map}.gguf" ;; *) echo "$1-$2.gguf" ;; esac; }
 # ours: the bench engine flags for a dtype; ourdir: the model directory it loads.
 ours() { case $1 in bf16map) echo "--weights bf16" ;; *map) echo "" ;; *) echo "--weights $1 --copy" ;; esac; }
-ourdir() { case $2 in int8map | fp32map) echo "$1-packed-${2%map}" ;; *) echo "$1" ;; esac; }
+ourdir() { case $2 in int8map | fp32map | bf16zmap) echo "$1-packed-${2%map}" ;; *) echo "$1" ;; esac; }
 gb() { awk -v kb="$1" 'BEGIN { printf "%.1f", kb / 1048576 }'; }
 # probe appends the read bandwidth bench engine's decode bound uses, measured
 # now, to a llama.cpp log (before and after its run), so that summarize.mjs can
@@ -85,7 +87,7 @@ for shape in $shapes; do
   run_dtypes=
   for dt in $dtypes; do
     case $dt in
-    bf16 | bf16map) need_kb=$ckpt_kb ;;
+    bf16 | bf16map | bf16zmap) need_kb=$ckpt_kb ;; # bf16z: 3/4 of it, against the BF16 GGUF
     fp32 | fp32map) need_kb=$((ckpt_kb * 23 / 10)) ;; # 4 bytes a parameter, and the tied head's copy
     int8 | int8map) need_kb=$((ckpt_kb * 6 / 10)) ;;  # 34 bytes per 32 parameters
     *) echo "unknown dtype $dt" >&2; exit 2 ;;
@@ -99,7 +101,7 @@ for shape in $shapes; do
     gdt=$(gguf_dtype "$dt")
     [ -f "$(gguf_of "$dir" "$dt")" ] || "$scratch/agentrl" model gguf --model "$dir" --dtype "$gdt" --out "$(gguf_of "$dir" "$dt")"
     case $dt in
-    int8map | fp32map)
+    int8map | fp32map | bf16zmap)
       [ -f "$(ourdir "$dir" "$dt")/config.json" ] ||
         "$scratch/agentrl" model pack --model "$dir" --weights "${dt%map}" --out "$(ourdir "$dir" "$dt")" ;;
     esac

@@ -25,7 +25,7 @@ if (dirs.length === 0) {
   process.exit(2);
 }
 
-const nameRE = /^(.+)-(bf16|bf16map|fp32|fp32map|int8|int8map)-(\d{8}T\d{6})-r(\d+)-(agentrl|llamacpp)\.log$/;
+const nameRE = /^(.+)-(bf16|bf16map|bf16zmap|fp32|fp32map|int8|int8map)-(\d{8}T\d{6})-r(\d+)-(agentrl|llamacpp)\.log$/;
 const num = (re, text) => {
   const m = re.exec(text);
   return m ? Number(m[1]) : undefined;
@@ -94,8 +94,8 @@ const fmt = (x, digits) => (x === undefined ? "–" : x.toFixed(digits));
 const count = (rs, k) => rs.filter((r) => typeof r[k] === "number").length;
 
 const shapeOrder = ["tiny", "0.6b", "1.7b", "4b"];
-const dtypeOrder = ["bf16", "bf16map", "fp32", "fp32map", "int8", "int8map"];
-const gguf = { bf16: "BF16", bf16map: "BF16", fp32: "F32", fp32map: "F32", int8: "Q8_0", int8map: "Q8_0" };
+const dtypeOrder = ["bf16", "bf16map", "bf16zmap", "fp32", "fp32map", "int8", "int8map"];
+const gguf = { bf16: "BF16", bf16map: "BF16", bf16zmap: "BF16", fp32: "F32", fp32map: "F32", int8: "Q8_0", int8map: "Q8_0" };
 const rank = (order, v) => (order.includes(v) ? order.indexOf(v) : order.length);
 const groups = [...runs.values()].sort((a, b) =>
   rank(shapeOrder, a.shape) - rank(shapeOrder, b.shape) || a.shape.localeCompare(b.shape) ||
