@@ -12,6 +12,7 @@
 #include "vecops.h"
 
 #define AGZ_BF16 __attribute__((target("avx512f,avx512bw,avx512bf16")))
+#define AGZ_BW __attribute__((target("avx512f,avx512bw")))
 
 enum { G = AGL_BF16Z_GROUP, CH = 32 };
 
@@ -96,7 +97,7 @@ static inline void group_hi(const agl_bf16z* z, int64_t r, int64_t g, const uint
 	}
 }
 
-void agl_bf16z_decode(const agl_bf16z* z, int64_t r0, int64_t r1, uint16_t* out) {
+static void decode_generic(const agl_bf16z* z, int64_t r0, int64_t r1, uint16_t* out) {
 	const int64_t k = z->k, kp = kpad(k);
 	int pos[G];
 	for (int i = 0; i < G; i++) pos[i] = pos_of(i);
@@ -138,19 +139,25 @@ int64_t agl_bf16z_bad_row(const agl_bf16z* z, int64_t n) {
 // 32–63 of the group in memory order, as the bf16 kernel loads them).
 // valid masks the stored positions that are weights (all but a last
 // group's padding).
-AGZ_BF16 AGV_INLINE void zgroup(const uint8_t* gp, __m512i tbl, __mmask64 valid, const uint8_t** e,
+AGZ_BW AGV_INLINE void zgroup(const uint8_t* gp, __m512i tbl, __mmask64 valid, const uint8_t** e,
                                 const uint8_t* end, __m512i* w0, __m512i* w1) {
 	const uint8_t *cp = gp, *lp = gp + 32;
 	const __m512i c = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i*)cp));
 	// Bytes 32–63 take the high nibbles: 16-bit lanes 16–31 shifted by 4.
 	const __m512i idx = _mm512_and_si512(_mm512_mask_srli_epi16(c, (__mmask32)0xffff0000u, c, 4), _mm512_set1_epi8(15));
 	__m512i hi = _mm512_shuffle_epi8(tbl, idx);
-	const __mmask64 m = _mm512_mask_cmpeq_epi8_mask(valid, idx, _mm512_set1_epi8(AGL_BF16Z_ESC));
-	if (__builtin_expect(m != 0, 0)) {
-		uint8_t b[G] __attribute__((aligned(64)));
-		_mm512_store_si512(b, hi);
-		for (uint64_t mm = m; mm; mm &= mm - 1) b[__builtin_ctzll(mm)] = *e < end ? *(*e)++ : 0;
-		hi = _mm512_load_si512(b);
+	// Escapes are looked for only while the row has some left (most rows
+	// have none, and the rest stop at their last): a scalar compare instead
+	// of a vector one for most groups. Codes of 15 past the row's last
+	// escape (only in data not from the encoder) decode as table[15] = 0.
+	if (*e < end) {
+		const __mmask64 m = _mm512_mask_cmpeq_epi8_mask(valid, idx, _mm512_set1_epi8(AGL_BF16Z_ESC));
+		if (__builtin_expect(m != 0, 0)) {
+			uint8_t b[G] __attribute__((aligned(64)));
+			_mm512_store_si512(b, hi);
+			for (uint64_t mm = m; mm; mm &= mm - 1) b[__builtin_ctzll(mm)] = *e < end ? *(*e)++ : 0;
+			hi = _mm512_load_si512(b);
+		}
 	}
 	hi = _mm512_maskz_mov_epi8(valid, hi);
 	const __m512i lo = _mm512_maskz_loadu_epi8(valid, lp);
@@ -158,10 +165,61 @@ AGZ_BF16 AGV_INLINE void zgroup(const uint8_t* gp, __m512i tbl, __mmask64 valid,
 	*w1 = _mm512_unpackhi_epi8(lo, hi);
 }
 
-// Prefetch distance in the low bytes' stream (the codes' is half):
-// AGL_BF16Z_PF bytes, 0 for none.
+// last_valid is the stored positions of a last group that hold weights.
+static __mmask64 last_valid(int64_t k) {
+	if (k % G == 0) return ~(__mmask64)0;
+	__mmask64 m = 0;
+	for (int i = 0; i < k % G; i++) m |= (__mmask64)1 << pos_of(i);
+	return m;
+}
+
+// decode_512 is decode_generic with zgroup: each group's two chunks
+// stored as they come out of the registers.
+AGZ_BW static void decode_512(const agl_bf16z* z, int64_t r0, int64_t r1, uint16_t* out) {
+	const int64_t k = z->k, rb = row_bytes(k), nfullg = k / G;
+	const __m512i tbl = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i*)z->table));
+	const __mmask64 last = last_valid(k);
+	for (int64_t r = r0; r < r1; r++) {
+		const uint8_t* e = z->esc + z->eoff[r];
+		const uint8_t* end = z->esc + z->eoff[r + 1];
+		const uint8_t* dp = z->data + r * rb;
+		uint16_t* o = out + (r - r0) * k;
+		__m512i w0, w1;
+		for (int64_t g = 0; g < nfullg; g++) {
+			zgroup(dp + g * GB, tbl, ~(__mmask64)0, &e, end, &w0, &w1);
+			_mm512_storeu_si512(o + g * G, w0);
+			_mm512_storeu_si512(o + g * G + CH, w1);
+		}
+		if (nfullg * G < k) {
+			const int left = (int)(k - nfullg * G); // 1–63 weights
+			zgroup(dp + nfullg * GB, tbl, last, &e, end, &w0, &w1);
+			const __mmask32 m0 = left >= CH ? ~(__mmask32)0 : (__mmask32)((1u << left) - 1);
+			const __mmask32 m1 = left > CH ? (__mmask32)((1u << (left - CH)) - 1) : 0;
+			_mm512_mask_storeu_epi16(o + nfullg * G, m0, w0);
+			_mm512_mask_storeu_epi16(o + nfullg * G + CH, m1, w1);
+		}
+	}
+}
+
+static int has_bw(void) {
+	__builtin_cpu_init();
+	return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
+}
+
+void agl_bf16z_decode(int level, const agl_bf16z* z, int64_t r0, int64_t r1, uint16_t* out) {
+	static int bw = -1; // has_bw(), once known (any thread may find it first: the same value)
+	int b = __atomic_load_n(&bw, __ATOMIC_RELAXED);
+	if (b < 0) {
+		b = has_bw();
+		__atomic_store_n(&bw, b, __ATOMIC_RELAXED);
+	}
+	if (level >= 2 && b) decode_512(z, r0, r1, out);
+	else decode_generic(z, r0, r1, out);
+}
+
+// Prefetch distance in a row's stream, bytes (0 for none).
 #ifndef AGL_BF16Z_PF
-#define AGL_BF16Z_PF 512
+#define AGL_BF16Z_PF 1024
 #endif
 
 // rowsz_t is rowsn_bf16_t (bf16.c) on compressed rows: NR rows from NR
@@ -174,12 +232,7 @@ AGZ_BF16 AGV_INLINE void rowsz_t(const int NR, const agl_bf16z* z, const uint16_
 	const int64_t k = z->k, rb = row_bytes(k), ng = kpad(k) / G, nch = (k + CH - 1) / CH;
 	const int64_t part = (r_hi - r_lo) / NR;
 	const __m512i tbl = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i*)z->table));
-	// The last group's valid stored positions.
-	__mmask64 last = ~(__mmask64)0;
-	if (k % G) {
-		last = 0;
-		for (int i = 0; i < k % G; i++) last |= (__mmask64)1 << pos_of(i);
-	}
+	const __mmask64 last = last_valid(k);
 	for (int64_t i = 0; i < part; i++) {
 		int64_t row[4];
 		const uint8_t *dp[4], *e[4], *end[4];
@@ -283,7 +336,7 @@ void agl_gemm_bf16z(int level, const uint16_t* xb, int64_t t, int64_t ldx, const
 	}
 	for (int64_t r0 = r_lo; r0 < r_hi; r0 += AGL_BF16Z_SCRATCH_ROWS) {
 		const int64_t r1 = r0 + AGL_BF16Z_SCRATCH_ROWS < r_hi ? r0 + AGL_BF16Z_SCRATCH_ROWS : r_hi;
-		agl_bf16z_decode(z, r0, r1, scratch);
+		agl_bf16z_decode(level, z, r0, r1, scratch);
 		agl_gemm_bf16(level, xb, t, z->k, ldx, scratch, n, bias ? bias + r0 : NULL, y + r0, 0, r1 - r0);
 	}
 }

@@ -73,6 +73,10 @@ func (z *BF16Z) Check() error {
 			ErrBF16Z, len(z.Data), z.N, z.K, kp, z.N*kp*3/2)
 	case len(z.EscOff) != z.N+1:
 		return fmt.Errorf("%w: %d escape offsets for %d rows, want %d", ErrBF16Z, len(z.EscOff), z.N, z.N+1)
+	case z.Table[BF16ZEscape] != 0:
+		// An escape past the row's escape bytes decodes as this entry in
+		// the kernels and as 0 in the scalar decoder: both 0.
+		return fmt.Errorf("%w: table entry %d (the escape code's) is %#x, not 0", ErrBF16Z, BF16ZEscape, z.Table[BF16ZEscape])
 	case z.EscOff[0] != 0:
 		return fmt.Errorf("%w: escape offsets start at %d, not 0", ErrBF16Z, z.EscOff[0])
 	case int64(z.EscOff[z.N]) != int64(len(z.Esc)):
@@ -218,7 +222,7 @@ func (c *CPU) DecodeBF16Z(dst []uint16, z *BF16Z, r0, r1 int) {
 	zc, pin := z.pinned()
 	defer pin.Unpin()
 	helpers, chunk := c.chunks(r1 - r0)
-	C.agl_par_bf16z_decode(c.pool, helpers, chunk, &zc, C.int64_t(r0), C.int64_t(r1), u16ptr(dst))
+	C.agl_par_bf16z_decode(c.pool, helpers, chunk, C.int(c.level), &zc, C.int64_t(r0), C.int64_t(r1), u16ptr(dst))
 	runtime.KeepAlive(z)
 	runtime.KeepAlive(c)
 }
@@ -233,7 +237,7 @@ func (z *BF16Z) RowFloat32(dst []float32, i int) {
 	}
 	row := make([]uint16, z.K)
 	zc, pin := z.pinned()
-	C.agl_bf16z_decode(&zc, C.int64_t(i), C.int64_t(i+1), u16ptr(row))
+	C.agl_bf16z_decode(C.int(Detect()), &zc, C.int64_t(i), C.int64_t(i+1), u16ptr(row))
 	pin.Unpin()
 	FromBF16(dst, row)
 }

@@ -33,7 +33,7 @@ typedef struct {
 	const uint8_t* data; // n·kp·3/2
 	const uint8_t* esc;
 	const uint32_t* eoff; // n+1 offsets into esc
-	const uint8_t* table; // 16 high bytes (entry 15 unused)
+	const uint8_t* table; // 16 high bytes (entry 15, the escape's, 0)
 	int64_t k;
 } agl_bf16z;
 
@@ -49,8 +49,9 @@ void agl_bf16z_encode(const uint16_t* w, int64_t rows, int64_t k, const uint8_t 
 // agl_bf16z_count writes the number of escapes of each of rows rows of w
 // into cnt.
 void agl_bf16z_count(const uint16_t* w, int64_t rows, int64_t k, const uint8_t inv[256], uint32_t* cnt);
-// agl_bf16z_decode writes rows [r0, r1) of z as bf16 rows of stride k.
-void agl_bf16z_decode(const agl_bf16z* z, int64_t r0, int64_t r1, uint16_t* out);
+// agl_bf16z_decode writes rows [r0, r1) of z as bf16 rows of stride k
+// (level ≥ 2 with AVX512BW: in registers, as the kernels; else scalar).
+void agl_bf16z_decode(int level, const agl_bf16z* z, int64_t r0, int64_t r1, uint16_t* out);
 // agl_bf16z_bad_row returns the first row of [0, n) whose escape count
 // is not eoff[r+1] − eoff[r], or −1: the full check of untrusted data (the
 // kernels read no escape byte outside a row's range either way).

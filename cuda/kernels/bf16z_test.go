@@ -145,6 +145,7 @@ func TestBF16ZCheck(t *testing.T) {
 		{"long data", "data bytes", func(z *BF16Z) { z.Data = append(z.Data, 0) }, false},
 		{"offsets count", "escape offsets for 6 rows", func(z *BF16Z) { z.EscOff = z.EscOff[:6] }, false},
 		{"offsets start", "start at 1", func(z *BF16Z) { z.EscOff[0] = 1 }, false},
+		{"escape entry", "table entry 15", func(z *BF16Z) { z.Table[BF16ZEscape] = 0x3f }, false},
 		{"offsets end", "end at", func(z *BF16Z) { z.Esc = z.Esc[1:] }, false},
 		{"offsets decrease", "decrease at row", func(z *BF16Z) { z.EscOff[3] = z.EscOff[4] + 1 }, false},
 		{"an escape too few", "row", func(z *BF16Z) {

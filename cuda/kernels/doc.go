@@ -24,6 +24,13 @@
 // the q, k and v tensors of a read-only mapping of the checkpoint, with
 // the same results as one contiguous matrix.
 //
+// BF16Z (CompressBF16, MatMulBF16Z) is a bf16 matrix compressed
+// losslessly to about 12 bits a weight (a 4-bit code of each value's high
+// byte into a per-matrix table, the low byte as is, rare escapes), which a
+// memory-bound decode step reads three quarters of: the products have
+// MatMulBF16's bits, decoded in registers straight into vdpbf16ps for up to
+// 8 tokens and into small row buffers for the bf16 kernels otherwise.
+//
 // GuardMapping makes such a mapping fail closed: a SIGBUS from a page past
 // the end of a file truncated under it (which inside C code would kill the
 // process) maps zero pages instead and marks the mapping Damaged, for the

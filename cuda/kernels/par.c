@@ -130,6 +130,7 @@ void agl_par_gemm_bf16z(agl_pool* p, int helpers, int64_t chunk, int level, cons
 }
 
 typedef struct {
+	int level;
 	const uint32_t* xp;
 	int64_t t;
 	const agl_bf16z* z;
@@ -149,7 +150,7 @@ static void zmany_chunk(const void* v, int worker, int64_t lo, int64_t hi) {
 	for (int64_t i = lo; i < hi; i++) {
 		int64_t r0 = 16 * (a->groups * i / a->items), r1 = 16 * (a->groups * (i + 1) / a->items);
 		if (r1 > a->rows) r1 = a->rows;
-		agl_bf16z_decode(a->z, r0, r1, dec);
+		agl_bf16z_decode(a->level, a->z, r0, r1, dec);
 		agl_gemm_bf16_many(a->xp, a->t, a->z->k, dec, a->rows, a->bias ? a->bias + r0 : 0, a->y + r0, 0, r1 - r0,
 		                   a->pk + worker * a->pw);
 	}
@@ -158,11 +159,12 @@ static void zmany_chunk(const void* v, int worker, int64_t lo, int64_t hi) {
 void agl_par_gemm_bf16z_many(agl_pool* p, int helpers, const uint32_t* xp, int64_t t, const agl_bf16z* z,
                              int64_t rows, const float* bias, float* y, int64_t items, uint32_t* pk, int64_t pw,
                              uint16_t* dec, int64_t rw) {
-	zmany_args a = {xp, t, z, bias, y, rows, (rows + 15) / 16, items, pk, pw, dec, rw};
+	zmany_args a = {3, xp, t, z, bias, y, rows, (rows + 15) / 16, items, pk, pw, dec, rw};
 	agl_pool_run(p, helpers, items, 1, zmany_chunk, &a);
 }
 
 typedef struct {
+	int level;
 	const uint16_t* w;
 	int64_t k;
 	const uint8_t* inv;
@@ -213,12 +215,12 @@ void agl_par_bf16z_encode(agl_pool* p, int helpers, int64_t chunk, const uint16_
 static void zdecode_chunk(const void* v, int worker, int64_t lo, int64_t hi) {
 	(void)worker;
 	const zcode_args* a = v;
-	agl_bf16z_decode(a->z, a->r0 + lo, a->r0 + hi, a->out + lo * a->z->k);
+	agl_bf16z_decode(a->level, a->z, a->r0 + lo, a->r0 + hi, a->out + lo * a->z->k);
 }
 
-void agl_par_bf16z_decode(agl_pool* p, int helpers, int64_t chunk, const agl_bf16z* z, int64_t r0, int64_t r1,
-                          uint16_t* out) {
-	zcode_args a = {.z = z, .r0 = r0, .out = out};
+void agl_par_bf16z_decode(agl_pool* p, int helpers, int64_t chunk, int level, const agl_bf16z* z, int64_t r0,
+                          int64_t r1, uint16_t* out) {
+	zcode_args a = {.level = level, .z = z, .r0 = r0, .out = out};
 	agl_pool_run(p, helpers, r1 - r0, chunk, zdecode_chunk, &a);
 }
 

@@ -37,8 +37,8 @@ void agl_par_gemm_bf16z(agl_pool* p, int helpers, int64_t chunk, int level, cons
                         int64_t ldx, const agl_bf16z* z, int64_t rows, const float* bias, float* y,
                         uint16_t* scratch);
 // agl_gemm_bf16_many on z's rows, items as in agl_par_gemm_bf16_many, each
-// item's rows decoded first into its worker's rw values of dec (at least
-// agl_bf16_panel_rows()·k).
+// item's rows decoded first (at level 3) into its worker's rw values of
+// dec (at least agl_bf16_panel_rows()·k).
 void agl_par_gemm_bf16z_many(agl_pool* p, int helpers, const uint32_t* xp, int64_t t, const agl_bf16z* z,
                              int64_t rows, const float* bias, float* y, int64_t items, uint32_t* pk, int64_t pw,
                              uint16_t* dec, int64_t rw);
@@ -51,9 +51,9 @@ void agl_par_bf16z_count(agl_pool* p, int helpers, int64_t chunk, const uint16_t
                          const uint8_t* inv, uint32_t* cnt);
 void agl_par_bf16z_encode(agl_pool* p, int helpers, int64_t chunk, const uint16_t* w, int64_t rows, int64_t k,
                           const uint8_t* inv, uint8_t* data, uint8_t* esc, uint32_t* eoff, int64_t r0);
-// agl_bf16z_decode over rows [r0, r1) into out (row stride k).
-void agl_par_bf16z_decode(agl_pool* p, int helpers, int64_t chunk, const agl_bf16z* z, int64_t r0, int64_t r1,
-                          uint16_t* out);
+// agl_bf16z_decode at level over rows [r0, r1) into out (row stride k).
+void agl_par_bf16z_decode(agl_pool* p, int helpers, int64_t chunk, int level, const agl_bf16z* z, int64_t r0,
+                          int64_t r1, uint16_t* out);
 // agl_gemm_q8 over groups of per panels.
 void agl_par_gemm_q8(agl_pool* p, int helpers, int64_t chunk, int path, const int8_t* xq, const float* dx,
                      const int32_t* corr, int64_t t, int64_t nb, const uint8_t* q, const uint16_t* d, int64_t n,

@@ -13,7 +13,7 @@
 // each checkpoint tensor goes in the fused weight layout (q|k|v, gate|up),
 // NewWeights allocates the slots a config has, and Decode is the layer
 // sequence over the Ops a backend implements on its own activation and
-// weight types — the CPU kernels (fp32, bf16 or int8 weights), the GPU device,
+// weight types — the CPU kernels (fp32, bf16, bf16z or int8 weights), the GPU device,
 // and package train's kernels, which save what the backward pass reads.
 // A new architecture quirk changes Decode, and every backend runs it.
 //
@@ -31,7 +31,7 @@
 // mapped (safetensors.Mapping.Changed), so a file truncated or rewritten
 // in place under the mapping makes Forward an error naming it rather than
 // killing the process or computing from other bytes. A packed checkpoint
-// (Model.WritePacked, `agentrl model pack`) holds int8 or fp32 weights in
+// (Model.WritePacked, `agentrl model pack`) holds int8, fp32 or bf16z weights in
 // the kernels' own layout, so they too load with nothing converted, mapped
 // the same way. LoadOptions.Copy, and every other load, reads each tensor
 // straight into the model's memory in parallel, without an intermediate
@@ -42,6 +42,15 @@
 // bf16 models are checked against PyTorch in float64 on
 // the same bf16 weights (../testdata/reference_bf16.py) to ≤ 2e-2 relative
 // error (≈1e-2 measured, no greedy token differing).
+//
+// WeightsBF16Z stores bf16 values compressed losslessly (kernels.BF16Z,
+// about 12 bits a weight): a bf16z model gives a bf16 model's logits bit
+// for bit (TestBF16ZMatchesBF16) while a decode step reads three quarters
+// of the bytes. Loading a Hugging Face checkpoint as bf16z loads it as
+// bf16 (mapped), compresses every matrix on all threads and unmaps it; a
+// packed bf16z checkpoint (`agentrl model pack --weights bf16z`) loads with
+// nothing converted, mapped like the others, its escape offsets checked
+// first (kernels.BF16Z.Check).
 //
 // WeightsInt8 quantizes matrices and the embedding table at load, from any
 // checkpoint type, to llama.cpp's Q8_0 values (kernels.Q8: an int8 per
