@@ -119,7 +119,8 @@ var bf16zDecoded sync.Pool
 
 // pinned is z as the kernels' struct, its arrays pinned (a C struct passed
 // to C may hold Go pointers only to pinned memory; a mapping's are not Go
-// memory, and pinning them does nothing) until the caller unpins.
+// memory, and pinning them does nothing) until the caller unpins. The
+// table is copied into the struct, so it points into no Go struct.
 func (z *BF16Z) pinned() (C.agl_bf16z, *runtime.Pinner) {
 	pin := new(runtime.Pinner)
 	for _, b := range [][]uint8{z.Data, z.Esc} {
@@ -128,13 +129,15 @@ func (z *BF16Z) pinned() (C.agl_bf16z, *runtime.Pinner) {
 		}
 	}
 	pin.Pin(&z.EscOff[0])
-	pin.Pin(z)
 	var esc *C.uint8_t
 	if len(z.Esc) > 0 {
 		esc = u8ptr(z.Esc)
 	}
-	return C.agl_bf16z{data: u8ptr(z.Data), esc: esc,
-		eoff: (*C.uint32_t)(unsafe.Pointer(&z.EscOff[0])), table: (*C.uint8_t)(unsafe.Pointer(&z.Table[0])), k: C.int64_t(z.K)}, pin
+	c := C.agl_bf16z{data: u8ptr(z.Data), esc: esc, eoff: (*C.uint32_t)(unsafe.Pointer(&z.EscOff[0])), k: C.int64_t(z.K)}
+	for i, b := range z.Table {
+		c.table[i] = C.uint8_t(b)
+	}
+	return c, pin
 }
 
 // CompressBF16 compresses w (owned or parted) on the CPU's threads.

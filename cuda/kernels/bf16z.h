@@ -33,7 +33,7 @@ typedef struct {
 	const uint8_t* data; // n·kp·3/2
 	const uint8_t* esc;
 	const uint32_t* eoff; // n+1 offsets into esc
-	const uint8_t* table; // 16 high bytes (entry 15, the escape's, 0)
+	uint8_t table[16]; // the high bytes of codes 0–14 (entry 15, the escape's, 0)
 	int64_t k;
 } agl_bf16z;
 
