@@ -85,12 +85,17 @@ void agl_bf16z_encode(const uint16_t* w, int64_t rows, int64_t k, const uint8_t 
 	}
 }
 
-// row_hi decodes group g of row r's high bytes in stored order into hib,
+// group_hi decodes group g of row r's high bytes in stored order into hib,
 // taking escapes from *e (below end; 0 once the row's escapes run out).
+// Padding past k is 0 and takes no escape, whatever its code, as in zgroup.
 static inline void group_hi(const agl_bf16z* z, int64_t r, int64_t g, const uint8_t** e, const uint8_t* end,
                             uint8_t hib[G]) {
 	const uint8_t* cr = z->data + r * row_bytes(z->k) + g * GB;
 	for (int p = 0; p < G; p++) {
+		if (g * G + weight_of(p) >= z->k) {
+			hib[p] = 0;
+			continue;
+		}
 		const int c = p < 32 ? cr[p] & 15 : cr[p - 32] >> 4;
 		if (c == AGL_BF16Z_ESC) hib[p] = *e < end ? *(*e)++ : 0;
 		else hib[p] = z->table[c];
