@@ -274,6 +274,30 @@ func getWords(pool *sync.Pool, n int) *[]uint32 {
 
 func u32ptr(s []uint32) *C.uint32_t { return (*C.uint32_t)(unsafe.Pointer(&s[0])) }
 
+// manyScratch rounds and packs t tokens' activations (k each) for the
+// many-token kernels, in parallel over tiles of tokens, and takes pw words
+// of panel scratch per thread; done returns both to their pools.
+func (c *CPU) manyScratch(x []float32, t, k int) (xp, pk *[]uint32, pw int, done func()) {
+	xp = getWords(&bf16Acts, int(C.agl_bf16_act_words(C.int64_t(t), C.int64_t(k))))
+	helpers, chunk := c.chunks(int(C.agl_bf16_act_tiles(C.int64_t(t))))
+	C.agl_par_bf16_pack_act(c.pool, helpers, chunk, fptr(x), C.int64_t(t), C.int64_t(k), u32ptr(*xp))
+	pw = int(C.agl_bf16_panel_words(C.int64_t(k)))
+	pk = getWords(&bf16Panels, c.threads*pw)
+	return xp, pk, pw, func() { bf16Acts.Put(xp); bf16Panels.Put(pk) }
+}
+
+// manyItems is the number of row ranges the many-token kernels cut rows
+// rows into (see matMulBF16Many).
+func (c *CPU) manyItems(rows int) int {
+	perPanel := int(C.agl_bf16_panel_rows()) / 16
+	groups := (rows + 15) / 16
+	items := (groups + perPanel - 1) / perPanel
+	if c.threads > 1 {
+		items = min(groups, (items+c.threads-1)/c.threads*c.threads)
+	}
+	return items
+}
+
 // matMulBF16Many is MatMulBF16 for many tokens at AVX512BF16: the
 // activations are rounded and packed once (in parallel over tiles of
 // tokens), then the threads take row ranges of at most one panel each
@@ -284,14 +308,8 @@ func u32ptr(s []uint32) *C.uint32_t { return (*C.uint32_t)(unsafe.Pointer(&s[0])
 // groups) where chunks' pieces of a fixed size would leave one
 // thread a panel more.
 func (c *CPU) matMulBF16Many(y, x []float32, t int, w *BF16, bias []float32) {
-	xp := getWords(&bf16Acts, int(C.agl_bf16_act_words(C.int64_t(t), C.int64_t(w.K))))
-	defer bf16Acts.Put(xp)
-	helpers, chunk := c.chunks(int(C.agl_bf16_act_tiles(C.int64_t(t))))
-	C.agl_par_bf16_pack_act(c.pool, helpers, chunk, fptr(x), C.int64_t(t), C.int64_t(w.K), u32ptr(*xp))
-	// One panel of scratch per thread.
-	pw := int(C.agl_bf16_panel_words(C.int64_t(w.K)))
-	pk := getWords(&bf16Panels, c.threads*pw)
-	defer bf16Panels.Put(pk)
+	xp, pk, pw, done := c.manyScratch(x, t, w.K)
+	defer done()
 	// Part by part, as in MatMulBF16: each row is a lane of its panel on
 	// its own, so a panel cut short at a part's end (its other lanes zero)
 	// gives the same bits.
@@ -299,14 +317,9 @@ func (c *CPU) matMulBF16Many(y, x []float32, t int, w *BF16, bias []float32) {
 	if parts == nil {
 		parts = []bf16Part{{data: w.Data}}
 	}
-	perPanel := int(C.agl_bf16_panel_rows()) / 16
 	for _, p := range parts {
 		rows := len(p.data) / w.K
-		groups := (rows + 15) / 16
-		items := (groups + perPanel - 1) / perPanel
-		if c.threads > 1 {
-			items = min(groups, (items+c.threads-1)/c.threads*c.threads)
-		}
+		items := c.manyItems(rows)
 		helpers, _ := c.chunks(items) // items are taken one at a time
 		C.agl_par_gemm_bf16_many(c.pool, helpers, u32ptr(*xp), C.int64_t(t), C.int64_t(w.K), u16ptr(p.data),
 			C.int64_t(rows), C.int64_t(w.N), fptr(biasFrom(bias, p.row0)), fptr(y[p.row0:]), C.int64_t(items),

@@ -277,23 +277,13 @@ func (c *CPU) MatMulBF16Z(y, x []float32, t int, z *BF16Z, bias []float32) {
 	zc, pin := z.pinned()
 	defer pin.Unpin()
 	if c.level >= AVX512BF16 && t >= bf16ManyTokens {
-		xp := getWords(&bf16Acts, int(C.agl_bf16_act_words(C.int64_t(t), C.int64_t(z.K))))
-		defer bf16Acts.Put(xp)
-		helpers, chunk := c.chunks(int(C.agl_bf16_act_tiles(C.int64_t(t))))
-		C.agl_par_bf16_pack_act(c.pool, helpers, chunk, fptr(x), C.int64_t(t), C.int64_t(z.K), u32ptr(*xp))
-		pw := int(C.agl_bf16_panel_words(C.int64_t(z.K)))
-		pk := getWords(&bf16Panels, c.threads*pw)
-		defer bf16Panels.Put(pk)
+		xp, pk, pw, done := c.manyScratch(x, t, z.K)
+		defer done()
 		rw := int(C.agl_bf16_panel_rows()) * z.K
 		dec := pooledU16(&bf16zDecoded, c.threads*rw)
 		defer bf16zDecoded.Put(&dec)
-		perPanel := int(C.agl_bf16_panel_rows()) / 16
-		groups := (z.N + 15) / 16
-		items := (groups + perPanel - 1) / perPanel
-		if c.threads > 1 {
-			items = min(groups, (items+c.threads-1)/c.threads*c.threads)
-		}
-		helpers, _ = c.chunks(items)
+		items := c.manyItems(z.N)
+		helpers, _ := c.chunks(items) // items are taken one at a time
 		C.agl_par_gemm_bf16z_many(c.pool, helpers, u32ptr(*xp), C.int64_t(t), &zc, C.int64_t(z.N), fptr(bias), fptr(y),
 			C.int64_t(items), u32ptr(*pk), C.int64_t(pw), u16ptr(dec), C.int64_t(rw))
 		runtime.KeepAlive(c)
