@@ -213,8 +213,8 @@ func (w *BF16) blocks() []bf16Part {
 	return []bf16Part{{data: w.Data}}
 }
 
-// Decode writes rows [r0, r1) as bf16 rows into dst ((r1−r0)·K values),
-// on the CPU's threads.
+// DecodeBF16Z writes rows [r0, r1) of z as bf16 rows into dst ((r1−r0)·K
+// values), on the CPU's threads. z must pass Check, as for MatMulBF16Z.
 func (c *CPU) DecodeBF16Z(dst []uint16, z *BF16Z, r0, r1 int) {
 	if r0 < 0 || r1 > z.N || r0 > r1 || len(dst) != (r1-r0)*z.K {
 		panic(fmt.Sprintf("kernels: DecodeBF16Z: rows [%d, %d) of %d into %d values for K=%d", r0, r1, z.N, len(dst), z.K))
@@ -250,7 +250,8 @@ func (z *BF16Z) RowFloat32(dst []float32, i int) {
 // level, batch and thread count. At AVX512BF16 with up to 8 tokens (decode)
 // the weights are decoded in registers as they stream by; otherwise rows
 // are decoded into small per-thread buffers and the bf16 kernels run on
-// them.
+// them. z must pass Check (CompressBF16's output does; check data from
+// elsewhere first): the kernels trust its escape offsets.
 func (c *CPU) MatMulBF16Z(y, x []float32, t int, z *BF16Z, bias []float32) {
 	kp := z.KP()
 	if len(x) < t*z.K || len(y) < t*z.N || (bias != nil && len(bias) != z.N) || len(z.Data) != z.N*kp*3/2 ||
