@@ -129,11 +129,7 @@ func (z *BF16Z) pinned() (C.agl_bf16z, *runtime.Pinner) {
 		}
 	}
 	pin.Pin(&z.EscOff[0])
-	var esc *C.uint8_t
-	if len(z.Esc) > 0 {
-		esc = u8ptr(z.Esc)
-	}
-	c := C.agl_bf16z{data: u8ptr(z.Data), esc: esc, eoff: (*C.uint32_t)(unsafe.Pointer(&z.EscOff[0])), k: C.int64_t(z.K)}
+	c := C.agl_bf16z{data: u8ptr(z.Data), esc: u8ptr(z.Esc), eoff: (*C.uint32_t)(unsafe.Pointer(&z.EscOff[0])), k: C.int64_t(z.K)}
 	for i, b := range z.Table {
 		c.table[i] = C.uint8_t(b)
 	}
@@ -189,16 +185,12 @@ func (c *CPU) CompressBF16(w *BF16) *BF16Z {
 		z.EscOff[r+1] = z.EscOff[r] + n
 	}
 	z.Esc = make([]uint8, z.EscOff[w.N])
-	var esc *C.uint8_t
-	if len(z.Esc) > 0 {
-		esc = u8ptr(z.Esc)
-	}
 	for _, b := range blocks {
 		rows := len(b.data) / w.K
 		helpers, chunk := c.chunks(rows)
 		// Each chunk's first row's offset is in place; encode writes the rest.
 		C.agl_par_bf16z_encode(c.pool, helpers, chunk, u16ptr(b.data), C.int64_t(rows), C.int64_t(w.K),
-			(*C.uint8_t)(unsafe.Pointer(&inv[0])), u8ptr(z.Data), esc,
+			(*C.uint8_t)(unsafe.Pointer(&inv[0])), u8ptr(z.Data), u8ptr(z.Esc),
 			(*C.uint32_t)(unsafe.Pointer(&z.EscOff[0])), C.int64_t(b.row0))
 	}
 	runtime.KeepAlive(c)

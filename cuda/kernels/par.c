@@ -87,12 +87,19 @@ typedef struct {
 	int64_t pw;
 } many_args;
 
-// Item i is the 16-row groups [groups·i/items, groups·(i+1)/items).
+// item_rows is item i's rows [*r0, *r1): the 16-row groups
+// [groups·i/items, groups·(i+1)/items), the last cut at rows.
+static inline void item_rows(int64_t groups, int64_t items, int64_t rows, int64_t i, int64_t* r0, int64_t* r1) {
+	*r0 = 16 * (groups * i / items);
+	*r1 = 16 * (groups * (i + 1) / items);
+	if (*r1 > rows) *r1 = rows;
+}
+
 static void many_chunk(const void* v, int worker, int64_t lo, int64_t hi) {
 	const many_args* a = v;
 	for (int64_t i = lo; i < hi; i++) {
-		int64_t r0 = 16 * (a->groups * i / a->items), r1 = 16 * (a->groups * (i + 1) / a->items);
-		if (r1 > a->rows) r1 = a->rows;
+		int64_t r0, r1;
+		item_rows(a->groups, a->items, a->rows, i, &r0, &r1);
 		agl_gemm_bf16_many(a->xp, a->t, a->k, a->w, a->n, a->bias, a->y, r0, r1, a->pk + worker * a->pw);
 	}
 }
@@ -148,8 +155,8 @@ static void zmany_chunk(const void* v, int worker, int64_t lo, int64_t hi) {
 	const zmany_args* a = v;
 	uint16_t* dec = a->dec + worker * a->rw;
 	for (int64_t i = lo; i < hi; i++) {
-		int64_t r0 = 16 * (a->groups * i / a->items), r1 = 16 * (a->groups * (i + 1) / a->items);
-		if (r1 > a->rows) r1 = a->rows;
+		int64_t r0, r1;
+		item_rows(a->groups, a->items, a->rows, i, &r0, &r1);
 		agl_bf16z_decode(a->level, a->z, r0, r1, dec);
 		agl_gemm_bf16_many(a->xp, a->t, a->z->k, dec, a->rows, a->bias ? a->bias + r0 : 0, a->y + r0, 0, r1 - r0,
 		                   a->pk + worker * a->pw);

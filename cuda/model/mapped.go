@@ -99,12 +99,13 @@ func (c *mappedCheckpoint) bf16(name string) ([]uint16, bool) {
 }
 
 // aligned returns tensor name's mapped bytes when they can be used in
-// place as elements of size bytes: non-empty, and at an address that is a
-// multiple of size (safetensors does not promise any alignment; a tensor
-// at another offset is copied instead).
+// place as elements of size bytes: a whole number of them at an address
+// that is a multiple of size (safetensors does not promise any alignment;
+// a tensor at another offset is copied instead). An empty tensor (a bf16z
+// matrix without escapes) has nothing to misalign.
 func (c *mappedCheckpoint) aligned(name string, size int) ([]byte, bool) {
 	_, b, err := c.m.Tensor(name)
-	if err != nil || len(b) == 0 || len(b)%size != 0 || uintptr(unsafe.Pointer(&b[0]))%uintptr(size) != 0 {
+	if err != nil || len(b)%size != 0 || len(b) > 0 && uintptr(unsafe.Pointer(&b[0]))%uintptr(size) != 0 {
 		return nil, false
 	}
 	return b, true

@@ -235,8 +235,6 @@ func (m *Model) newPackedMappedWeights(set *safetensors.Set, mc *mappedCheckpoin
 		for _, t := range packedTensors(s.at, k, s.rows, s.cols) {
 			if b, ok := mc.aligned(t.name, t.dtype.Size()); ok {
 				arrays = append(arrays, b)
-			} else if _, b, err := mc.m.Tensor(t.name); err == nil && t.n == anyEls && len(b) == 0 {
-				arrays = append(arrays, b) // no escapes
 			}
 		}
 		var h *cpuWeight
