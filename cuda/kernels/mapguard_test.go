@@ -321,7 +321,9 @@ func runChild(t *testing.T, mode string) childResult {
 	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestMapGuardChild$", "-test.count=1")
 	// GOTRACEBACK=single: the report format the crash tests compare,
 	// whatever the caller's setting.
-	cmd.Env = append(os.Environ(), mapGuardChildEnv+"="+mode, "GOTRACEBACK=single")
+	// TMPDIR in the parent's temporary directory: a child killed by its
+	// signal never runs its own cleanup, and would leave its files behind.
+	cmd.Env = append(os.Environ(), mapGuardChildEnv+"="+mode, "GOTRACEBACK=single", "TMPDIR="+t.TempDir())
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()
