@@ -31,7 +31,7 @@ var benchSubcommands = []subcommand{
 // batch-1 decode bound, alone, so that another runtime's decode can be set
 // against the same probe measured right before it (the peer harness does):
 // on a shared machine the bandwidth on offer moves from minute to minute.
-func runBenchBandwidth(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func runBenchBandwidth(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
 	fs := newFlags("bench bandwidth", stderr, "usage: agentrl bench bandwidth [--bytes N] [--reps N] [--threads N]",
 		"Measures the memory read bandwidth of all threads (the best of several read patterns, median",
 		"over reps), as bench engine does for its batch-1 decode bound.")
@@ -56,10 +56,10 @@ func runBenchBandwidth(ctx context.Context, args []string, stdout, stderr io.Wri
 }
 
 func runBench(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	return runSubcommands(ctx, "bench", benchSubcommands, args, stdout, stderr)
+	return runSubcommands(ctx, "bench", benchSubcommands, args, stdin, stdout, stderr)
 }
 
-func runBenchEngine(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func runBenchEngine(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
 	fs := newFlags("bench engine", stderr, "usage: agentrl bench engine --model DIR [flags]",
 		"Measures memory bandwidth, FMA and GEMM peaks, batch-1 and aggregate decode, prefill and",
 		"multi-turn prefix caching on the model in DIR, and prints each next to its bound.")
@@ -95,7 +95,7 @@ func runBenchEngine(ctx context.Context, args []string, stdout, stderr io.Writer
 		return fmt.Errorf("--weights: %w", err)
 	}
 	loadStart := time.Now()
-	e, err := cuda.Open(*dir, cuda.Options{Threads: *threads, MaxSeqs: max(64, *conc), MaxBatchTokens: max(512, *prefillN),
+	e, err := openBenchEngine(ctx, *dir, cuda.Options{Threads: *threads, MaxSeqs: max(64, *conc), MaxBatchTokens: max(512, *prefillN),
 		Device: dev, Weights: wt, CopyWeights: *copyW, KVMemory: *kvMem, BlockSize: benchBlockSize})
 	if err != nil {
 		return err
@@ -103,16 +103,6 @@ func runBenchEngine(ctx context.Context, args []string, stdout, stderr io.Writer
 	defer e.Close()
 	loadTime := time.Since(loadStart)
 	b := &engineBench{e: e, reps: *reps, r: rand.New(rand.NewPCG(1, 2))}
-	// Measure the steady state: the engine maps its KV cache's memory while
-	// idle after start (until then first uses of cache blocks pay page
-	// faults inside steps), and that would also disturb the bounds below.
-	for !e.Stats().KVPopulated {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
 	cfg := e.Model().Config()
 	cpu := e.Model().CPU()
 	// Peak RSS before any measurement allocates buffers of its own: the
@@ -223,6 +213,26 @@ func runBenchEngine(ctx context.Context, args []string, stdout, stderr io.Writer
 	fmt.Fprintf(tw, "aggregate decode, %d sequences\t%.1f tok/s\tbatch-1 %.1f tok/s\t%.2f×\n", *conc, decN, dec1, decN/dec1)
 	fmt.Fprintf(tw, "multi-turn prefix cache (group of 8 × 4 turns)\t%.1f%% computed\tprompt tokens\t%.1f%% cached\n", 100*computed, 100*hit)
 	return tw.Flush()
+}
+
+// openBenchEngine opens the engine a benchmark measures and waits until it
+// is in its steady state: the engine maps its KV cache's memory while idle
+// after start (until then first uses of cache blocks pay page faults inside
+// steps), and that would also disturb the bounds measured beside it.
+func openBenchEngine(ctx context.Context, dir string, opts cuda.Options) (*cuda.Engine, error) {
+	e, err := cuda.Open(dir, opts)
+	if err != nil {
+		return nil, err
+	}
+	for !e.Stats().KVPopulated {
+		select {
+		case <-ctx.Done():
+			e.Close()
+			return nil, ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	return e, nil
 }
 
 // prefillFLOPs is the floating-point work of a prefill of n prompt tokens

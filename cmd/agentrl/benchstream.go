@@ -42,7 +42,7 @@ var streamEndpoints = []struct {
 	}},
 }
 
-func runBenchStream(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func runBenchStream(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
 	fs := newFlags("bench stream", stderr, "usage: agentrl bench stream --model DIR [flags]",
 		"Times the first streamed token: the in-process engine's own (GenerateStream's first chunk)",
 		"and, alternating with it, each streamed endpoint of the server agentrl serve runs, on",

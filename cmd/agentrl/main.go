@@ -117,17 +117,17 @@ func newFlags(name string, w io.Writer, synopsis ...string) *flag.FlagSet {
 // subcommand is one verb of a command with subcommands (model, bench).
 type subcommand struct {
 	name, summary string
-	run           func(ctx context.Context, args []string, stdout, stderr io.Writer) error
+	run           func(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error
 }
 
 // runSubcommands dispatches args[0] among subs. With no subcommand or
 // --help it prints every subcommand's usage and flags (by asking each for
 // its --help) and returns flag.ErrHelp for --help, an error otherwise.
-func runSubcommands(ctx context.Context, cmd string, subs []subcommand, args []string, stdout, stderr io.Writer) error {
+func runSubcommands(ctx context.Context, cmd string, subs []subcommand, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if len(args) > 0 && !isHelp(args[0]) {
 		for _, s := range subs {
 			if s.name == args[0] {
-				return s.run(ctx, args[1:], stdout, stderr)
+				return s.run(ctx, args[1:], stdin, stdout, stderr)
 			}
 		}
 		names := make([]string, len(subs))
@@ -142,7 +142,7 @@ func runSubcommands(ctx context.Context, cmd string, subs []subcommand, args []s
 	}
 	for _, s := range subs {
 		fmt.Fprintln(stderr)
-		if err := s.run(ctx, []string{"--help"}, stdout, stderr); err != nil && !errors.Is(err, flag.ErrHelp) {
+		if err := s.run(ctx, []string{"--help"}, stdin, stdout, stderr); err != nil && !errors.Is(err, flag.ErrHelp) {
 			return err
 		}
 	}

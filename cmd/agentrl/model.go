@@ -21,22 +21,22 @@ func init() {
 }
 
 var modelSubcommands = []subcommand{
-	{"init", "write a random-initialized model directory in HF format", func(_ context.Context, args []string, stdout, stderr io.Writer) error {
+	{"init", "write a random-initialized model directory in HF format", func(_ context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
 		return runModelInit(args, stdout, stderr)
 	}},
-	{"info", "describe a model directory's config", func(_ context.Context, args []string, stdout, stderr io.Writer) error {
+	{"info", "describe a model directory's config", func(_ context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
 		return runModelInfo(args, stdout, stderr)
 	}},
-	{"gguf", "export a llama, qwen2 or qwen3 model directory to GGUF (F32, BF16 or Q8_0)", func(_ context.Context, args []string, stdout, stderr io.Writer) error {
+	{"gguf", "export a llama, qwen2 or qwen3 model directory to GGUF (F32, BF16 or Q8_0)", func(_ context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
 		return runModelGGUF(args, stdout, stderr)
 	}},
-	{"pack", "convert a model directory once into the CPU engine's own layout (int8, fp32 or bf16), so it loads without converting", func(_ context.Context, args []string, stdout, stderr io.Writer) error {
+	{"pack", "convert a model directory once into the CPU engine's own layout (int8, fp32 or bf16), so it loads without converting", func(_ context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
 		return runModelPack(args, stdout, stderr)
 	}},
 }
 
 func runModel(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	return runSubcommands(ctx, "model", modelSubcommands, args, stdout, stderr)
+	return runSubcommands(ctx, "model", modelSubcommands, args, stdin, stdout, stderr)
 }
 
 func runModelInit(args []string, stdout, stderr io.Writer) error {

@@ -146,6 +146,28 @@ func TestBenchEngine(t *testing.T) {
 	code, _, errOut = runCmd(t, "bench", "engine")
 	require.Equal(t, 1, code)
 	require.Contains(t, errOut, "--model is required")
+
+	// bench batch1 answers each request line with one measurement, for
+	// interleave.mjs; it stops at quit, and an unknown request is an error.
+	batch1 := func(in string, args ...string) (int, string, string) {
+		var o, e bytes.Buffer
+		c := runMain(context.Background(), append([]string{"bench", "batch1", "--model", bfDir, "--decode-tokens", "4",
+			"--kv-memory", "1048576"}, args...), strings.NewReader(in), &o, &e)
+		return c, o.String(), e.String()
+	}
+	code, out, errOut = batch1("decode\n\nquit\ndecode\n")
+	require.Equal(t, 0, code, errOut)
+	require.Regexp(t, `^ready\nbatch1 [1-9][\d.]* tok/s\nbatch1 [1-9][\d.]* tok/s\n$`, out)
+	code, out, errOut = batch1("decode", "--weights", "bf16z")
+	require.Equal(t, 0, code, errOut)
+	require.Regexp(t, `^ready\nbatch1 [1-9][\d.]* tok/s\n$`, out)
+	code, out, errOut = batch1("decode\nprefill\n")
+	require.Equal(t, 1, code)
+	require.Regexp(t, `^ready\nbatch1 [\d.]+ tok/s\n$`, out)
+	require.Contains(t, errOut, `input line 2: unknown command "prefill"`)
+	code, _, errOut = batch1("", "--decode-tokens", "1")
+	require.Equal(t, 1, code)
+	require.Contains(t, errOut, "--decode-tokens")
 }
 
 // TestModelInitBF16 writes a sharded bf16 checkpoint and exports it to a

@@ -36,6 +36,16 @@
 # (medians over rounds of every log in the directory); a failed run is
 # reported and the rest go on.
 #
+# Batch-1 decode is also measured interleaved: after the rounds, for each
+# dtype, `agentrl bench batch1` and llamacpp_batch1.mjs are loaded side by
+# side and interleave.mjs asks them for batch-1 decode measurements in turn,
+# a few seconds apart, A B B A per round ($PEER_INTERLEAVE rounds, default
+# 8; 0 skips it), into SHAPE-DTYPE-STAMP-interleaved.log. The whole runs
+# above time each side minutes apart, and the read bandwidth this shared
+# machine offers moves by up to 2× between them; measurements seconds apart
+# see the same machine, which is what a ratio needs. Both sides' weights
+# are then in memory at once, so this step needs twice a dtype's weights.
+#
 # Memory: a dtype is skipped, with a message, when its weights (ours, or the
 # GGUF llama.cpp maps) plus 3 GB for KV caches and buffers exceed the
 # machine's memory less 4 GB for everything else (override the memory
@@ -84,15 +94,21 @@ for shape in $shapes; do
       --dtype bf16 --shard-size 2000000000 --out "$dir"
   fi
   ckpt_kb=$(du -k -c "$dir"/*.safetensors | tail -1 | cut -f1) # bf16: 2 bytes a parameter
+  # need_of: the KB of weights a dtype's larger side holds.
+  need_of() {
+    case $1 in
+    bf16 | bf16map | bf16zmap) echo "$ckpt_kb" ;; # bf16z: 3/4 of it, against the BF16 GGUF
+    fp32 | fp32map) echo $((ckpt_kb * 23 / 10)) ;; # 4 bytes a parameter, and the tied head's copy
+    int8 | int8map) echo $((ckpt_kb * 6 / 10)) ;;  # 34 bytes per 32 parameters
+    esac
+  }
   run_dtypes=
   for dt in $dtypes; do
     case $dt in
-    bf16 | bf16map | bf16zmap) need_kb=$ckpt_kb ;; # bf16z: 3/4 of it, against the BF16 GGUF
-    fp32 | fp32map) need_kb=$((ckpt_kb * 23 / 10)) ;; # 4 bytes a parameter, and the tied head's copy
-    int8 | int8map) need_kb=$((ckpt_kb * 6 / 10)) ;;  # 34 bytes per 32 parameters
+    bf16 | bf16map | bf16zmap | fp32 | fp32map | int8 | int8map) ;;
     *) echo "unknown dtype $dt" >&2; exit 2 ;;
     esac
-    need_kb=$((need_kb + 3 * 1024 * 1024))
+    need_kb=$(($(need_of "$dt") + 3 * 1024 * 1024))
     if [ "$need_kb" -gt $((mem_kb - 4 * 1024 * 1024)) ]; then
       echo "skipping $shape $dt: needs about $(gb "$need_kb") GB of memory; the machine has $(gb "$mem_kb") GB, 4 GB of it kept for the rest"
       continue
@@ -132,6 +148,26 @@ for shape in $shapes; do
       tail -n 1 "$base-llamacpp.log"
     done
     i=$((i + 1))
+  done
+  for dt in $run_dtypes; do
+    [ "${PEER_INTERLEAVE:-8}" -gt 0 ] || break
+    if [ $((2 * $(need_of "$dt") + 3 * 1024 * 1024)) -gt $((mem_kb - 4 * 1024 * 1024)) ]; then
+      echo "skipping the interleaved batch-1 decode of $shape $dt: both sides' weights do not fit in memory at once"
+      continue
+    fi
+    od=$(ourdir "$dir" "$dt")
+    g=$(gguf_of "$dir" "$dt")
+    log="$logs/$shape-$dt-$stamp-interleaved.log"
+    head="== $shape $dt interleaved $(date -u +%H:%M:%S) load $(cut -d' ' -f1-3 /proc/loadavg)"
+    echo "$head"
+    warm "$od"/*.safetensors "$g"
+    { echo "$head"; echo "A: agentrl bench batch1 $(ours "$dt") ($(basename "$od")); B: llamacpp_batch1.mjs $(basename "$g") 32 2"; } >"$log"
+    # shellcheck disable=SC2046
+    NODE_PATH="$scratch/node_modules" node cuda/testdata/peer/interleave.mjs "${PEER_INTERLEAVE:-8}" -- \
+      "$scratch/agentrl" bench batch1 --model "$od" $(ours "$dt") --decode-tokens 32 --kv-memory 536870912 -- \
+      node cuda/testdata/peer/llamacpp_batch1.mjs "$g" 32 2 >>"$log" 2>&1 ||
+      echo "FAILED: interleaved batch-1 decode ($shape $dt), see $log"
+    tail -n 1 "$log"
   done
   # This shape's files leave the page cache (or the disk) so that the next
   # shape's runs have the memory to themselves.

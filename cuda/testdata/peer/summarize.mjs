@@ -1,5 +1,7 @@
 // Summarizes the per-run logs that run_shapes.sh writes into one markdown
-// table for BENCHMARKS.md:
+// table for BENCHMARKS.md (and SHAPE-DTYPE-STAMP-interleaved.log, the
+// interleaved batch-1 decode, a row of its own: the median of the per-round
+// ratios of all such logs):
 //   node cuda/testdata/peer/summarize.mjs LOG_DIR [LOG_DIR...]
 // Every SHAPE-DTYPE-STAMP-rN-{agentrl,llamacpp}.log in the directories
 // counts as one round of that shape and dtype (rounds of several
@@ -25,7 +27,9 @@ if (dirs.length === 0) {
   process.exit(2);
 }
 
-const nameRE = /^(.+)-(bf16|bf16map|bf16zmap|fp32|fp32map|int8|int8map)-(\d{8}T\d{6})-r(\d+)-(agentrl|llamacpp)\.log$/;
+const dtypeRE = "(bf16|bf16map|bf16zmap|fp32|fp32map|int8|int8map)";
+const nameRE = new RegExp(`^(.+)-${dtypeRE}-(\\d{8}T\\d{6})-r(\\d+)-(agentrl|llamacpp)\\.log$`);
+const interleavedRE = new RegExp(`^(.+)-${dtypeRE}-(\\d{8}T\\d{6})-interleaved\\.log$`);
 const num = (re, text) => {
   const m = re.exec(text);
   return m ? Number(m[1]) : undefined;
@@ -64,19 +68,40 @@ function parseLlama(text) {
     aggregate: j.aggregate_decode_tok_s, perStep: j.aggregate_tokens_per_step ?? undefined, conc: j.concurrency };
 }
 
-const runs = new Map(); // "shape dtype" → {shape, dtype, agentrl: [], llamacpp: []}
+// parseInterleaved reads the JSON line interleave.mjs prints last (A is
+// agentrl, B llama.cpp): the per-round ratios and every measurement.
+function parseInterleaved(text) {
+  const line = text.trim().split("\n").reverse().find((l) => l.startsWith("{"));
+  try {
+    const j = JSON.parse(line ?? "");
+    if (Array.isArray(j.ratios) && Array.isArray(j.a_tok_s) && Array.isArray(j.b_tok_s)) return j;
+  } catch {
+    // a failed run: left out
+  }
+  return undefined;
+}
+
+const runs = new Map(); // "shape dtype" → {shape, dtype, agentrl: [], llamacpp: [], interleaved: []}
 const loads = []; // 1-minute load averages from the run headers
+const group = (shape, dtype) => {
+  const key = `${shape} ${dtype}`;
+  if (!runs.has(key)) runs.set(key, { shape, dtype, agentrl: [], llamacpp: [], interleaved: [] });
+  return runs.get(key);
+};
 for (const dir of dirs) {
   for (const f of fs.readdirSync(dir).sort()) {
-    const m = nameRE.exec(f);
-    if (!m) continue;
-    const [, shape, dtype, , , side] = m;
+    const m = nameRE.exec(f), im = interleavedRE.exec(f);
+    if (!m && !im) continue;
     const text = fs.readFileSync(path.join(dir, f), "utf8");
     const l = /^(?:==|--) .* load ([\d.]+)/m.exec(text);
     if (l) loads.push(Number(l[1]));
-    const key = `${shape} ${dtype}`;
-    if (!runs.has(key)) runs.set(key, { shape, dtype, agentrl: [], llamacpp: [] });
-    runs.get(key)[side].push(side === "agentrl" ? parseOurs(text) : parseLlama(text));
+    if (im) {
+      const j = parseInterleaved(text);
+      if (j) group(im[1], im[2]).interleaved.push(j);
+      continue;
+    }
+    const [, shape, dtype, , , side] = m;
+    group(shape, dtype)[side].push(side === "agentrl" ? parseOurs(text) : parseLlama(text));
   }
 }
 if (runs.size === 0) {
@@ -135,6 +160,16 @@ for (const g of groups) {
   if (fb !== undefined || fc !== undefined) {
     out.push(`| ${g.shape} | ${g.dtype} vs ${gguf[g.dtype]} | batch-1 decode ÷ read bound (the probe before / after the run) | ${fmt(fa, 2)} | ` +
       `${fmt(fb, 2)} / ${fmt(fc, 2)} | | | ${count(g.agentrl, "probe")}/${count(g.llamacpp, "probe")} |`);
+  }
+  // Batch-1 decode measured interleaved (interleave.mjs): the median of
+  // the per-round ratios of all its runs, and each side's median rate.
+  if (g.interleaved.length) {
+    const rs = g.interleaved.flatMap((j) => j.ratios);
+    const r = median(rs);
+    out.push(`| ${g.shape} | ${g.dtype} vs ${gguf[g.dtype]} | batch-1 decode interleaved (A B B A, seconds apart), tok/s | ` +
+      `${fmt(median(g.interleaved.flatMap((j) => j.a_tok_s)), 1)} | ${fmt(median(g.interleaved.flatMap((j) => j.b_tok_s)), 1)} | ` +
+      `${fmt(r, 2)}× (rounds ${fmt(Math.min(...rs), 2)}–${fmt(Math.max(...rs), 2)}) | ≥ 1.3${r === undefined ? "" : r >= 1.3 ? " met" : " missed"} | ` +
+      `${rs.length} rounds |`);
   }
   // The engine's own memory target: peak RSS ≤ 1.1 × (weights + KV cache).
   const rb = median(g.agentrl.map((r) => r.rssBound));

@@ -1,0 +1,124 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"strings"
+	"time"
+
+	"github.com/agentrl/agentrl/cuda"
+	"github.com/agentrl/agentrl/cuda/model"
+	"github.com/agentrl/agentrl/server"
+)
+
+func init() {
+	benchSubcommands = append(benchSubcommands, subcommand{"batch1",
+		"batch-1 decode measurements on request, for a driver that interleaves them with a peer's", runBenchBatch1})
+}
+
+// runBenchBatch1 loads a model once and then answers each line of its input
+// with one batch-1 decode measurement (measured as bench engine measures
+// its batch-1 decode). It exists for side-by-side runs: on a shared
+// machine the bandwidth on offer moves from minute to minute, so a peer's
+// batch-1 decode is compared fairly only with ours measured in the same
+// seconds, and the peer harness's driver (cuda/testdata/peer/interleave.mjs)
+// alternates the two processes' measurements a few seconds apart.
+//
+// A measurement streams one greedy sequence from a fresh random 16-token
+// prompt and times its tokens from the first to the last, as
+// llamacpp_batch1.mjs times llama.cpp's: the prompt's prefill is left out
+// within one run (bench engine's difference of two runs can come out
+// negative for a model so small that the runs' noise outweighs them).
+//
+// Protocol, one line each way: it prints "ready" once loaded, then reads
+// lines; "decode" (or an empty line) answers "batch1 RATE tok/s", "quit"
+// or the end of the input ends it, anything else is an error.
+func runBenchBatch1(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	fs := newFlags("bench batch1", stderr, "usage: agentrl bench batch1 --model DIR [flags] < commands",
+		"Loads the model, prints \"ready\", then answers each input line \"decode\" (or an empty line) with one",
+		"batch-1 decode measurement, \"batch1 RATE tok/s\", until \"quit\" or the end of the input.")
+	dir := fs.String("model", "", "model directory (required)")
+	threads := fs.Int("threads", 0, "kernel threads (default: all cores)")
+	decodeN := fs.Int("decode-tokens", 32, "tokens generated per measurement")
+	weights := fs.String("weights", "auto", "how the CPU model stores its matrices, as bench engine's --weights")
+	kvMem := fs.Int64("kv-memory", 0, "KV cache bytes (default: the engine's default, 1 GiB)")
+	copyW := fs.Bool("copy", false, "copy every matrix into the engine's memory instead of computing from a read-only mapping of the checkpoint, as bench engine's --copy")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *dir == "" {
+		return errors.New("--model is required")
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if *decodeN < 2 {
+		return errors.New("--decode-tokens must be at least 2")
+	}
+	wt, err := model.ParseWeightType(*weights)
+	if err != nil {
+		return fmt.Errorf("--weights: %w", err)
+	}
+	e, err := openBenchEngine(ctx, *dir, cuda.Options{Threads: *threads, Weights: wt, CopyWeights: *copyW,
+		KVMemory: *kvMem, BlockSize: benchBlockSize})
+	if err != nil {
+		return err
+	}
+	defer e.Close()
+	b := &engineBench{e: e, r: rand.New(rand.NewPCG(1, 2))}
+	if _, err := fmt.Fprintln(stdout, "ready"); err != nil {
+		return err
+	}
+	in := bufio.NewScanner(stdin)
+	for line := 1; in.Scan(); line++ {
+		switch cmd := strings.TrimSpace(in.Text()); cmd {
+		case "quit":
+			return nil
+		case "", "decode":
+			rate, err := streamedDecodeRate(ctx, e, b.prompt(16), *decodeN)
+			if err != nil {
+				return err
+			}
+			if _, err := fmt.Fprintf(stdout, "batch1 %.3f tok/s\n", rate); err != nil {
+				return err
+			}
+		default:
+			return fmt.Errorf("input line %d: unknown command %q (want decode or quit)", line, cmd)
+		}
+	}
+	return in.Err()
+}
+
+// streamedDecodeRate generates n tokens greedily from prompt and returns the
+// tokens after the first chunk over the time from that chunk to the last.
+// When the steps outpace this reader so much that every token comes in the
+// first chunk (a model too small to stream apart), it is all n tokens over
+// the time from the request to the last, the prompt's prefill included.
+func streamedDecodeRate(ctx context.Context, e *cuda.Engine, prompt []int32, n int) (float64, error) {
+	var got, first int
+	start := time.Now()
+	var t0, t1 time.Time
+	_, err := e.GenerateStream(ctx, server.GenerateRequest{PromptIDs: prompt, Params: server.SamplingParams{MaxNewTokens: n}},
+		func(c server.Chunk) error {
+			if got == 0 {
+				t0, first = time.Now(), len(c.TokenIDs)
+			}
+			got += len(c.TokenIDs)
+			t1 = time.Now()
+			return nil
+		})
+	if err != nil {
+		return 0, err
+	}
+	if got != n {
+		return 0, fmt.Errorf("batch-1 decode: generated %d tokens, want %d", got, n)
+	}
+	if first == n {
+		return float64(n) / t1.Sub(start).Seconds(), nil
+	}
+	return float64(n-first) / t1.Sub(t0).Seconds(), nil
+}
