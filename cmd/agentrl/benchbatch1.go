@@ -73,9 +73,37 @@ func runBenchBatch1(ctx context.Context, args []string, stdin io.Reader, stdout,
 	if _, err := fmt.Fprintln(stdout, "ready"); err != nil {
 		return err
 	}
-	in := bufio.NewScanner(stdin)
-	for line := 1; in.Scan(); line++ {
-		switch cmd := strings.TrimSpace(in.Text()); cmd {
+	// The input is read on a goroutine of its own, so that a cancelled
+	// context (SIGTERM from a driver giving up) ends the command while it
+	// waits for a line: a blocked read cannot be interrupted. The reader
+	// ends at the end of the input, or at its next line once this returns;
+	// a reader still blocked then ends with the process.
+	lines, errc, done := make(chan string), make(chan error, 1), make(chan struct{})
+	defer close(done)
+	go func() {
+		defer close(lines)
+		in := bufio.NewScanner(stdin)
+		for in.Scan() {
+			select {
+			case lines <- in.Text():
+			case <-done:
+				return
+			}
+		}
+		errc <- in.Err()
+	}()
+	for line := 1; ; line++ {
+		var text string
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case l, ok := <-lines:
+			if !ok { // the end of the input
+				return <-errc
+			}
+			text = l
+		}
+		switch cmd := strings.TrimSpace(text); cmd {
 		case "quit":
 			return nil
 		case "", "decode":
@@ -90,7 +118,6 @@ func runBenchBatch1(ctx context.Context, args []string, stdin io.Reader, stdout,
 			return fmt.Errorf("input line %d: unknown command %q (want decode or quit)", line, cmd)
 		}
 	}
-	return in.Err()
 }
 
 // streamedDecodeRate generates n tokens greedily from prompt and returns the

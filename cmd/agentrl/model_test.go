@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -168,6 +170,25 @@ func TestBenchEngine(t *testing.T) {
 	code, _, errOut = batch1("", "--decode-tokens", "1")
 	require.Equal(t, 1, code)
 	require.Contains(t, errOut, "--decode-tokens")
+
+	// A driver that gives up (SIGTERM: the context ends) ends it while it
+	// waits for its next line.
+	ctx, cancel := context.WithCancel(context.Background())
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	var e bytes.Buffer
+	res := make(chan int, 1)
+	go func() {
+		res <- runMain(ctx, []string{"bench", "batch1", "--model", bfDir, "--kv-memory", "1048576"}, inR, outW, &e)
+		outW.Close()
+	}()
+	ready, err := bufio.NewReader(outR).ReadString('\n')
+	require.NoError(t, err)
+	require.Equal(t, "ready\n", ready)
+	cancel()
+	require.Equal(t, 1, <-res)
+	require.Contains(t, e.String(), "context canceled")
+	require.NoError(t, inW.Close()) // the input's reader ends with it
 }
 
 // TestModelInitBF16 writes a sharded bf16 checkpoint and exports it to a

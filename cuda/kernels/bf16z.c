@@ -222,9 +222,21 @@ void agl_bf16z_decode(int level, const agl_bf16z* z, int64_t r0, int64_t r1, uin
 	else decode_generic(z, r0, r1, out);
 }
 
-// Prefetch distance in a row's stream, bytes (0 for none).
+// Prefetch distance in a row's stream, bytes (0 for none), and the cache
+// level it fetches into. Measured at the Qwen3-4B shape, whole batch-1
+// decode steps of two engines side by side (interleave.mjs, A B B A rounds
+// seconds apart, medians of 6–8 per-round ratios), against 1 KB: on this
+// host's slow minutes (the bf16z steps reading ~44 GB/s) 2 KB +1 % (twice),
+// 3 KB −2 %, 4 KB −3 %, 2 KB into L2 (_MM_HINT_T1) −3 %, 1 KB into L2 −4 %,
+// 2 rows side by side instead of 4 +1 %; on its fast ones (~58 GB/s) 1.5 KB
+// +9 %, 2 KB +12 %, no prefetch +3 %: 1 KB ahead of each of a thread's 4
+// streams no longer covers the latency there. At 1.7B (slow minutes) 2 KB
+// is −1 %.
 #ifndef AGL_BF16Z_PF
-#define AGL_BF16Z_PF 1024
+#define AGL_BF16Z_PF 2048
+#endif
+#ifndef AGL_BF16Z_PF_HINT
+#define AGL_BF16Z_PF_HINT _MM_HINT_T0
 #endif
 
 // rowsz_t is rowsn_bf16_t (bf16.c) on compressed rows: NR rows from NR
@@ -257,8 +269,8 @@ AGZ_BF16 AGV_INLINE void rowsz_t(const int NR, const agl_bf16z* z, const uint16_
 #pragma GCC unroll 4
 			for (int s = 0; s < NR; s++) {
 #if AGL_BF16Z_PF
-				_mm_prefetch((const char*)(dp[s] + g * GB + AGL_BF16Z_PF), _MM_HINT_T0);
-				_mm_prefetch((const char*)(dp[s] + g * GB + AGL_BF16Z_PF + 64), _MM_HINT_T0);
+				_mm_prefetch((const char*)(dp[s] + g * GB + AGL_BF16Z_PF), AGL_BF16Z_PF_HINT);
+				_mm_prefetch((const char*)(dp[s] + g * GB + AGL_BF16Z_PF + 64), AGL_BF16Z_PF_HINT);
 #endif
 				zgroup(dp[s] + g * GB, tbl, ~(__mmask64)0, &e[s], end[s], &w0[s], &w1[s]);
 			}

@@ -9,7 +9,9 @@
 // Prints each measurement as it comes and then one JSON line: every rate,
 // the per-round ratios mean(A)/mean(B), their median, and each side's median
 // rate. One measurement of each side before the rounds is not counted (the
-// first decode pays for page faults and allocations).
+// first decode pays for page faults and allocations). A side that fails, or
+// says nothing for INTERLEAVE_TIMEOUT_S seconds (default 600), ends the run
+// with an error.
 import { spawn } from "node:child_process";
 import readline from "node:readline";
 
@@ -21,6 +23,7 @@ if (!Number.isInteger(rounds) || rounds < 1 || argv[1] !== "--" || sep2 < 0 || s
   process.exit(2);
 }
 const cmds = [argv.slice(sep + 1, sep2), argv.slice(sep2 + 1)];
+const limitMs = 1000 * Number(process.env.INTERLEAVE_TIMEOUT_S || 600);
 
 // side starts a command and returns a function that sends one line and
 // resolves with the next line of its output.
@@ -29,10 +32,23 @@ const side = (cmd, name) => {
   const lines = readline.createInterface({ input: p.stdout })[Symbol.asyncIterator]();
   let exited = null;
   p.on("exit", (code, sig) => { exited = `${name} exited (code ${code}, signal ${sig})`; });
+  p.on("error", (e) => { exited = `${name}: ${e.message}`; });
+  p.stdin.on("error", () => {}); // a side that died: its exit is the error reported
+  // next is the side's next output line; a side that says nothing for
+  // limitMs (a load or a measurement that hangs) is an error, not a wait
+  // forever.
   const next = async () => {
-    const r = await lines.next();
-    if (r.done) throw new Error(exited ?? `${name} closed its output`);
-    return r.value;
+    let timer;
+    const timeout = new Promise((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`${name}: no answer in ${limitMs / 1000} s`)), limitMs);
+    });
+    try {
+      const r = await Promise.race([lines.next(), timeout]);
+      if (r.done) throw new Error(exited ?? `${name} closed its output`);
+      return r.value;
+    } finally {
+      clearTimeout(timer);
+    }
   };
   return {
     proc: p,
@@ -73,6 +89,17 @@ try {
   console.log(JSON.stringify({ rounds, a: cmds[0].join(" "), b: cmds[1].join(" "),
     median_ratio: median(ratios), a_median_tok_s: median(rates[0]), b_median_tok_s: median(rates[1]),
     ratios, a_tok_s: rates[0], b_tok_s: rates[1] }));
-} finally {
-  for (const s of sides) s.proc.stdin.end("quit\n");
+  for (const s of sides) {
+    s.proc.stdin.end("quit\n");
+    // Past the time limit a side still running is stopped.
+    setTimeout(() => s.proc.kill(), limitMs).unref();
+  }
+} catch (e) {
+  // Neither side outlives a failed run.
+  for (const s of sides) {
+    s.proc.stdin.end();
+    s.proc.kill();
+  }
+  console.error(`interleave: ${e.message}`);
+  process.exitCode = 1;
 }
