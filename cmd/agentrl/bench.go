@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -63,25 +64,16 @@ func runBenchEngine(ctx context.Context, args []string, _ io.Reader, stdout, std
 	fs := newFlags("bench engine", stderr, "usage: agentrl bench engine --model DIR [flags]",
 		"Measures memory bandwidth, FMA and GEMM peaks, batch-1 and aggregate decode, prefill and",
 		"multi-turn prefix caching on the model in DIR, and prints each next to its bound.")
-	dir := fs.String("model", "", "model directory (required)")
-	threads := fs.Int("threads", 0, "kernel threads (default: all cores)")
+	mf := addModelFlags(fs)
 	reps := fs.Int("reps", 5, "repetitions per measurement (the median is reported)")
 	decodeN := fs.Int("decode-tokens", 64, "tokens generated per decode measurement")
 	prefillN := fs.Int("prefill-tokens", 512, "prompt length for the prefill measurement")
 	conc := fs.Int("concurrency", 32, "sequences in the aggregate decode measurement")
 	bwBytes := fs.Int("bandwidth-bytes", 1<<30, "buffer size for the memory bandwidth measurement")
 	device := fs.String("device", "cpu", "where the engine runs: cpu, or cuda (needs a binary built with -tags cuda; the CPU bounds are then not measured)")
-	weights := fs.String("weights", "auto", "how the CPU model stores its matrices: bf16, bf16z (bf16 values compressed losslessly to ~12 bits: bf16's results, fewer bytes per token), fp32, int8 (llama.cpp's Q8_0 values, quantized at load), or auto (the checkpoint's: bf16 for a bf16 checkpoint)")
-	kvMem := fs.Int64("kv-memory", 0, "KV cache bytes (default: the engine's default, 1 GiB)")
-	copyW := fs.Bool("copy", false, "copy every matrix into the engine's memory instead of computing from a read-only mapping of the checkpoint where its layout allows (bf16, or packed by agentrl model pack: the default, as llama.cpp maps its GGUF)")
-	if err := fs.Parse(args); err != nil {
+	opts, err := mf.parse(fs, args)
+	if err != nil {
 		return err
-	}
-	if *dir == "" {
-		return errors.New("--model is required")
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	if *reps < 1 || *decodeN < 2 || *prefillN < 2 || *conc < 1 {
 		return errors.New("--reps, --decode-tokens, --prefill-tokens and --concurrency must be positive (tokens ≥ 2)")
@@ -90,13 +82,9 @@ func runBenchEngine(ctx context.Context, args []string, _ io.Reader, stdout, std
 	if err != nil {
 		return fmt.Errorf("--device: %w", err)
 	}
-	wt, err := model.ParseWeightType(*weights)
-	if err != nil {
-		return fmt.Errorf("--weights: %w", err)
-	}
+	opts.Device, opts.MaxSeqs, opts.MaxBatchTokens = dev, max(64, *conc), max(512, *prefillN)
 	loadStart := time.Now()
-	e, err := openBenchEngine(ctx, *dir, cuda.Options{Threads: *threads, MaxSeqs: max(64, *conc), MaxBatchTokens: max(512, *prefillN),
-		Device: dev, Weights: wt, CopyWeights: *copyW, KVMemory: *kvMem, BlockSize: benchBlockSize})
+	e, err := openBenchEngine(ctx, *mf.dir, opts)
 	if err != nil {
 		return err
 	}
@@ -185,7 +173,7 @@ func runBenchEngine(ctx context.Context, args []string, _ io.Reader, stdout, std
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 	if dev == model.CUDA {
 		fmt.Fprintf(stdout, "model %s: %s, %.1fM parameters (%.0f MB read per token, fp32), on the CUDA device, loaded in %.2f s\n\n",
-			*dir, cfg.ModelType, float64(cfg.NumParams())/1e6, weightBytes/1e6, loadTime.Seconds())
+			*mf.dir, cfg.ModelType, float64(cfg.NumParams())/1e6, weightBytes/1e6, loadTime.Seconds())
 		fmt.Fprintln(tw, "measurement\tvalue\treference\tratio")
 		fmt.Fprintf(tw, "batch-1 decode\t%.1f tok/s\t\t\n", dec1)
 		fmt.Fprintf(tw, "prefill %d tokens\t%.1f tok/s = %.1f GFLOP/s\t\t\n", *prefillN, pre, pre/float64(*prefillN)*prefillFLOP/1e9)
@@ -198,7 +186,7 @@ func runBenchEngine(ctx context.Context, args []string, _ io.Reader, stdout, std
 		stored += " mapped from the checkpoint"
 	}
 	fmt.Fprintf(stdout, "model %s: %s, %.1fM parameters (%.0f MB read per token, %s), kernels %v × %d threads\n\n",
-		*dir, cfg.ModelType, float64(cfg.NumParams())/1e6, weightBytes/1e6, stored, cpu.Level(), cpu.Threads())
+		*mf.dir, cfg.ModelType, float64(cfg.NumParams())/1e6, weightBytes/1e6, stored, cpu.Level(), cpu.Threads())
 	fmt.Fprintln(tw, "measurement\tvalue\treference\tratio")
 	fmt.Fprintf(tw, "model load (open to ready)\t%.2f s\t\t\n", loadTime.Seconds())
 	fmt.Fprintf(tw, "peak RSS after load\t%.0f MB\tweights %.0f MB + KV cache %.0f MB\t%.2f\n",
@@ -213,6 +201,44 @@ func runBenchEngine(ctx context.Context, args []string, _ io.Reader, stdout, std
 	fmt.Fprintf(tw, "aggregate decode, %d sequences\t%.1f tok/s\tbatch-1 %.1f tok/s\t%.2f×\n", *conc, decN, dec1, decN/dec1)
 	fmt.Fprintf(tw, "multi-turn prefix cache (group of 8 × 4 turns)\t%.1f%% computed\tprompt tokens\t%.1f%% cached\n", 100*computed, 100*hit)
 	return tw.Flush()
+}
+
+// modelFlags are the flags that say which model a benchmark loads and how.
+type modelFlags struct {
+	dir, weights *string
+	threads      *int
+	kvMem        *int64
+	copyW        *bool
+}
+
+func addModelFlags(fs *flag.FlagSet) modelFlags {
+	return modelFlags{
+		dir:     fs.String("model", "", "model directory (required)"),
+		threads: fs.Int("threads", 0, "kernel threads (default: all cores)"),
+		weights: fs.String("weights", "auto", "how the CPU model stores its matrices: bf16, bf16z (bf16 values compressed losslessly to ~12 bits: bf16's results, fewer bytes per token), fp32, int8 (llama.cpp's Q8_0 values, quantized at load), or auto (the checkpoint's: bf16 for a bf16 checkpoint)"),
+		kvMem:   fs.Int64("kv-memory", 0, "KV cache bytes (default: the engine's default, 1 GiB)"),
+		copyW:   fs.Bool("copy", false, "copy every matrix into the engine's memory instead of computing from a read-only mapping of the checkpoint where its layout allows (bf16, or packed by agentrl model pack: the default, as llama.cpp maps its GGUF)"),
+	}
+}
+
+// parse parses args (flags only) into fs, which holds f, and returns the
+// engine options f sets.
+func (f modelFlags) parse(fs *flag.FlagSet, args []string) (cuda.Options, error) {
+	if err := fs.Parse(args); err != nil {
+		return cuda.Options{}, err
+	}
+	if fs.NArg() > 0 {
+		return cuda.Options{}, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if *f.dir == "" {
+		return cuda.Options{}, errors.New("--model is required")
+	}
+	wt, err := model.ParseWeightType(*f.weights)
+	if err != nil {
+		return cuda.Options{}, fmt.Errorf("--weights: %w", err)
+	}
+	return cuda.Options{Threads: *f.threads, Weights: wt, CopyWeights: *f.copyW, KVMemory: *f.kvMem,
+		BlockSize: benchBlockSize}, nil
 }
 
 // openBenchEngine opens the engine a benchmark measures and waits until it

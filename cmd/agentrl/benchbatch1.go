@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/agentrl/agentrl/cuda"
-	"github.com/agentrl/agentrl/cuda/model"
 	"github.com/agentrl/agentrl/server"
 )
 
@@ -41,30 +40,16 @@ func runBenchBatch1(ctx context.Context, args []string, stdin io.Reader, stdout,
 	fs := newFlags("bench batch1", stderr, "usage: agentrl bench batch1 --model DIR [flags] < commands",
 		"Loads the model, prints \"ready\", then answers each input line \"decode\" (or an empty line) with one",
 		"batch-1 decode measurement, \"batch1 RATE tok/s\", until \"quit\" or the end of the input.")
-	dir := fs.String("model", "", "model directory (required)")
-	threads := fs.Int("threads", 0, "kernel threads (default: all cores)")
+	mf := addModelFlags(fs)
 	decodeN := fs.Int("decode-tokens", 32, "tokens generated per measurement")
-	weights := fs.String("weights", "auto", "how the CPU model stores its matrices, as bench engine's --weights")
-	kvMem := fs.Int64("kv-memory", 0, "KV cache bytes (default: the engine's default, 1 GiB)")
-	copyW := fs.Bool("copy", false, "copy every matrix into the engine's memory instead of computing from a read-only mapping of the checkpoint, as bench engine's --copy")
-	if err := fs.Parse(args); err != nil {
+	opts, err := mf.parse(fs, args)
+	if err != nil {
 		return err
-	}
-	if *dir == "" {
-		return errors.New("--model is required")
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	if *decodeN < 2 {
 		return errors.New("--decode-tokens must be at least 2")
 	}
-	wt, err := model.ParseWeightType(*weights)
-	if err != nil {
-		return fmt.Errorf("--weights: %w", err)
-	}
-	e, err := openBenchEngine(ctx, *dir, cuda.Options{Threads: *threads, Weights: wt, CopyWeights: *copyW,
-		KVMemory: *kvMem, BlockSize: benchBlockSize})
+	e, err := openBenchEngine(ctx, *mf.dir, opts)
 	if err != nil {
 		return err
 	}
