@@ -20,8 +20,7 @@ func init() {
 }
 
 // runBenchBatch1 loads a model once and then answers each line of its input
-// with one batch-1 decode measurement (measured as bench engine measures
-// its batch-1 decode). It exists for side-by-side runs: on a shared
+// with one batch-1 decode measurement. It exists for side-by-side runs: on a shared
 // machine the bandwidth on offer moves from minute to minute, so a peer's
 // batch-1 decode is compared fairly only with ours measured in the same
 // seconds, and the peer harness's driver (cuda/testdata/peer/interleave.mjs)
