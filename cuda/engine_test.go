@@ -97,6 +97,11 @@ func TestBatchInvariance(t *testing.T) {
 	require.Equal(t, alone.Logprobs, again.Logprobs)
 
 	busy := newEngine(t, ref, Options{BlockSize: 4, KVBlocks: 256, MaxBatchTokens: 7})
+	// Paused until every request has arrived: the model is so small that
+	// requests submitted one after another could each finish before the
+	// next arrives, and nothing would be batched (it failed that way about
+	// once in 30 runs).
+	require.NoError(t, busy.Pause(context.Background(), false))
 	r := rand.New(rand.NewPCG(1, 1))
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -126,6 +131,8 @@ func TestBatchInvariance(t *testing.T) {
 			}()
 		}
 	}
+	require.Eventually(t, func() bool { return busy.Stats().Waiting == 15 }, 10*time.Second, time.Millisecond)
+	require.NoError(t, busy.Resume(context.Background()))
 	wg.Wait()
 	require.Len(t, got, 3)
 	for _, out := range got {
