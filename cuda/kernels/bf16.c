@@ -397,7 +397,7 @@ AGV_AVX512 AGV_INLINE void rows_512_t(const tile_args* a, int64_t r_lo, int64_t 
 // The whole-row decode path (rows_bf16) walks AGL_BF16_ROWPAIR rows at
 // once (4 for up to 4 tokens, 2 for 5–8: the accumulators must fit in
 // registers), each from its own part of the row range, and prefetches
-// each part's weights AGL_BF16_PF elements (1 KB) ahead. Measured on one
+// each part's weights AGL_BF16_PF elements (1.5 KB) ahead. Measured on one
 // core (thread CPU time, a whole 0.6B-shape decode step, alternating
 // builds, loaded machine): one row at a time 0.71–0.76 of the best
 // streaming read; 2 rows 0.80–0.82; 4 rows 0.81–0.84; 4 rows with the
@@ -408,9 +408,16 @@ AGV_AVX512 AGV_INLINE void rows_512_t(const tile_args* a, int64_t r_lo, int64_t 
 // without AVX512_BF16) does the same with rowsn_512_t (4 rows for 1–2
 // tokens, 2 for 3–4; AGL_BF16_ROWS512 0 turns it off): run at that level
 // here, 0.69–0.82 → 0.85–0.96 of the best read at 1 token, 0.67–0.70 →
-// 0.77–0.83 at 2, 0.45–0.53 → 0.61–0.66 at 4.
+// 0.77–0.83 at 2, 0.45–0.53 → 0.61–0.66 at 4 (prefetching
+// AGL_BF16_PF512 elements ahead). Later, whole batch-1 decode steps of two
+// engines side by side (interleave.mjs, medians of 8–10 A B B A rounds),
+// against 512 elements: 768 (1.5 KB) +2 % at the Qwen3-4B shape (twice)
+// and at 1.7B, ±0 at 0.6B; 1024 −2 to −3 % at 4B.
 #ifndef AGL_BF16_PF
-#define AGL_BF16_PF 512
+#define AGL_BF16_PF 768
+#endif
+#ifndef AGL_BF16_PF512
+#define AGL_BF16_PF512 512
 #endif
 #ifndef AGL_BF16_ROWPAIR
 #define AGL_BF16_ROWPAIR 4
@@ -421,7 +428,7 @@ AGV_AVX512 AGV_INLINE void rows_512_t(const tile_args* a, int64_t r_lo, int64_t 
 // linear streams (each part in memory order) for the hardware prefetcher.
 // Rows past NR·part are done one by one. Each output's lanes, chunk order
 // and tree are those of rows_bf16_t, so the bits are the same. (The
-// prefetch names up to 1 KB past a part or the matrix: a prefetch never
+// prefetch names up to 1.5 KB past a part or the matrix: a prefetch never
 // faults.)
 AGB_BF16 AGV_INLINE void rowsn_bf16_t(const int NR, const tile_args* a, int64_t r_lo, int64_t r_hi, const int T) {
 	const int64_t k = a->k, part = (r_hi - r_lo) / NR, nfull = a->nfull;
@@ -507,7 +514,7 @@ AGB_BF16 static void rows_bf16(const tile_args* a, int64_t r_lo, int64_t r_hi, i
 
 // rowsn_bf16_t for the AVX-512F emulation (rows_512_t's lanes): NR rows
 // from NR parts of the range in lockstep, each part's weights prefetched
-// AGL_BF16_PF elements ahead; the activations' halves are split once per
+// AGL_BF16_PF512 elements ahead; the activations' halves are split once per
 // chunk and token for all NR rows.
 AGV_AVX512 AGV_INLINE void rowsn_512_t(const int NR, const tile_args* a, int64_t r_lo, int64_t r_hi, const int T) {
 	const int64_t k = a->k, part = (r_hi - r_lo) / NR, nfull = a->nfull;
@@ -535,8 +542,8 @@ AGV_AVX512 AGV_INLINE void rowsn_512_t(const int NR, const tile_args* a, int64_t
 			} else {
 #pragma GCC unroll 4
 				for (int s = 0; s < NR; s++) {
-#if AGL_BF16_PF
-					_mm_prefetch((const char*)(w[s] + c * BK + AGL_BF16_PF), _MM_HINT_T0);
+#if AGL_BF16_PF512
+					_mm_prefetch((const char*)(w[s] + c * BK + AGL_BF16_PF512), _MM_HINT_T0);
 #endif
 					wp[s] = w[s] + c * BK;
 				}
