@@ -34,11 +34,7 @@
 // The KV cache is F32 as the engine's is; flash attention off. Generation
 // goes on past end-of-generation tokens (random weights emit them), as the
 // engine's measurements do: every sequence makes exactly decode_tokens.
-import { createRequire } from "node:module";
-import path from "node:path";
-
-const require = createRequire(path.join(process.env.NODE_PATH || process.cwd(), "x.js"));
-const { getLlama } = await import(require.resolve("node-llama-cpp"));
+import { batch1Rate, checkInts, kvF32, llamaCpp, randomTokens } from "./llamacpp_decode.mjs";
 
 const [modelPath, repsArg, prefillArg, decodeArg, threadsArg, concArg] = process.argv.slice(2);
 if (!modelPath) {
@@ -47,26 +43,18 @@ if (!modelPath) {
 }
 const reps = Number(repsArg || 5), prefillN = Number(prefillArg || 512), decodeN = Number(decodeArg || 64);
 const threads = Number(threadsArg || 2), conc = Number(concArg || 32);
-for (const [name, v, lo] of [["reps", reps, 1], ["prefill_tokens", prefillN, 2], ["decode_tokens", decodeN, 2],
-  ["threads", threads, 1], ["concurrency", conc, 1]]) {
-  if (!Number.isInteger(v) || v < lo) {
-    console.error(`llamacpp_bench: ${name} must be an integer ≥ ${lo}, got ${v}`);
-    process.exit(2);
-  }
-}
+checkInts("llamacpp_bench", [["reps", reps, 1], ["prefill_tokens", prefillN, 2], ["decode_tokens", decodeN, 2],
+  ["threads", threads, 1], ["concurrency", conc, 1]]);
 const promptN = 16; // as the engine's decode measurements
 
-const llama = await getLlama({ gpu: false, build: "never", logLevel: "error" });
+const llama = await llamaCpp();
 const loadStart = performance.now();
 const model = await llama.loadModel({ modelPath, gpuLayers: 0 });
 const loadS = (performance.now() - loadStart) / 1000;
 const rssAfterLoad = process.resourceUsage().maxRSS / 1024; // MB
 const vocab = model.fileInsights.vocabularySize ?? 32000;
-let seed = 12345;
-const rnd = () => { seed = (seed * 1103515245 + 12345) % 2147483648; return seed; };
-const tokens = (n) => Array.from({ length: n }, () => 259 + (rnd() % (vocab - 259)));
+const tokens = randomTokens(vocab);
 const median = (a) => [...a].sort((x, y) => x - y)[Math.floor(a.length / 2)];
-const kvF32 = { experimentalKvCacheKeyType: "F32", experimentalKvCacheValueType: "F32" };
 
 const prefill = [], decode = [];
 for (let r = 0; r < reps; r++) {
@@ -75,22 +63,13 @@ for (let r = 0; r < reps; r++) {
   });
   const seq = context.getSequence();
   const p = tokens(prefillN);
-  let t = performance.now();
+  const t = performance.now();
   await seq.evaluateWithoutGeneratingNewTokens(p);
   prefill.push(prefillN / ((performance.now() - t) / 1000));
   await seq.clearHistory();
 
   // batch-1 decode after a 16-token prompt: time(n tokens) − time(first)
-  const q = tokens(promptN);
-  let n = 0, tFirst = 0;
-  t = performance.now();
-  for await (const tok of seq.evaluate(q, { temperature: 0, yieldEogToken: true })) {
-    n++;
-    if (n === 1) tFirst = performance.now();
-    if (n >= decodeN) break;
-  }
-  if (n !== decodeN) throw new Error(`batch-1 decode: generated ${n} tokens, want ${decodeN}`);
-  decode.push((decodeN - 1) / ((performance.now() - tFirst) / 1000));
+  decode.push(await batch1Rate(seq, tokens(promptN), decodeN));
   await context.dispose();
 }
 const rssBeforeAggregate = process.resourceUsage().maxRSS / 1024;

@@ -50,20 +50,25 @@ function parseOurs(text) {
   };
 }
 
+// lastJSON is the last line of text that starts with "{", parsed
+// (undefined when there is none or it does not parse: a failed run).
+function lastJSON(text) {
+  const line = text.trim().split("\n").reverse().find((l) => l.startsWith("{"));
+  try {
+    return line === undefined ? undefined : JSON.parse(line);
+  } catch {
+    return undefined;
+  }
+}
+
 // parseLlama reads the JSON line llamacpp_bench.mjs prints last.
 // with the probes run_shapes.sh measured right before and after the run
 // (agentrl bench bandwidth).
 function parseLlama(text) {
   const probeOf = (when) => num(new RegExp(`^probe ${when}: memory bandwidth \\(read, all threads\\)\\s+([\\d.]+) GB\\/s`, "m"), text);
   const [probe, probeAfter] = [probeOf("before"), probeOf("after")];
-  const line = text.trim().split("\n").reverse().find((l) => l.startsWith("{"));
-  if (!line) return {};
-  let j;
-  try {
-    j = JSON.parse(line);
-  } catch {
-    return {};
-  }
+  const j = lastJSON(text);
+  if (!j) return {};
   return { probe, probeAfter, load: j.load_s, rss: j.max_rss_mb, prefill: j.prefill_tok_s, decode: j.decode_tok_s,
     aggregate: j.aggregate_decode_tok_s, perStep: j.aggregate_tokens_per_step ?? undefined, conc: j.concurrency };
 }
@@ -71,14 +76,8 @@ function parseLlama(text) {
 // parseInterleaved reads the JSON line interleave.mjs prints last (A is
 // agentrl, B llama.cpp): the per-round ratios and every measurement.
 function parseInterleaved(text) {
-  const line = text.trim().split("\n").reverse().find((l) => l.startsWith("{"));
-  try {
-    const j = JSON.parse(line ?? "");
-    if (Array.isArray(j.ratios) && Array.isArray(j.a_tok_s) && Array.isArray(j.b_tok_s)) return j;
-  } catch {
-    // a failed run: left out
-  }
-  return undefined;
+  const j = lastJSON(text);
+  return j && Array.isArray(j.ratios) && Array.isArray(j.a_tok_s) && Array.isArray(j.b_tok_s) ? j : undefined;
 }
 
 const runs = new Map(); // "shape dtype" → {shape, dtype, agentrl: [], llamacpp: [], interleaved: []}
