@@ -136,35 +136,52 @@ AGV_AVX512 static inline void transpose16(__m512i r[16]) {
 	}
 }
 
-// One whole panel: 16 source rows (row stride k elements) into dst (the
-// panel's k×16 values).
-AGV_AVX512 static void pack_panel512(int st, const void* src, int64_t k, uint32_t* dst) {
+// One whole panel: 16 source rows (row stride k elements) into the
+// panel's k×16 values at element at of out (float32 bits, or with half
+// their upper 16 bits).
+AGV_AVX512 static void pack_panel512(int st, const void* src, int64_t k, void* out, int half, int64_t at) {
 	const int es = src_size(st);
+	uint32_t* dst = (uint32_t*)out + at;
+	uint16_t* dh = (uint16_t*)out + at;
 	int64_t kk = 0;
 	for (; kk + 16 <= k; kk += 16) {
 		__m512i r[16];
 		for (int j = 0; j < 16; j++) r[j] = load16(st, (const char*)src + (int64_t)j * k * es, kk);
 		transpose16(r);
-		for (int j = 0; j < 16; j++) _mm512_storeu_si512(dst + (kk + j) * AGL_PANEL, r[j]);
+		for (int j = 0; j < 16; j++) {
+			if (half)
+				_mm256_storeu_si256((__m256i*)(dh + (kk + j) * AGL_PANEL), _mm512_cvtepi32_epi16(_mm512_srli_epi32(r[j], 16)));
+			else
+				_mm512_storeu_si512(dst + (kk + j) * AGL_PANEL, r[j]);
+		}
 	}
 	for (; kk < k; kk++)
-		for (int j = 0; j < 16; j++) dst[kk * AGL_PANEL + j] = elem_bits(st, (const char*)src + (int64_t)j * k * es, kk);
+		for (int j = 0; j < 16; j++) {
+			uint32_t b = elem_bits(st, (const char*)src + (int64_t)j * k * es, kk);
+			if (half) dh[kk * AGL_PANEL + j] = (uint16_t)(b >> 16);
+			else dst[kk * AGL_PANEL + j] = b;
+		}
 }
 
-void agl_cvt_pack_rows(int vec, int src_type, const void* src, int64_t rows, int64_t k, float* out,
+void agl_cvt_pack_rows(int vec, int src_type, const void* src, int64_t rows, int64_t k, void* out, int half,
                        int64_t row0) {
 	const int es = src_size(src_type);
-	uint32_t* o = (uint32_t*)out;
 	int64_t r = 0;
 	while (r < rows) {
 		int64_t row = row0 + r, lane = row % AGL_PANEL, n = AGL_PANEL - lane;
 		if (n > rows - r) n = rows - r;
-		uint32_t* dst = o + (row / AGL_PANEL) * k * AGL_PANEL;
+		int64_t at = (row / AGL_PANEL) * k * AGL_PANEL;
 		const char* s = (const char*)src + r * k * es;
 		if (vec && n == AGL_PANEL) {
-			pack_panel512(src_type, s, k, dst);
-		} else {
+			pack_panel512(src_type, s, k, out, half, at);
+		} else if (half) {
 			// A partial panel: column by column, so the writes are sequential.
+			uint16_t* dst = (uint16_t*)out + at;
+			for (int64_t kk = 0; kk < k; kk++)
+				for (int64_t j = 0; j < n; j++)
+					dst[kk * AGL_PANEL + lane + j] = (uint16_t)(elem_bits(src_type, s + j * k * es, kk) >> 16);
+		} else {
+			uint32_t* dst = (uint32_t*)out + at;
 			for (int64_t kk = 0; kk < k; kk++)
 				for (int64_t j = 0; j < n; j++) dst[kk * AGL_PANEL + lane + j] = elem_bits(src_type, s + j * k * es, kk);
 		}

@@ -7,6 +7,7 @@ import "C"
 
 import (
 	"fmt"
+	"math"
 	"unsafe"
 )
 
@@ -87,10 +88,14 @@ func cbool(b bool) C.int {
 // [row0, row0+rows) of p are written from src (rows×p.K elements), with
 // the same bits as widening src (Widen) and packing the result, but
 // without a float32 copy of the rows. Calls running at once must write
-// different rows.
+// different rows. Into a matrix held in Half the source must be BF16
+// (whose values are all bf16 values: the rows are copied into the panels).
 func (c *CPU) PackRowsFrom(p *Packed, row0 int, src []byte, s Source, rows int) {
 	if row0 < 0 || rows < 0 || row0+rows > p.N {
 		panic(fmt.Sprintf("kernels: PackRowsFrom: rows [%d,%d) of %d", row0, row0+rows, p.N))
+	}
+	if p.Half != nil && s != SourceBF16 {
+		panic(fmt.Sprintf("kernels: PackRowsFrom: %v rows into a matrix held in Half (BF16 only; PackRows moves it to Data)", s))
 	}
 	s.check("PackRowsFrom", src, rows*p.K)
 	packRowsFrom(vecConvert, p, row0, src, s, rows)
@@ -100,7 +105,8 @@ func packRowsFrom(vec bool, p *Packed, row0 int, src []byte, s Source, rows int)
 	if rows == 0 || p.K == 0 {
 		return
 	}
-	C.agl_cvt_pack_rows(cbool(vec), C.int(s), bptr(src), C.int64_t(rows), C.int64_t(p.K), fptr(p.Data), C.int64_t(row0))
+	out, half := p.weights()
+	C.agl_cvt_pack_rows(cbool(vec), C.int(s), bptr(src), C.int64_t(rows), C.int64_t(p.K), out, half, C.int64_t(row0))
 }
 
 // QuantizeRowsFrom is QuantizeRows on rows given as raw elements of s
@@ -132,7 +138,15 @@ func (p *Packed) RowFloat32(dst []float32, i int) {
 	if len(dst) != p.K || i < 0 || i >= p.N {
 		panic(fmt.Sprintf("kernels: Packed.RowFloat32: row %d of %d into %d values for K=%d", i, p.N, len(dst), p.K))
 	}
-	src := p.Data[i/Panel*Panel*p.K+i%Panel:]
+	at := i/Panel*Panel*p.K + i%Panel
+	if p.Half != nil {
+		src := p.Half[at:]
+		for k := range dst {
+			dst[k] = math.Float32frombits(uint32(src[k*Panel]) << 16)
+		}
+		return
+	}
+	src := p.Data[at:]
 	for k := range dst {
 		dst[k] = src[k*Panel]
 	}

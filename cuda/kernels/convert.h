@@ -17,8 +17,10 @@ void agl_cvt_f32(int vec, int src_type, const void* src, int64_t n, float* dst);
 
 // As agl_pack_rows on the widened rows: writes rows [row0, row0+rows) of
 // the packed matrix out (panels of AGL_PANEL rows, k columns) from src
-// (rows × k elements of src_type, row-major).
-void agl_cvt_pack_rows(int vec, int src_type, const void* src, int64_t rows, int64_t k, float* out,
+// (rows × k elements of src_type, row-major). With half, out holds the
+// panels as the upper 16 bits of each widened value (uint16_t), which the
+// caller has made sure are bf16 values (agl_gemm's half panels).
+void agl_cvt_pack_rows(int vec, int src_type, const void* src, int64_t rows, int64_t k, void* out, int half,
                        int64_t row0);
 
 // As agl_q8_quantize_rows(vec, ...) on the widened rows, one row at a time

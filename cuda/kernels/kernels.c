@@ -47,28 +47,51 @@ void agl_pack_rows(const float* w, int64_t n, int64_t k, float* out, int64_t row
 // memory (cached: ~196).
 enum { KC_MAX = 1024, TILE_MR = 12, SMALL_MR = 6, TILE_NC = 64, PF_AHEAD = 16 };
 
-typedef void (*micro_fn)(int mr, int np, const float* x, int64_t ldx, const float* w, int64_t ldw,
-                         int64_t kc, float* tile, const float* pf, int pfdiv);
+// Weights come as float32 panels, or (h) as the same panels' bf16 halves
+// when every value is a bf16 value (its float32 bits' lower half zero):
+// the shift below widens them exactly, so every FMA sees the same weight
+// and the results are the same bits while memory delivers half the bytes.
+// Pointers to weights are void* and offsets are in elements.
+AGV_INLINE const void* wat(const int h, const void* w, int64_t i) {
+	return (const char*)w + i * (h ? 2 : 4);
+}
 
-static void micro_generic(int mr, int np, const float* x, int64_t ldx, const float* w,
-                          int64_t ldw, int64_t kc, float* tile, const float* pf, int pfdiv) {
+static inline float wval(const int h, const void* w, int64_t i) {
+	if (!h) return ((const float*)w)[i];
+	uint32_t u = (uint32_t)((const uint16_t*)w)[i] << 16;
+	float f;
+	memcpy(&f, &u, 4);
+	return f;
+}
+
+typedef void (*micro_fn)(int h, int mr, int np, const float* x, int64_t ldx, const void* w, int64_t ldw,
+                         int64_t kc, float* tile, const void* pf, int pfdiv);
+
+static void micro_generic(int h, int mr, int np, const float* x, int64_t ldx, const void* w,
+                          int64_t ldw, int64_t kc, float* tile, const void* pf, int pfdiv) {
 	(void)pf;
 	(void)pfdiv;
 	for (int r = 0; r < mr; r++) {
 		for (int p = 0; p < np; p++) {
-			const float* wp = w + p * ldw;
 			for (int j = 0; j < AGL_PANEL; j++) {
 				float acc = tile[r * TILE_NC + p * AGL_PANEL + j];
-				for (int64_t kk = 0; kk < kc; kk++) acc = fmaf(x[r * ldx + kk], wp[kk * AGL_PANEL + j], acc);
+				for (int64_t kk = 0; kk < kc; kk++)
+					acc = fmaf(x[r * ldx + kk], wval(h, w, p * ldw + kk * AGL_PANEL + j), acc);
 				tile[r * TILE_NC + p * AGL_PANEL + j] = acc;
 			}
 		}
 	}
 }
 
+AGV_AVX512 AGV_INLINE __m512 wload512(const int H, const void* w, int64_t i) {
+	if (H)
+		return _mm512_castsi512_ps(
+		    _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i*)((const uint16_t*)w + i))), 16));
+	return _mm512_loadu_ps((const float*)w + i);
+}
 
-AGV_AVX512 AGV_INLINE void mk512(const int MR, const int NP, const float* x, int64_t ldx, const float* w,
-                         int64_t ldw, int64_t kc, float* tile, const float* pf, int pfdiv) {
+AGV_AVX512 AGV_INLINE void mk512(const int H, const int MR, const int NP, const float* x, int64_t ldx, const void* w,
+                         int64_t ldw, int64_t kc, float* tile, const void* pf, int pfdiv) {
 	__m512 acc[TILE_MR][4];
 #pragma GCC unroll 12
 	for (int r = 0; r < MR; r++) {
@@ -76,17 +99,17 @@ AGV_AVX512 AGV_INLINE void mk512(const int MR, const int NP, const float* x, int
 		for (int p = 0; p < NP; p++) acc[r][p] = _mm512_loadu_ps(tile + r * TILE_NC + p * 16);
 	}
 	int pfc = 0;
-	const float* pfp = pf;
+	int64_t pfi = 0;
 	for (int64_t kk = 0; kk < kc; kk++) {
-		if (pfp && ++pfc == pfdiv) {
+		if (pf && ++pfc == pfdiv) {
 			pfc = 0;
 #pragma GCC unroll 4
-			for (int p = 0; p < NP; p++) _mm_prefetch((const char*)(pfp + p * ldw), _MM_HINT_T0);
-			pfp += 16;
+			for (int p = 0; p < NP; p++) _mm_prefetch((const char*)wat(H, pf, pfi + p * ldw), _MM_HINT_T0);
+			pfi += 16;
 		}
 		__m512 b[4];
 #pragma GCC unroll 4
-		for (int p = 0; p < NP; p++) b[p] = _mm512_loadu_ps(w + p * ldw + kk * 16);
+		for (int p = 0; p < NP; p++) b[p] = wload512(H, w, p * ldw + kk * 16);
 #pragma GCC unroll 12
 		for (int r = 0; r < MR; r++) {
 			__m512 a = _mm512_set1_ps(x[r * ldx + kk]);
@@ -101,18 +124,25 @@ AGV_AVX512 AGV_INLINE void mk512(const int MR, const int NP, const float* x, int
 	}
 }
 
-#define MK512_CASE(R)                                         \
-	case R:                                                   \
-		switch (np) {                                         \
-		case 1: mk512(R, 1, x, ldx, w, ldw, kc, tile, pf, pfdiv); break; \
-		case 2: mk512(R, 2, x, ldx, w, ldw, kc, tile, pf, pfdiv); break; \
-		case 3: if (R <= SMALL_MR) mk512(R <= SMALL_MR ? R : 1, 3, x, ldx, w, ldw, kc, tile, pf, pfdiv); break; \
-		case 4: if (R <= SMALL_MR) mk512(R <= SMALL_MR ? R : 1, 4, x, ldx, w, ldw, kc, tile, pf, pfdiv); break; \
-		}                                                     \
+#define MK512_NP(H, R)                                        \
+	switch (np) {                                             \
+	case 1: mk512(H, R, 1, x, ldx, w, ldw, kc, tile, pf, pfdiv); break; \
+	case 2: mk512(H, R, 2, x, ldx, w, ldw, kc, tile, pf, pfdiv); break; \
+	case 3: if (R <= SMALL_MR) mk512(H, R <= SMALL_MR ? R : 1, 3, x, ldx, w, ldw, kc, tile, pf, pfdiv); break; \
+	case 4: if (R <= SMALL_MR) mk512(H, R <= SMALL_MR ? R : 1, 4, x, ldx, w, ldw, kc, tile, pf, pfdiv); break; \
+	}
+
+#define MK512_CASE(R)                \
+	case R:                          \
+		if (h) {                     \
+			MK512_NP(1, R)           \
+		} else {                     \
+			MK512_NP(0, R)           \
+		}                            \
 		break;
 
-AGV_AVX512 static void micro_avx512(int mr, int np, const float* x, int64_t ldx, const float* w,
-                                int64_t ldw, int64_t kc, float* tile, const float* pf, int pfdiv) {
+AGV_AVX512 static void micro_avx512(int h, int mr, int np, const float* x, int64_t ldx, const void* w,
+                                int64_t ldw, int64_t kc, float* tile, const void* pf, int pfdiv) {
 	switch (mr) {
 		MK512_CASE(1)
 		MK512_CASE(2)
@@ -129,8 +159,15 @@ AGV_AVX512 static void micro_avx512(int mr, int np, const float* x, int64_t ldx,
 	}
 }
 
+AGV_AVX2 AGV_INLINE __m256 wload256(const int H, const void* w, int64_t i) {
+	if (H)
+		return _mm256_castsi256_ps(
+		    _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i*)((const uint16_t*)w + i))), 16));
+	return _mm256_loadu_ps((const float*)w + i);
+}
+
 // AVX2: a panel is two 8-wide registers; 6 rows × 1 panel = 12 accumulators.
-AGV_AVX2 AGV_INLINE void mk256(const int MR, const float* x, int64_t ldx, const float* w, int64_t kc,
+AGV_AVX2 AGV_INLINE void mk256(const int H, const int MR, const float* x, int64_t ldx, const void* w, int64_t kc,
                        float* tile) {
 	__m256 acc[6][2];
 #pragma GCC unroll 6
@@ -139,8 +176,8 @@ AGV_AVX2 AGV_INLINE void mk256(const int MR, const float* x, int64_t ldx, const 
 		acc[r][1] = _mm256_loadu_ps(tile + r * TILE_NC + 8);
 	}
 	for (int64_t kk = 0; kk < kc; kk++) {
-		__m256 b0 = _mm256_loadu_ps(w + kk * 16);
-		__m256 b1 = _mm256_loadu_ps(w + kk * 16 + 8);
+		__m256 b0 = wload256(H, w, kk * 16);
+		__m256 b1 = wload256(H, w, kk * 16 + 8);
 #pragma GCC unroll 6
 		for (int r = 0; r < MR; r++) {
 			__m256 a = _mm256_set1_ps(x[r * ldx + kk]);
@@ -155,31 +192,39 @@ AGV_AVX2 AGV_INLINE void mk256(const int MR, const float* x, int64_t ldx, const 
 	}
 }
 
-AGV_AVX2 static void micro_avx2(int mr, int np, const float* x, int64_t ldx, const float* w,
-                            int64_t ldw, int64_t kc, float* tile, const float* pf, int pfdiv) {
+#define MK256_MR(H)                                             \
+	switch (m) {                                                \
+	case 1: mk256(H, 1, xr, ldx, wp, kc, tl); break;            \
+	case 2: mk256(H, 2, xr, ldx, wp, kc, tl); break;            \
+	case 3: mk256(H, 3, xr, ldx, wp, kc, tl); break;            \
+	case 4: mk256(H, 4, xr, ldx, wp, kc, tl); break;            \
+	case 5: mk256(H, 5, xr, ldx, wp, kc, tl); break;            \
+	default: mk256(H, 6, xr, ldx, wp, kc, tl); break;           \
+	}
+
+AGV_AVX2 static void micro_avx2(int h, int mr, int np, const float* x, int64_t ldx, const void* w,
+                            int64_t ldw, int64_t kc, float* tile, const void* pf, int pfdiv) {
 	(void)pf;
 	(void)pfdiv;
 	for (int p = 0; p < np; p++) {
 		for (int r0 = 0; r0 < mr; r0 += 6) {
 			int m = mr - r0 < 6 ? mr - r0 : 6;
 			const float* xr = x + r0 * ldx;
-			const float* wp = w + p * ldw;
+			const void* wp = wat(h, w, p * ldw);
 			float* tl = tile + r0 * TILE_NC + p * AGL_PANEL;
-			switch (m) {
-			case 1: mk256(1, xr, ldx, wp, kc, tl); break;
-			case 2: mk256(2, xr, ldx, wp, kc, tl); break;
-			case 3: mk256(3, xr, ldx, wp, kc, tl); break;
-			case 4: mk256(4, xr, ldx, wp, kc, tl); break;
-			case 5: mk256(5, xr, ldx, wp, kc, tl); break;
-			default: mk256(6, xr, ldx, wp, kc, tl); break;
+			if (h) {
+				MK256_MR(1)
+			} else {
+				MK256_MR(0)
 			}
 		}
 	}
 }
 
-void agl_gemm(int level, const float* x, int64_t t, int64_t k, const float* wp, int64_t n,
+void agl_gemm(int level, const float* x, int64_t t, int64_t k, const void* wp, int half, int64_t n,
               const float* bias, float* y, int64_t p_lo, int64_t p_hi) {
 	micro_fn micro = level >= 2 ? micro_avx512 : level == 1 ? micro_avx2 : micro_generic;
+	const int h = half != 0;
 	// With a single row block the weights are used once: stream whole
 	// panels (no reuse to gain). Otherwise split k into equal blocks of at
 	// most KC_MAX.
@@ -199,19 +244,20 @@ void agl_gemm(int level, const float* x, int64_t t, int64_t k, const float* wp, 
 			int64_t c0 = p * AGL_PANEL;
 			int64_t nc = n - c0 < np * AGL_PANEL ? n - c0 : np * AGL_PANEL;
 			if (nc <= 0) break;
-			const float* w = wp + p * ldw + kb * AGL_PANEL;
+			const void* w = wat(h, wp, p * ldw + kb * AGL_PANEL);
 			// The weight block the next iteration reads: fetched while this
 			// one computes, a slice per row block, so the weights stream
 			// from memory at an even rate instead of stalling each block.
-			const float* nextw = NULL;
+			const void* nextw = NULL;
 			int first = !small && kb == 0 && p == p_lo;
 			if (first) {
 				for (int q = 0; q < np; q++)
-					for (int l = 0; l < PF_AHEAD; l++) _mm_prefetch((const char*)(w + q * ldw + l * AGL_PANEL), _MM_HINT_T0);
+					for (int l = 0; l < PF_AHEAD; l++)
+						_mm_prefetch((const char*)wat(h, w, q * ldw + l * AGL_PANEL), _MM_HINT_T0);
 			}
 			if (!small) {
-				if (p + npmax < p_hi) nextw = wp + (p + npmax) * ldw + kb * AGL_PANEL;
-				else if (kb + kc < k) nextw = wp + p_lo * ldw + (kb + kc) * AGL_PANEL;
+				if (p + npmax < p_hi) nextw = wat(h, wp, (p + npmax) * ldw + kb * AGL_PANEL);
+				else if (kb + kc < k) nextw = wat(h, wp, p_lo * ldw + (kb + kc) * AGL_PANEL);
 			}
 			for (int64_t t0 = 0; t0 < t; t0 += mrmax) {
 				int mr = t - t0 < mrmax ? (int)(t - t0) : mrmax;
@@ -227,18 +273,18 @@ void agl_gemm(int level, const float* x, int64_t t, int64_t k, const float* wp, 
 				// it: its first row block streams it PF_AHEAD lines ahead of
 				// use and the others share the fetching of the next block.
 				int rb = (int)(t0 / mrmax), parts = nrb, part = rb;
-				const float* pf = NULL;
+				const void* pf = NULL;
 				if (first && nrb > 1) {
 					parts = nrb - 1;
 					part = rb - 1;
 				}
 				if (first && nrb > 1 && rb == 0) {
-					pf = w + PF_AHEAD * AGL_PANEL;
+					pf = wat(h, w, PF_AHEAD * AGL_PANEL);
 					parts = 1;
 				} else if (nextw) {
-					pf = nextw + part * ((kc + parts - 1) / parts) * AGL_PANEL;
+					pf = wat(h, nextw, part * ((kc + parts - 1) / parts) * AGL_PANEL);
 				}
-				if (kc > 0) micro(mr, np, x + t0 * k + kb, k, w, ldw, kc, tile, pf, parts);
+				if (kc > 0) micro(h, mr, np, x + t0 * k + kb, k, w, ldw, kc, tile, pf, parts);
 				for (int r = 0; r < mr; r++) {
 					float* yr = y + (t0 + r) * n + c0;
 					const float* tr = tile + r * TILE_NC;
@@ -252,6 +298,13 @@ void agl_gemm(int level, const float* x, int64_t t, int64_t k, const float* wp, 
 		}
 		if (k == 0) break;
 	}
+}
+
+int agl_bf16_exact(const float* x, int64_t n) {
+	const uint32_t* u = (const uint32_t*)x;
+	uint32_t any = 0;
+	for (int64_t i = 0; i < n; i++) any |= u[i];
+	return (any & 0xffffu) == 0;
 }
 
 // ---------------------------------------------------------------- layer ops

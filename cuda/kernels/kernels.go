@@ -3,6 +3,7 @@ package kernels
 /*
 #cgo CFLAGS: -O3 -std=c11 -Wall
 #cgo LDFLAGS: -lm
+#include "convert.h"
 #include "par.h"
 */
 import "C"
@@ -47,10 +48,47 @@ func Detect() Level { return Level(C.agl_cpu_level()) }
 // Panel is the number of output columns packed together.
 const Panel = C.AGL_PANEL
 
-// Packed is a weight matrix W[N][K] in the kernels' panel layout.
+// Packed is a weight matrix W[N][K] in the kernels' panel layout, held in
+// Data, or in Half when every value is a bf16 value.
 type Packed struct {
 	N, K int
-	Data []float32 // ceil(N/16)*16*K values
+	Data []float32 // ceil(N/16)*16*K values, or nil when Half holds them
+	// Half holds the same panels as the upper 16 bits of each value's
+	// float32 encoding (bf16 bit patterns) for a matrix whose values are
+	// all bf16 values, as a bf16 checkpoint's are: MatMul widens them
+	// exactly in registers, so it computes Data's bits reading half the
+	// bytes. PackRows keeps a matrix so while the rows it is given are
+	// bf16 values, and moves it to Data (ToFloat32) when one is not.
+	Half []uint16
+}
+
+// values is the number of values of the panels.
+func (p *Packed) values() int { return p.Panels() * Panel * p.K }
+
+// weights returns the panels' memory for agl_gemm and whether it is Half.
+func (p *Packed) weights() (unsafe.Pointer, C.int) {
+	n := p.values()
+	switch {
+	case p.Half != nil && len(p.Half) == n:
+		return unsafe.Pointer(unsafe.SliceData(p.Half)), 1
+	case p.Half == nil && len(p.Data) == n:
+		return unsafe.Pointer(unsafe.SliceData(p.Data)), 0
+	}
+	panic(fmt.Sprintf("kernels: Packed %d×%d holds %d float32 and %d bf16 values, want %d of one", p.N, p.K, len(p.Data), len(p.Half), n))
+}
+
+// ToFloat32 stores the matrix's values as float32 panels (Data) if Half
+// held them; the values do not change. It must not run at the same time
+// as any other use of p.
+func (p *Packed) ToFloat32() {
+	if p.Half == nil {
+		return
+	}
+	d := make([]float32, len(p.Half))
+	if len(d) > 0 {
+		widenFrom(vecConvert, d, unsafe.Slice((*byte)(unsafe.Pointer(&p.Half[0])), 2*len(p.Half)), SourceBF16)
+	}
+	p.Data, p.Half = d, nil
 }
 
 // Panels is the number of 16-column panels.
@@ -181,28 +219,59 @@ func (c *CPU) chunks(n int) (helpers C.int, chunk C.int64_t) {
 	return C.int(min(c.threads, n) - 1), C.int64_t(max(1, n/(c.threads*chunksPerThread)))
 }
 
-// NewPacked allocates a zero n×k packed matrix.
+// NewPacked allocates a zero n×k packed matrix of float32 panels.
 func NewPacked(n, k int) *Packed {
 	p := &Packed{N: n, K: k}
-	p.Data = make([]float32, p.Panels()*Panel*k)
+	p.Data = make([]float32, p.values())
 	return p
 }
 
-// Pack packs w (n rows of k) for MatMul.
+// NewPackedHalf allocates a zero n×k packed matrix kept in Half, for
+// values that are all bf16 values (zero is one).
+func NewPackedHalf(n, k int) *Packed {
+	p := &Packed{N: n, K: k}
+	p.Half = make([]uint16, p.values())
+	return p
+}
+
+// Pack packs w (n rows of k) for MatMul: in Half when every value is a
+// bf16 value, else in Data.
 func (c *CPU) Pack(w []float32, n, k int) *Packed {
-	p := NewPacked(n, k)
+	var p *Packed
+	if BF16Exact(w) {
+		p = NewPackedHalf(n, k)
+	} else {
+		p = NewPacked(n, k)
+	}
 	c.PackRows(p, 0, w, n)
 	return p
 }
 
+// BF16Exact reports whether every value of x is a bf16 value: the lower
+// 16 bits of its float32 encoding are zero, so converting it to bf16 and
+// back gives the same bits (NaNs included).
+func BF16Exact(x []float32) bool {
+	return len(x) == 0 || C.agl_bf16_exact(fptr(x), C.int64_t(len(x))) != 0
+}
+
 // PackRows writes rows [row0, row0+rows) of p from w (rows×p.K values),
 // leaving the other rows alone: fused matrices (q|k|v, gate|up) are filled
-// one source tensor at a time.
+// one source tensor at a time. A matrix held in Half stays there when the
+// rows are bf16 values and moves to Data (ToFloat32) otherwise, so it must
+// not run at the same time as another use of p.
 func (c *CPU) PackRows(p *Packed, row0 int, w []float32, rows int) {
 	if row0 < 0 || rows < 0 || row0+rows > p.N || len(w) != rows*p.K {
 		panic(fmt.Sprintf("kernels: PackRows: rows [%d,%d) of %d, %d values for K=%d", row0, row0+rows, p.N, len(w), p.K))
 	}
 	if rows == 0 || p.K == 0 {
+		return
+	}
+	if p.Half != nil && !BF16Exact(w) {
+		p.ToFloat32()
+	}
+	if p.Half != nil {
+		C.agl_cvt_pack_rows(cbool(vecConvert), C.int(SourceF32), unsafe.Pointer(&w[0]), C.int64_t(rows), C.int64_t(p.K),
+			unsafe.Pointer(&p.Half[0]), 1, C.int64_t(row0))
 		return
 	}
 	C.agl_pack_rows(fptr(w), C.int64_t(rows), C.int64_t(p.K), fptr(p.Data), C.int64_t(row0))
@@ -219,8 +288,9 @@ func (c *CPU) MatMul(y, x []float32, t int, w *Packed, bias []float32) {
 	}
 	// Work items are groups of 4 panels so each thread runs whole tiles
 	// (tiles are 2 or 4 panels wide).
+	wp, half := w.weights()
 	helpers, chunk := c.chunks((w.Panels() + 3) / 4)
-	C.agl_par_gemm(c.pool, helpers, chunk, C.int(c.level), fptr(x), C.int64_t(t), C.int64_t(w.K), fptr(w.Data),
+	C.agl_par_gemm(c.pool, helpers, chunk, C.int(c.level), fptr(x), C.int64_t(t), C.int64_t(w.K), wp, half,
 		C.int64_t(w.N), fptr(bias), fptr(y))
 	runtime.KeepAlive(c)
 }

@@ -49,9 +49,16 @@ void agl_pack_rows(const float* w, int64_t n, int64_t k, float* out, int64_t row
 // y[t][n] = sum_k x[t][k] * W[n][k] (+ bias[n]) for the panels [p_lo, p_hi).
 // Every output element is one fused multiply-add chain over k in increasing
 // order, whatever the level, t or the panel range: results are bitwise
-// independent of batch composition and of the instruction set.
-void agl_gemm(int level, const float* x, int64_t t, int64_t k, const float* wp,
+// independent of batch composition and of the instruction set. wp is the
+// packed float32 panels, or with half the same panels as the upper 16 bits
+// of each value (uint16_t), for a matrix whose values are all bf16 values:
+// widened exactly in registers, they give the same bits.
+void agl_gemm(int level, const float* x, int64_t t, int64_t k, const void* wp, int half,
               int64_t n, const float* bias, float* y, int64_t p_lo, int64_t p_hi);
+
+// 1 when every one of the n floats is a bf16 value (the lower 16 bits of
+// its encoding are zero), else 0.
+int agl_bf16_exact(const float* x, int64_t n);
 
 // y[r] = w * x[r] / sqrt(mean(x[r]^2) + eps) for each of rows rows of d.
 void agl_rmsnorm(int level, const float* x, const float* w, float* y,

@@ -11,7 +11,8 @@ typedef struct {
 	int level;
 	const float* x;
 	int64_t t, k;
-	const float* wp;
+	const void* wp;
+	int half;
 	int64_t n;
 	const float* bias;
 	float* y;
@@ -23,12 +24,12 @@ static void gemm_chunk(const void* v, int worker, int64_t lo, int64_t hi) {
 	(void)worker;
 	const gemm_args* a = v;
 	int64_t phi = 4 * hi < a->panels ? 4 * hi : a->panels;
-	agl_gemm(a->level, a->x, a->t, a->k, a->wp, a->n, a->bias, a->y, 4 * lo, phi);
+	agl_gemm(a->level, a->x, a->t, a->k, a->wp, a->half, a->n, a->bias, a->y, 4 * lo, phi);
 }
 
 void agl_par_gemm(agl_pool* p, int helpers, int64_t chunk, int level, const float* x, int64_t t, int64_t k,
-                  const float* wp, int64_t n, const float* bias, float* y) {
-	gemm_args a = {level, x, t, k, wp, n, bias, y, (n + AGL_PANEL - 1) / AGL_PANEL};
+                  const void* wp, int half, int64_t n, const float* bias, float* y) {
+	gemm_args a = {level, x, t, k, wp, half, n, bias, y, (n + AGL_PANEL - 1) / AGL_PANEL};
 	agl_pool_run(p, helpers, (a.panels + 3) / 4, chunk, gemm_chunk, &a);
 }
 

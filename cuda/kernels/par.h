@@ -16,7 +16,7 @@ enum { AGL_PAR_BF16_ROWS = 8 };
 
 // agl_gemm over groups of 4 panels.
 void agl_par_gemm(agl_pool* p, int helpers, int64_t chunk, int level, const float* x, int64_t t, int64_t k,
-                  const float* wp, int64_t n, const float* bias, float* y);
+                  const void* wp, int half, int64_t n, const float* bias, float* y);
 // agl_gemm_bf16 over rows [0, rows) of w (row stride k), writing y[j·n + r]
 // (bias[r]), in items of AGL_PAR_BF16_ROWS rows.
 void agl_par_gemm_bf16(agl_pool* p, int helpers, int64_t chunk, int level, const uint16_t* xb, int64_t t,

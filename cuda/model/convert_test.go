@@ -111,6 +111,33 @@ func writeRawDir(t *testing.T, dir string, cfg *Config, dt safetensors.DType, se
 	return raw
 }
 
+// packedValues is p's panels as float32, from Data or Half.
+func packedValues(p *kernels.Packed) []float32 {
+	if p.Half == nil {
+		return p.Data
+	}
+	out := make([]float32, len(p.Half))
+	for i, h := range p.Half {
+		out[i] = math.Float32frombits(uint32(h) << 16)
+	}
+	return out
+}
+
+// requireHalf checks that every fp32 matrix of m is held in Half (half)
+// or in float32 panels.
+func requireHalf(t *testing.T, m *Model, half bool, msg string) {
+	t.Helper()
+	n := 0
+	m.w.Each(func(w **cpuWeight) {
+		if *w != nil && (*w).mat != nil {
+			n++
+			require.Equal(t, half, (*w).mat.Half != nil, "%s: a matrix in Half", msg)
+			require.Equal(t, half, (*w).mat.Data == nil, "%s: a matrix in Data", msg)
+		}
+	})
+	require.Positive(t, n, msg)
+}
+
 // requireSameWeights compares every stored weight of two CPU models bit
 // for bit.
 func requireSameWeights(t *testing.T, want, got *Model, msg string) {
@@ -134,7 +161,8 @@ func requireSameWeights(t *testing.T, want, got *Model, msg string) {
 		}
 		switch {
 		case w.mat != nil:
-			require.Equal(t, f32bits(w.mat.Data), f32bits(g.mat.Data), "%s: packed weight %d", msg, i)
+			// The values, however each model holds them (Half or Data).
+			require.Equal(t, f32bits(packedValues(w.mat)), f32bits(packedValues(g.mat)), "%s: packed weight %d", msg, i)
 		case w.bf != nil:
 			require.Equal(t, w.bf.Data, g.bf.Data, "%s: bf16 weight %d", msg, i)
 		case w.q8 != nil:
@@ -173,12 +201,19 @@ func TestLoadConvertedBitIdentical(t *testing.T) {
 						require.NoError(t, want.SetTensor(name, cfg.TensorShapes()[name], widenRaw(b, dt)))
 					}
 					requireSameWeights(t, want, got, msg)
+					if wt == WeightsF32 {
+						// BF16 tensors' values are bf16 values: kept in half the bytes.
+						requireHalf(t, got, dt == safetensors.BF16, msg)
+					}
 					// Sleep and wake: the weights are dropped, then read again
 					// into fresh memory.
 					got.DropWeights()
 					require.NoError(t, got.LoadWeights(dir), msg)
 					require.Empty(t, got.Missing())
 					requireSameWeights(t, want, got, msg+" after DropWeights")
+					if wt == WeightsF32 {
+						requireHalf(t, got, dt == safetensors.BF16, msg+" after DropWeights")
+					}
 				}
 			}
 		}

@@ -59,14 +59,17 @@ type cpuWeight struct {
 // SetTensor or LoadWeights. NewWith chooses bf16 storage.
 func New(cfg *Config, cpu *kernels.CPU) (*Model, error) { return NewWith(cfg, cpu, WeightsF32) }
 
-func (m *Model) alloc() { m.allocFor(false) }
+func (m *Model) alloc() { m.allocFor(false, nil) }
 
 // allocFor allocates the weights; loading: a load will write every row
-// next, so int8 matrices skip the fill their rows get from it (see newQ8).
-func (m *Model) allocFor(loading bool) {
-	m.w, _ = NewWeights(m.cfg, func(s Slot, rows, cols int) (*cpuWeight, error) {
-		return m.newWeight(m.kindOf(s), rows, cols, loading), nil
-	})
+// next, so int8 matrices skip the fill their rows get from it (see newQ8);
+// half: the places whose fp32 matrices it will fill with bf16 values only
+// (kindMatHalf).
+func (m *Model) allocFor(loading bool, half map[Place]bool) {
+	m.w, _ = NewWeights(m.cfg, func(Slot, int, int) (*cpuWeight, error) { return nil, nil })
+	for _, s := range m.cfg.slots() {
+		*m.w.At(s.at) = m.newWeight(m.kindAt(s.at, half), s.rows, s.cols, loading)
+	}
 	if m.cfg.TieWordEmbeddings {
 		// The head is the table itself, in every weight type: int8 and
 		// bf16 rows are multiplied as they are, and an fp32 table is
@@ -86,7 +89,30 @@ const (
 	kindBF16                    // kernels.BF16, row-major
 	kindQ8                      // kernels.Q8 panels
 	kindBF16Z                   // kernels.BF16Z, compressed bf16 rows
+	// kernels.Packed fp32 panels held in Half: an fp32 model's matrix
+	// whose values are all bf16 values, as a bf16 checkpoint's are. It
+	// computes kindMat's bits from half the bytes (kernels.Packed).
+	kindMatHalf
 )
+
+// kindAt is kindOf for the weight at place at, kindMatHalf where half
+// says an fp32 matrix holds bf16 values only.
+func (m *Model) kindAt(at Place, half map[Place]bool) weightKind {
+	k := m.kindOf(at.Slot)
+	if k == kindMat && half[at] {
+		return kindMatHalf
+	}
+	return k
+}
+
+// kind is how w is stored, given k, its model's kind for it: kindMat
+// held in Half is kindMatHalf.
+func (w *cpuWeight) kind(k weightKind) weightKind {
+	if k == kindMat && w.mat != nil && w.mat.Half != nil {
+		return kindMatHalf
+	}
+	return k
+}
 
 // kindOf is how the model's weight type stores slot s: matrices (and the
 // embedding table, which a tied head shares, and which int8 and bf16
@@ -121,6 +147,8 @@ func (m *Model) newWeight(k weightKind, rows, cols int, loading bool) *cpuWeight
 		return &cpuWeight{bz: z}
 	case kindMat:
 		return &cpuWeight{mat: kernels.NewPacked(rows, cols)}
+	case kindMatHalf:
+		return &cpuWeight{mat: kernels.NewPackedHalf(rows, cols)}
 	}
 	return &cpuWeight{vec: make([]float32, rows*cols)}
 }

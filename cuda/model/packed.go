@@ -13,7 +13,8 @@ import (
 
 // A packed checkpoint holds a CPU model's weights in the engine's own
 // layout (Model.WritePacked): int8 matrices as their kernels.Q8 panels and
-// fp16 scales, fp32 matrices as kernels.Packed panels, vectors as float32,
+// fp16 scales, fp32 matrices as kernels.Packed panels (F32, or BF16 for a
+// matrix held in Half: its values are bf16 values), vectors as float32,
 // each weight one tensor of a model.safetensors (a valid safetensors file)
 // named after its slot, with the layout in the header's metadata. Loading
 // one converts nothing: the bytes are used in place from the page cache
@@ -75,9 +76,13 @@ func packedTensors(at Place, k weightKind, rows, cols int) []packedTensor {
 		w := kernels.Q8{N: rows, K: cols}
 		n := w.Panels() * w.Blocks() * kernels.Panel
 		return []packedTensor{{name + ".q8", safetensors.U8, n * kernels.Q8BlockSize}, {name + ".q8_scales", safetensors.F16, n}}
-	case kindMat:
+	case kindMat, kindMatHalf:
 		w := kernels.Packed{N: rows, K: cols}
-		return []packedTensor{{name + ".panels", safetensors.F32, w.Panels() * kernels.Panel * cols}}
+		dt := safetensors.F32
+		if k == kindMatHalf {
+			dt = safetensors.BF16
+		}
+		return []packedTensor{{name + ".panels", dt, w.Panels() * kernels.Panel * cols}}
 	case kindBF16:
 		return []packedTensor{{name + ".bf16", safetensors.BF16, rows * cols}}
 	case kindBF16Z:
@@ -99,6 +104,8 @@ func (w *cpuWeight) bytes() [][]byte {
 		return [][]byte{w.q8.Q, asBytes(w.q8.D)}
 	case w.bz != nil:
 		return [][]byte{w.bz.Data, w.bz.Esc, asBytes(w.bz.EscOff), w.bz.Table[:]}
+	case w.mat != nil && w.mat.Half != nil:
+		return [][]byte{asBytes(w.mat.Half)}
 	case w.mat != nil:
 		return [][]byte{asBytes(w.mat.Data)}
 	case w.bf != nil:
@@ -133,7 +140,7 @@ func (m *Model) WritePacked(path string) error {
 	from := map[string]source{}
 	for _, s := range m.cfg.slots() {
 		w := *m.w.At(s.at)
-		for i, t := range packedTensors(s.at, m.kindOf(s.at.Slot), s.rows, s.cols) {
+		for i, t := range packedTensors(s.at, w.kind(m.kindOf(s.at.Slot)), s.rows, s.cols) {
 			if t.n == anyEls { // escapes, padded (see packedTensors)
 				t.n = escPad(len(w.bytes()[i]))
 			}
@@ -180,8 +187,9 @@ func (m *Model) checkPacked(set *safetensors.Set, dir, layout string) error {
 	if wt != m.wt {
 		return fmt.Errorf("%w: %s holds %s weights packed for this engine; the model stores %s (load the original checkpoint to convert)", ErrWeights, dir, wt, m.wt)
 	}
+	half := packedHalfPlaces(m, set)
 	for _, s := range m.cfg.slots() {
-		for _, t := range packedTensors(s.at, m.kindOf(s.at.Slot), s.rows, s.cols) {
+		for _, t := range packedTensors(s.at, m.kindAt(s.at, half), s.rows, s.cols) {
 			info, ok := set.Lookup(t.name)
 			switch {
 			case !ok:
@@ -195,6 +203,22 @@ func (m *Model) checkPacked(set *safetensors.Set, dir, layout string) error {
 	return nil
 }
 
+// packedHalfPlaces is the places of an fp32 model's matrices that a
+// packed checkpoint holds as BF16 panels (kindMatHalf).
+func packedHalfPlaces(m *Model, set *safetensors.Set) map[Place]bool {
+	half := map[Place]bool{}
+	for _, s := range m.cfg.slots() {
+		if m.kindOf(s.at.Slot) != kindMat {
+			continue
+		}
+		t := packedTensors(s.at, kindMatHalf, s.rows, s.cols)[0]
+		if info, ok := set.Lookup(t.name); ok && info.DType == t.dtype {
+			half[s.at] = true
+		}
+	}
+	return half
+}
+
 // packedJobs cuts reading every packed tensor of w into jobs: straight
 // into the weight's memory, or, for a weight used in place (inPlace),
 // mapping its pages.
@@ -202,7 +226,7 @@ func (m *Model) packedJobs(set *safetensors.Set, w *Weights[*cpuWeight], inPlace
 	var jobs []loadJob
 	for _, s := range m.cfg.slots() {
 		h := *w.At(s.at)
-		for i, t := range packedTensors(s.at, m.kindOf(s.at.Slot), s.rows, s.cols) {
+		for i, t := range packedTensors(s.at, h.kind(m.kindOf(s.at.Slot)), s.rows, s.cols) {
 			b := h.bytes()[i]
 			for off := 0; off < len(b); off += loadPiece {
 				piece := b[off:min(off+loadPiece, len(b))]
@@ -229,8 +253,9 @@ func (m *Model) newPackedMappedWeights(set *safetensors.Set, mc *mappedCheckpoin
 	w, _ := NewWeights(m.cfg, func(s Slot, rows, cols int) (*cpuWeight, error) {
 		return nil, nil // filled below, where the layer is known
 	})
+	half := packedHalfPlaces(m, set)
 	for _, s := range m.cfg.slots() {
-		k := m.kindOf(s.at.Slot)
+		k := m.kindAt(s.at, half)
 		var arrays [][]byte
 		for _, t := range packedTensors(s.at, k, s.rows, s.cols) {
 			if b, ok := mc.aligned(t.name, t.dtype.Size()); ok {
@@ -243,6 +268,8 @@ func (m *Model) newPackedMappedWeights(set *safetensors.Set, mc *mappedCheckpoin
 			h = &cpuWeight{q8: &kernels.Q8{N: s.rows, K: s.cols, Q: arrays[0], D: fromBytes[uint16](arrays[1])}, mapped: true}
 		case k == kindMat && len(arrays) == 1:
 			h = &cpuWeight{mat: &kernels.Packed{N: s.rows, K: s.cols, Data: fromBytes[float32](arrays[0])}, mapped: true}
+		case k == kindMatHalf && len(arrays) == 1:
+			h = &cpuWeight{mat: &kernels.Packed{N: s.rows, K: s.cols, Half: fromBytes[uint16](arrays[0])}, mapped: true}
 		case k == kindBF16 && len(arrays) == 1:
 			h = &cpuWeight{bf: kernels.NewBF16Parts(s.cols, fromBytes[uint16](arrays[0]))}
 		case k == kindBF16Z && len(arrays) == 4:
@@ -286,9 +313,7 @@ func (m *Model) loadPacked(set *safetensors.Set, dir, layout string) error {
 		}
 		return m.installMapped(w, mc, m.packedJobs(set, w, inPlace), dir)
 	}
-	if m.w == nil {
-		m.allocFor(true)
-	}
+	m.allocOrFit(packedHalfPlaces(m, set))
 	for _, s := range m.cfg.slots() {
 		if h := *m.w.At(s.at); h.bz != nil { // sized as the file's escapes, which the jobs read
 			h.bz.Esc = make([]uint8, escBytes(set, s.at, s.rows, s.cols))

@@ -97,7 +97,7 @@ func (m *Model) SetTensor(name string, shape []int64, data []float32) error {
 		case w.bz != nil:
 			// Written below as a fresh matrix of its own.
 		default:
-			w.mat.Data = slices.Clone(w.mat.Data)
+			w.mat.Data, w.mat.Half = slices.Clone(w.mat.Data), slices.Clone(w.mat.Half)
 		}
 		w.mapped = false
 		defer func() { _ = m.releaseUnused() }()
@@ -212,7 +212,7 @@ func NewWith(cfg *Config, cpu *kernels.CPU, wt WeightType) (*Model, error) {
 // How newWith allocates the weights.
 const (
 	allocNow     = iota // zero weights (New)
-	allocForLoad        // for a load that writes every weight next (allocFor)
+	allocForLoad        // not yet: the load, which writes every weight next, does (allocFor)
 	allocMapped         // not at all: a mapped load makes them (loadMapped)
 	allocNone           // not at all, for a bf16z load that compresses a checkpoint (loadCompressed)
 )
@@ -236,9 +236,8 @@ func newWith(cfg *Config, cpu *kernels.CPU, wt WeightType, alloc int) (*Model, e
 	switch alloc {
 	case allocMapped:
 		m.mapWeights = true
-	case allocNone:
-	default:
-		m.allocFor(alloc == allocForLoad)
+	case allocNow:
+		m.allocFor(false, nil)
 	}
 	return m, nil
 }
@@ -481,9 +480,7 @@ func (m *Model) loadFrom(set *safetensors.Set, dir string) error {
 	if m.mapWeights {
 		return m.loadMapped(set, dir)
 	}
-	if m.w == nil { // dropped (sleep): allocated for this load, which writes every weight
-		m.allocFor(true)
-	}
+	m.allocOrFit(halfPlaces(m.cfg, set))
 	jobs := m.loadJobs(set, m.w, nil)
 	if err := runLoadJobs(m.cpu.Threads(), jobs); err != nil {
 		// Some weights hold new values, some old: none counts as loaded.
@@ -494,6 +491,50 @@ func (m *Model) loadFrom(set *safetensors.Set, dir string) error {
 		m.loaded[name] = true
 	}
 	return nil
+}
+
+// halfPlaces is the places of the matrices whose tensors in set are all
+// BF16: an fp32 model holds them in half the bytes (kindMatHalf).
+func halfPlaces(cfg *Config, set *safetensors.Set) map[Place]bool {
+	half, other := map[Place]bool{}, map[Place]bool{}
+	for _, name := range cfg.TensorNames() {
+		p, ok := cfg.Place(name)
+		info, found := set.Lookup(name)
+		if !ok || !found {
+			continue
+		}
+		p.Row = 0
+		if info.DType == safetensors.BF16 {
+			half[p] = true
+		} else {
+			other[p] = true
+		}
+	}
+	for p := range other {
+		delete(half, p)
+	}
+	return half
+}
+
+// allocOrFit makes the weights ready for a load that writes every one of
+// them, whose fp32 matrices at the places half holds bf16 values only:
+// it allocates them if there are none (a new or sleeping model), and
+// otherwise gives each fp32 matrix stored the other way fresh memory of
+// the right kind (a reload: a matrix moved to float32 panels by an update
+// returns to half the bytes, or the reverse).
+func (m *Model) allocOrFit(half map[Place]bool) {
+	if m.w == nil {
+		m.allocFor(true, half)
+		return
+	}
+	for _, s := range m.cfg.slots() {
+		w := *m.w.At(s.at)
+		want := m.kindAt(s.at, half)
+		if (want == kindMat || want == kindMatHalf) && w.kind(m.kindOf(s.at.Slot)) != want {
+			// The same cpuWeight, so a tied head keeps sharing it.
+			w.mat, w.mapped = m.newWeight(want, s.rows, s.cols, true).mat, false
+		}
+	}
 }
 
 // loadMapped is loadFrom for a model computing from its mapped
