@@ -112,6 +112,18 @@ func runBenchEngine(ctx context.Context, args []string, _ io.Reader, stdout, std
 	// in every weight type (an fp32 model keeps the table packed once for
 	// the head and gathers embedding rows from its panels).
 	storedBytes := elem * float64(cfg.NumParams())
+	// Bytes a decode step must read: every weight except the embedding
+	// table (one row is gathered), plus the output projection.
+	weightBytes := elem * float64(cfg.NumParams()-int64(cfg.VocabSize*cfg.HiddenSize))
+	if cfg.TieWordEmbeddings {
+		weightBytes += elem * float64(cfg.VocabSize*cfg.HiddenSize)
+	}
+	// On the CPU, the bytes as the model holds them: an fp32 model's
+	// matrices of bf16 values take 2 bytes a weight, bf16z's escapes and
+	// panel padding count.
+	if s, d, ok := e.Model().WeightBytes(); ok {
+		storedBytes, weightBytes = float64(s), float64(d)
+	}
 
 	// The CPU's bounds say nothing about a GPU run.
 	var bw, peak, fma float64
@@ -126,12 +138,6 @@ func runBenchEngine(ctx context.Context, args []string, _ io.Reader, stdout, std
 			peak = cpu.MeasureGEMM(*prefillN, 2*cfg.IntermediateSize, cfg.HiddenSize, *reps)
 		}
 		fma = cpu.MeasureFMAPeak(*reps)
-	}
-	// Bytes a decode step must read: every weight except the embedding
-	// table (one row is gathered), plus the output projection.
-	weightBytes := elem * float64(cfg.NumParams()-int64(cfg.VocabSize*cfg.HiddenSize))
-	if cfg.TieWordEmbeddings {
-		weightBytes += elem * float64(cfg.VocabSize*cfg.HiddenSize)
 	}
 	bound := bw / weightBytes
 

@@ -15,6 +15,14 @@
 // a caller that finds the pool busy computes its operation alone. Split
 // runs Go work (sampling) on a crew of helper goroutines instead.
 //
+// A Packed matrix whose values are all bf16 values (a bf16 checkpoint's,
+// computed in float32) is held in Half: the panels as the upper 16 bits of
+// each value, which the GEMM widens exactly in registers (a shift), so it
+// computes the float32 panels' bits from half the bytes, which is what a
+// memory-bound decode step is paying for. Pack picks Half when every
+// value is a bf16 value; PackRows moves a matrix to float32 panels when a
+// row it is given is not.
+//
 // bfloat16 weights (BF16, MatMulBF16) stay in the checkpoint's row-major
 // layout and are multiplied with vdpbf16ps where the CPU has AVX512_BF16,
 // accumulating in float32 against activations rounded to bf16 once per

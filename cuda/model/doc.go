@@ -22,7 +22,13 @@
 //
 // Weights are fp32 (packed for the GEMM kernel) or bf16 (WeightsBF16: the
 // checkpoint's row-major bf16, multiplied with vdpbf16ps, half the bytes
-// per decoded token). A bf16 checkpoint loads as bf16 by default
+// per decoded token). An fp32 model keeps a matrix whose checkpoint
+// tensors are all BF16 in half the bytes too (kernels.Packed.Half: the
+// panels of its values' upper halves, widened exactly in registers), so a
+// bf16 checkpoint computed in float32 costs a bf16 model's memory and
+// bandwidth and gives float32 panels' bits (TestFP32HalfMatchesFloat32);
+// an update with values that are not bf16 values moves its matrix to
+// float32 panels. A bf16 checkpoint loads as bf16 by default
 // (LoadWith, LoadOptions.Weights). On Linux a bf16 model computes from a
 // read-only mapping of its checkpoint, as llama.cpp does: each matrix is
 // its tensors' mapped rows (kernels.NewBF16Parts), so loading allocates

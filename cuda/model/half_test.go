@@ -70,6 +70,27 @@ func TestFP32HalfMatchesFloat32(t *testing.T) {
 			require.Equal(t, [2]int{matrices, 0}, pair(halfMatrices(m)), arch)
 			require.Equal(t, want, lastLogits(t, m), arch)
 
+			// WeightBytes: the matrices take half the bytes; a decode step
+			// reads everything but an untied (float32 rows) table.
+			refStored, refStep, ok := ref.WeightBytes()
+			require.True(t, ok)
+			stored, step, ok := m.WeightBytes()
+			require.True(t, ok)
+			panels := 0
+			seen := map[*cpuWeight]bool{}
+			ref.w.Each(func(h **cpuWeight) {
+				if w := *h; w != nil && w.mat != nil && !seen[w] {
+					seen[w] = true
+					panels += 4 * len(w.mat.Data)
+				}
+			})
+			require.Equal(t, refStored-int64(panels/2), stored)
+			table := int64(0)
+			if !tie {
+				table = 4 * int64(cfg.VocabSize*cfg.HiddenSize)
+			}
+			require.Equal(t, [2]int64{refStored - table, stored - table}, [2]int64{refStep, step})
+
 			// Packed: BF16 panels, loaded copied and mapped.
 			dir := packTo(t, m, src)
 			pset, err := safetensors.OpenDir(dir)

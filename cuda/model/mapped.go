@@ -54,6 +54,31 @@ func (m *Model) Mapped() bool {
 	return m.mapped != nil
 }
 
+// WeightBytes reports the bytes the weights of a CPU model take as it
+// holds them (a tied head, which is the embedding table, counted once;
+// mapped weights too), and those a decode step reads: all of them but the
+// embedding table, from which it gathers a row, unless the head is that
+// table. ok is false for a model on the GPU or with its weights dropped.
+func (m *Model) WeightBytes() (stored, decodeStep int64, ok bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.dev != nil || m.w == nil {
+		return 0, 0, false
+	}
+	seen := map[*cpuWeight]bool{}
+	m.w.Each(func(h **cpuWeight) {
+		if w := *h; w != nil && !seen[w] {
+			seen[w] = true
+			stored += w.size()
+		}
+	})
+	decodeStep = stored
+	if !m.cfg.TieWordEmbeddings {
+		decodeStep -= m.w.Embed.size()
+	}
+	return stored, decodeStep, true
+}
+
 // releaseUnused unmaps the checkpoint once no matrix computes from it
 // (SetTensor has written them all, or none could be used in place), so
 // that a file changed afterwards no longer fails Forward and its pages

@@ -114,6 +114,18 @@ func (w *cpuWeight) bytes() [][]byte {
 	return [][]byte{asBytes(w.vec)}
 }
 
+// size is the bytes w's values take (a parted bf16 matrix's rows too).
+func (w *cpuWeight) size() int64 {
+	if w.bf != nil {
+		return 2 * int64(w.bf.N) * int64(w.bf.K)
+	}
+	var n int64
+	for _, b := range w.bytes() {
+		n += int64(len(b))
+	}
+	return n
+}
+
 // WritePacked writes the model's weights in the engine's own layout to
 // path, a safetensors file, so that LoadWith of a directory holding it
 // (and the model's config.json) loads without converting anything. It

@@ -160,7 +160,9 @@ const (
 	// WeightsBF16 and anything else as WeightsF32.
 	WeightsAuto WeightType = ""
 	// WeightsF32 packs every matrix as float32 for the GEMM kernel: the
-	// exact path the goldens and batch-invariance tests pin down.
+	// exact path the goldens and batch-invariance tests pin down. A matrix
+	// loaded from BF16 tensors only is held in half the bytes, as its
+	// values' upper halves (kernels.Packed.Half), with the same products.
 	WeightsF32 WeightType = "fp32"
 	// WeightsBF16 keeps matrices and the embedding table as bfloat16 in
 	// the checkpoint's layout (a tied head shares the embedding's rows)
