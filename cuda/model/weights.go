@@ -216,7 +216,6 @@ const (
 	allocNow     = iota // zero weights (New)
 	allocForLoad        // not yet: the load, which writes every weight next, does (allocFor)
 	allocMapped         // not at all: a mapped load makes them (loadMapped)
-	allocNone           // not at all, for a bf16z load that compresses a checkpoint (loadCompressed)
 )
 
 // newWith is NewWith, its weights allocated as alloc says.
@@ -334,14 +333,13 @@ func LoadWith(dir string, cpu *kernels.CPU, o LoadOptions) (*Model, error) {
 		case wt == WeightsAuto:
 			wt = checkpointWeightType(cfg, set)
 		}
-		// Allocated for the load below, which writes every weight (or
-		// fails, and m is dropped).
+		// Allocated by the load below, which writes every weight (or
+		// fails, and m is dropped): its kinds follow the checkpoint's
+		// types (an fp32 matrix of BF16 tensors in half the bytes), and a
+		// bf16z model's are compressed from a bf16 one (loadCompressed).
 		alloc := allocForLoad
-		switch {
-		case !o.Copy && (wt == WeightsBF16 || wt == WeightsBF16Z || packed) && kernels.MapGuardSupported():
+		if !o.Copy && (wt == WeightsBF16 || wt == WeightsBF16Z || packed) && kernels.MapGuardSupported() {
 			alloc = allocMapped
-		case wt == WeightsBF16Z && !packed:
-			alloc = allocNone // loadCompressed makes them
 		}
 		m, err = newWith(cfg, cpu, wt, alloc)
 	case CUDA:
