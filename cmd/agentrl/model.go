@@ -30,7 +30,7 @@ var modelSubcommands = []subcommand{
 	{"gguf", "export a llama, qwen2 or qwen3 model directory to GGUF (F32, BF16 or Q8_0)", func(_ context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
 		return runModelGGUF(args, stdout, stderr)
 	}},
-	{"pack", "convert a model directory once into the CPU engine's own layout (int8, fp32 or bf16), so it loads without converting", func(_ context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
+	{"pack", "convert a model directory once into the CPU engine's own layout (int8, fp32, bf16 or bf16z), so it loads without converting", func(_ context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
 		return runModelPack(args, stdout, stderr)
 	}},
 }
@@ -363,7 +363,7 @@ func replaceDir(out string, force bool, write func(dir string) error) error {
 func runModelPack(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("model pack", stderr, "usage: agentrl model pack --model DIR --out DIR [--weights int8|fp32|bf16|bf16z] [--force]",
 		"Loads a model directory as the CPU engine stores it (int8: llama.cpp's Q8_0 values, quantized here;",
-		"fp32: packed panels; bf16; bf16z: bf16 values compressed losslessly, compressed here) and writes it in that layout, with the directory's config and tokenizer,",
+		"fp32: packed panels, of bf16 values in half the bytes when the checkpoint is bf16; bf16; bf16z: bf16 values compressed losslessly, compressed here) and writes it in that layout, with the directory's config and tokenizer,",
 		"so that loading it converts nothing (bench engine, serve and cuda.Open use it in place unless told to copy).")
 	dir := fs.String("model", "", "source model directory: a Hugging Face checkpoint (required)")
 	out := fs.String("out", "", "output model directory (required)")

@@ -16,7 +16,9 @@
 # Q8_0 and F32 exports; bf16zmap the checkpoint packed as bf16z (the same
 # bf16 values compressed losslessly: bf16's results, 3/4 of the bytes) and
 # mapped, against the BF16 export; fp32 our fp32 weights (converted at load from the
-# bf16 checkpoint) against an F32 export, int8 our int8 weights (quantized
+# bf16 checkpoint; its values are bf16 values, which our fp32 matrices hold in
+# half the bytes, widened exactly in registers: fp32 products at bf16's
+# bandwidth) against an F32 export, int8 our int8 weights (quantized
 # at load) against a Q8_0 export. SCRATCH_DIR must hold
 # node_modules with node-llama-cpp and @node-llama-cpp/linux-x64 (see
 # run.sh); checkpoints (bf16 safetensors, sharded as released models are)
@@ -98,7 +100,7 @@ for shape in $shapes; do
   need_of() {
     case $1 in
     bf16 | bf16map | bf16zmap) echo "$ckpt_kb" ;; # bf16z: 3/4 of it, against the BF16 GGUF
-    fp32 | fp32map) echo $((ckpt_kb * 23 / 10)) ;; # 4 bytes a parameter, and the tied head's copy
+    fp32 | fp32map) echo $((ckpt_kb * 23 / 10)) ;; # the F32 export: 4 bytes a parameter, and the tied head's copy
     int8 | int8map) echo $((ckpt_kb * 6 / 10)) ;;  # 34 bytes per 32 parameters
     esac
   }
