@@ -184,3 +184,48 @@ func TestFP32HalfMatchesFloat32(t *testing.T) {
 }
 
 func pair(a, b int) [2]int { return [2]int{a, b} }
+
+// TestPackedHalfErrors: a packed fp32 checkpoint whose panels are neither
+// F32 nor BF16 is refused naming the tensor; BF16 panels at odd addresses
+// are copied (the rest stay mapped) with the same logits.
+func TestPackedHalfErrors(t *testing.T) {
+	cfg := mapConfig(true)
+	src := t.TempDir()
+	require.NoError(t, WriteRandomDir(src, cfg, 3, WriteOptions{DType: safetensors.BF16}))
+	orig, err := LoadWith(src, nil, LoadOptions{Weights: WeightsF32, Copy: true})
+	require.NoError(t, err)
+	want := lastLogits(t, orig)
+	dir := packTo(t, orig, src)
+	ts := fileTensors(t, filepath.Join(dir, safetensors.SingleFile))
+
+	bad := t.TempDir()
+	var f16 []safetensors.Tensor
+	for _, x := range ts {
+		if x.Name == "layers.1.o.panels" {
+			x.DType = safetensors.F16 // the same bytes, another type
+		}
+		f16 = append(f16, x)
+	}
+	require.NoError(t, writeConfig(bad, cfg, safetensors.BF16))
+	require.NoError(t, safetensors.WriteFile(filepath.Join(bad, safetensors.SingleFile), f16, map[string]string{PackedLayoutKey: packedLayout(WeightsF32)}))
+	for _, cp := range []bool{true, false} {
+		_, err = LoadWith(bad, nil, LoadOptions{Copy: cp})
+		require.ErrorIs(t, err, ErrWeights)
+		require.ErrorContains(t, err, `packed tensor "layers.1.o.panels" is F16×`)
+		require.ErrorContains(t, err, "the layout needs F32×")
+		require.ErrorContains(t, err, "or BF16×")
+	}
+
+	// A one-byte tensor first puts every tensor after it at an odd address.
+	odd := t.TempDir()
+	ts = append(ts, safetensors.Tensor{Name: "a.pad", DType: safetensors.U8, Shape: []int64{1}, Data: []byte{1}})
+	require.NoError(t, writeConfig(odd, cfg, safetensors.BF16))
+	require.NoError(t, safetensors.WriteFile(filepath.Join(odd, safetensors.SingleFile), ts, map[string]string{PackedLayoutKey: packedLayout(WeightsF32)}))
+	m, err := LoadWith(odd, nil, LoadOptions{})
+	require.NoError(t, err)
+	require.Equal(t, [2]int{4*cfg.NumHiddenLayers + 1, 0}, pair(halfMatrices(m)))
+	in, owned := inPlaceWeights(m)
+	require.Equal(t, [2]int{0, 4*cfg.NumHiddenLayers + 1}, [2]int{in, owned}, "every matrix at an odd address is copied")
+	require.Equal(t, want, lastLogits(t, m))
+	require.NoError(t, m.Close())
+}

@@ -207,8 +207,12 @@ func (m *Model) checkPacked(set *safetensors.Set, dir, layout string) error {
 			case !ok:
 				return fmt.Errorf("%w: %s: packed tensor %q missing", ErrWeights, dir, t.name)
 			case info.DType != t.dtype || (t.n != anyEls && info.NumElements() != int64(t.n)):
-				return fmt.Errorf("%w: %s: packed tensor %q is %s×%d, the layout needs %s×%d (written for another config?)",
-					ErrWeights, dir, t.name, info.DType, info.NumElements(), t.dtype, t.n)
+				need := fmt.Sprintf("%s×%d", t.dtype, t.n)
+				if m.kindOf(s.at.Slot) == kindMat {
+					need = fmt.Sprintf("F32×%d or BF16×%d (panels of bf16 values)", t.n, t.n)
+				}
+				return fmt.Errorf("%w: %s: packed tensor %q is %s×%d, the layout needs %s (written for another config?)",
+					ErrWeights, dir, t.name, info.DType, info.NumElements(), need)
 			}
 		}
 	}
