@@ -111,16 +111,12 @@ func writeRawDir(t *testing.T, dir string, cfg *Config, dt safetensors.DType, se
 	return raw
 }
 
-// packedValues is p's panels as float32, from Data or Half.
+// packedValues is p's panels as float32, from Data or Half (widened on a
+// copy of p, which stays as it is).
 func packedValues(p *kernels.Packed) []float32 {
-	if p.Half == nil {
-		return p.Data
-	}
-	out := make([]float32, len(p.Half))
-	for i, h := range p.Half {
-		out[i] = math.Float32frombits(uint32(h) << 16)
-	}
-	return out
+	c := *p
+	c.ToFloat32()
+	return c.Data
 }
 
 // requireHalf checks that every fp32 matrix of m is held in Half (half)
