@@ -44,3 +44,18 @@ func TestEngineDeviceMemory(t *testing.T) {
 	require.ErrorContains(t, err, "KV cache: gpu: cudaMalloc: out of memory (emulated)")
 	require.Equal(t, base, gpu.EmulatedLiveBuffers())
 }
+
+// TestKVCacheBF16OnDevice: a bf16 KV cache is refused for a model on the
+// GPU, by the engine and by the model, with an error that says so.
+func TestKVCacheBF16OnDevice(t *testing.T) {
+	ref := loadReferences(t)[0]
+	dir := t.TempDir()
+	require.NoError(t, model.WriteDir(dir, ref.cfg, model.RandomWeights(ref.cfg, ref.seed)))
+	_, err := Open(dir, Options{Device: model.CUDA, KVCache: model.KVBF16})
+	require.ErrorContains(t, err, "a bf16 KV cache is for models on the CPU")
+	m, err := model.NewOn(ref.cfg, model.CUDA, nil)
+	require.NoError(t, err)
+	defer m.Close()
+	_, err = m.NewKVCacheBF16(4, 4)
+	require.ErrorIs(t, err, model.ErrInput)
+}

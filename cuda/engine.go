@@ -29,6 +29,11 @@ type Options struct {
 	KVBlocks int
 	// KVMemory is the KV cache size in bytes when KVBlocks is 0 (default 1 GiB).
 	KVMemory int64
+	// KVCache is how the cache stores keys and values: model.KVF32 (or
+	// empty: the default) or model.KVBF16 (a CPU model only), which holds
+	// twice the positions in KVMemory and reads half the bytes per
+	// position in decode.
+	KVCache model.KVType
 	// MaxBatchTokens is the per-step token budget: decode tokens plus
 	// prefill chunks (default 512).
 	MaxBatchTokens int
@@ -45,8 +50,8 @@ type Options struct {
 	// (default: bf16 for a bf16 checkpoint, else fp32), WeightsBF16,
 	// WeightsBF16Z (bf16 compressed losslessly: bf16's results from fewer
 	// bytes), WeightsF32 or WeightsInt8 (llama.cpp's Q8_0 values,
-	// quantized at load). Activations and the KV cache are fp32 in every
-	// case.
+	// quantized at load). Activations are fp32 in every case; the KV
+	// cache is as KVCache says.
 	Weights model.WeightType
 	// CopyWeights loads every matrix into the engine's own memory.
 	// Without it (the default) the matrices of a bf16 checkpoint, or of a
@@ -154,13 +159,21 @@ func New(m *model.Model, opts Options) (*Engine, error) {
 	if opts.KVMemory <= 0 {
 		opts.KVMemory = 1 << 30
 	}
+	kvType, err := model.ParseKVType(string(opts.KVCache))
+	if err != nil {
+		return nil, fmt.Errorf("cuda: Options.KVCache: %w", err)
+	}
+	if kvType == model.KVBF16 && m.Device() != model.CPU {
+		return nil, fmt.Errorf("cuda: Options.KVCache: a bf16 KV cache is for models on the CPU, not %v", m.Device())
+	}
+	opts.KVCache = kvType
 	maxCtx := cfg.MaxPositionEmbeddings
 	if opts.MaxContext > 0 && opts.MaxContext < maxCtx {
 		maxCtx = opts.MaxContext
 	}
 	nb := opts.KVBlocks
 	if nb <= 0 {
-		nb = int(opts.KVMemory / cfg.BytesPerBlock(opts.BlockSize))
+		nb = int(opts.KVMemory / cfg.BytesPerBlock(opts.KVCache, opts.BlockSize))
 		perSeq := (maxCtx + opts.BlockSize - 1) / opts.BlockSize
 		nb = min(nb, opts.MaxSeqs*perSeq)
 	}

@@ -88,7 +88,13 @@ func newSched(e *Engine) (*sched, error) {
 // allocCache allocates the KV cache (in device memory when the model is on
 // the GPU, where running out of it is an error here, not at a step).
 func (s *sched) allocCache() error {
-	kv, err := s.m.AllocKVCache(s.e.blocks, s.e.opts.BlockSize)
+	var kv *model.KVCache
+	var err error
+	if s.e.opts.KVCache == model.KVBF16 {
+		kv, err = s.m.NewKVCacheBF16(s.e.blocks, s.e.opts.BlockSize)
+	} else {
+		kv, err = s.m.AllocKVCache(s.e.blocks, s.e.opts.BlockSize)
+	}
 	if err != nil {
 		return err
 	}

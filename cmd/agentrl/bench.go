@@ -69,14 +69,15 @@ func runBenchEngine(ctx context.Context, args []string, _ io.Reader, stdout, std
 	decodeN := fs.Int("decode-tokens", 64, "tokens generated per decode measurement")
 	prefillN := fs.Int("prefill-tokens", 512, "prompt length for the prefill measurement")
 	conc := fs.Int("concurrency", 32, "sequences in the aggregate decode measurement")
+	ctxN := fs.Int("context", 16, "prompt tokens before each decode measurement's tokens (decode over a long context reads the KV cache as well as the weights; size --kv-memory to hold concurrency × context)")
 	bwBytes := fs.Int("bandwidth-bytes", 1<<30, "buffer size for the memory bandwidth measurement")
 	device := fs.String("device", "cpu", "where the engine runs: cpu, or cuda (needs a binary built with -tags cuda; the CPU bounds are then not measured)")
 	opts, err := mf.parse(fs, args)
 	if err != nil {
 		return err
 	}
-	if *reps < 1 || *decodeN < 2 || *prefillN < 2 || *conc < 1 {
-		return errors.New("--reps, --decode-tokens, --prefill-tokens and --concurrency must be positive (tokens ≥ 2)")
+	if *reps < 1 || *decodeN < 2 || *prefillN < 2 || *conc < 1 || *ctxN < 1 {
+		return errors.New("--reps, --decode-tokens, --prefill-tokens, --concurrency and --context must be positive (tokens ≥ 2)")
 	}
 	dev, err := model.ParseDevice(*device)
 	if err != nil {
@@ -90,14 +91,14 @@ func runBenchEngine(ctx context.Context, args []string, _ io.Reader, stdout, std
 	}
 	defer e.Close()
 	loadTime := time.Since(loadStart)
-	b := &engineBench{e: e, reps: *reps, r: rand.New(rand.NewPCG(1, 2))}
+	b := &engineBench{e: e, reps: *reps, context: *ctxN, r: rand.New(rand.NewPCG(1, 2))}
 	cfg := e.Model().Config()
 	cpu := e.Model().CPU()
 	// Peak RSS before any measurement allocates buffers of its own: the
 	// weights, the (populated) KV cache and whatever loading left behind.
 	loadRSS := maxRSS()
 	st := e.Stats()
-	kvBytes := float64(int64(st.KVBlocks) * cfg.BytesPerBlock(benchBlockSize))
+	kvBytes := float64(int64(st.KVBlocks) * cfg.BytesPerBlock(opts.KVCache, benchBlockSize))
 	wtype := e.Model().Weights()
 	elem := 4.0
 	switch wtype {
@@ -214,6 +215,7 @@ type modelFlags struct {
 	dir, weights *string
 	threads      *int
 	kvMem        *int64
+	kvType       *string
 	copyW        *bool
 }
 
@@ -223,6 +225,7 @@ func addModelFlags(fs *flag.FlagSet) modelFlags {
 		threads: fs.Int("threads", 0, "kernel threads (default: all cores)"),
 		weights: fs.String("weights", "auto", "how the CPU model stores its matrices: bf16, bf16z (bf16 values compressed losslessly to ~12 bits: bf16's results, fewer bytes per token), fp32, int8 (llama.cpp's Q8_0 values, quantized at load), or auto (the checkpoint's: bf16 for a bf16 checkpoint)"),
 		kvMem:   fs.Int64("kv-memory", 0, "KV cache bytes (default: the engine's default, 1 GiB)"),
+		kvType:  fs.String("kv-cache", "fp32", "how the KV cache stores keys and values: fp32 or bf16 (half the bytes)"),
 		copyW:   fs.Bool("copy", false, "copy every matrix into the engine's memory instead of computing from a read-only mapping of the checkpoint where its layout allows (bf16, or packed by agentrl model pack: the default, as llama.cpp maps its GGUF)"),
 	}
 }
@@ -243,7 +246,11 @@ func (f modelFlags) parse(fs *flag.FlagSet, args []string) (cuda.Options, error)
 	if err != nil {
 		return cuda.Options{}, fmt.Errorf("--weights: %w", err)
 	}
-	return cuda.Options{Threads: *f.threads, Weights: wt, CopyWeights: *f.copyW, KVMemory: *f.kvMem,
+	kvt, err := model.ParseKVType(*f.kvType)
+	if err != nil {
+		return cuda.Options{}, fmt.Errorf("--kv-cache: %w", err)
+	}
+	return cuda.Options{Threads: *f.threads, Weights: wt, CopyWeights: *f.copyW, KVMemory: *f.kvMem, KVCache: kvt,
 		BlockSize: benchBlockSize}, nil
 }
 
@@ -290,14 +297,23 @@ func prefillFLOPs(cfg *model.Config, n, logitRows int) float64 {
 }
 
 type engineBench struct {
-	e    *cuda.Engine
-	reps int
-	r    *rand.Rand
+	e       *cuda.Engine
+	reps    int
+	context int // prompt tokens before a decode measurement (16 when 0)
+	r       *rand.Rand
 	// before and after, when set, run around each timed decode
 	// repetition (after gets its rate): the per-repetition bound.
 	before func()
 	after  func(rate float64)
 	lastBW float64
+}
+
+// contextLen is the prompt length of a decode measurement.
+func (b *engineBench) contextLen() int {
+	if b.context > 0 {
+		return b.context
+	}
+	return 16
 }
 
 func (b *engineBench) prompt(n int) []int32 {
@@ -335,14 +351,14 @@ func (b *engineBench) decodeRate(ctx context.Context, conc, n int) (float64, err
 	for r := 0; r < b.reps; r++ {
 		prompts := make([][]int32, conc)
 		for i := range prompts {
-			prompts[i] = b.prompt(16)
+			prompts[i] = b.prompt(b.contextLen())
 		}
 		t1, err := run(prompts, 1)
 		if err != nil {
 			return 0, err
 		}
 		for i := range prompts { // fresh prompts: no prefix-cache advantage
-			prompts[i] = b.prompt(16)
+			prompts[i] = b.prompt(b.contextLen())
 		}
 		if b.before != nil {
 			b.before()

@@ -26,8 +26,8 @@ func init() {
 // seconds, and the peer harness's driver (cuda/testdata/peer/interleave.mjs)
 // alternates the two processes' measurements a few seconds apart.
 //
-// A measurement streams one greedy sequence from a fresh random 16-token
-// prompt and times its tokens from the first to the last, as
+// A measurement streams one greedy sequence from a fresh random prompt of
+// --context tokens (16 by default) and times its tokens from the first to the last, as
 // llamacpp_batch1.mjs times llama.cpp's: the prompt's prefill is left out
 // within one run (bench engine's difference of two runs can come out
 // negative for a model so small that the runs' noise outweighs them).
@@ -41,19 +41,20 @@ func runBenchBatch1(ctx context.Context, args []string, stdin io.Reader, stdout,
 		"batch-1 decode measurement, \"batch1 RATE tok/s\", until \"quit\" or the end of the input.")
 	mf := addModelFlags(fs)
 	decodeN := fs.Int("decode-tokens", 32, "tokens generated per measurement")
+	ctxN := fs.Int("context", 16, "prompt tokens before each measurement's tokens (a fresh random prompt each time)")
 	opts, err := mf.parse(fs, args)
 	if err != nil {
 		return err
 	}
-	if *decodeN < 2 {
-		return errors.New("--decode-tokens must be at least 2")
+	if *decodeN < 2 || *ctxN < 1 {
+		return errors.New("--decode-tokens must be at least 2 and --context at least 1")
 	}
 	e, err := openBenchEngine(ctx, *mf.dir, opts)
 	if err != nil {
 		return err
 	}
 	defer e.Close()
-	b := &engineBench{e: e, r: rand.New(rand.NewPCG(1, 2))}
+	b := &engineBench{e: e, context: *ctxN, r: rand.New(rand.NewPCG(1, 2))}
 	if _, err := fmt.Fprintln(stdout, "ready"); err != nil {
 		return err
 	}
@@ -91,7 +92,7 @@ func runBenchBatch1(ctx context.Context, args []string, stdin io.Reader, stdout,
 		case "quit":
 			return nil
 		case "", "decode":
-			rate, err := streamedDecodeRate(ctx, e, b.prompt(16), *decodeN)
+			rate, err := streamedDecodeRate(ctx, e, b.prompt(b.contextLen()), *decodeN)
 			if err != nil {
 				return err
 			}

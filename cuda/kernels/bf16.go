@@ -263,12 +263,14 @@ const bf16ManyTokens = 48
 // megabytes allocated) and the activations' to a panel on every call.
 var bf16Acts, bf16Panels sync.Pool
 
-func getWords(pool *sync.Pool, n int) *[]uint32 {
-	if p, ok := pool.Get().(*[]uint32); ok && cap(*p) >= n {
+// getScratch takes n elements of scratch from pool (whose buffers are all
+// *[]T), or makes a new buffer when the pooled one is too small.
+func getScratch[T any](pool *sync.Pool, n int) *[]T {
+	if p, ok := pool.Get().(*[]T); ok && cap(*p) >= n {
 		*p = (*p)[:n]
 		return p
 	}
-	s := make([]uint32, n)
+	s := make([]T, n)
 	return &s
 }
 
@@ -278,11 +280,11 @@ func u32ptr(s []uint32) *C.uint32_t { return (*C.uint32_t)(unsafe.Pointer(&s[0])
 // many-token kernels, in parallel over tiles of tokens, and takes pw words
 // of panel scratch per thread; done returns both to their pools.
 func (c *CPU) manyScratch(x []float32, t, k int) (xp, pk *[]uint32, pw int, done func()) {
-	xp = getWords(&bf16Acts, int(C.agl_bf16_act_words(C.int64_t(t), C.int64_t(k))))
+	xp = getScratch[uint32](&bf16Acts, int(C.agl_bf16_act_words(C.int64_t(t), C.int64_t(k))))
 	helpers, chunk := c.chunks(int(C.agl_bf16_act_tiles(C.int64_t(t))))
 	C.agl_par_bf16_pack_act(c.pool, helpers, chunk, fptr(x), C.int64_t(t), C.int64_t(k), u32ptr(*xp))
 	pw = int(C.agl_bf16_panel_words(C.int64_t(k)))
-	pk = getWords(&bf16Panels, c.threads*pw)
+	pk = getScratch[uint32](&bf16Panels, c.threads*pw)
 	return xp, pk, pw, func() { bf16Acts.Put(xp); bf16Panels.Put(pk) }
 }
 

@@ -3,6 +3,7 @@
 
 #include <immintrin.h>
 #include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -373,7 +374,7 @@ AGV_AVX512 AGV_INLINE __m512 hsum16x16(__m512 a[16]) {
 	return _mm512_add_ps(_mm512_shuffle_f32x4(y01, y23, 0x88), _mm512_shuffle_f32x4(y01, y23, 0xDD));
 }
 
-// Walks cache positions 0, 1, ... of a block table without dividing.
+// Walks cache positions of a block table without dividing.
 typedef struct {
 	const int32_t* table;
 	int64_t bs, blk, off, base;
@@ -391,6 +392,77 @@ AGV_INLINE int64_t slot_next(slot_iter* it) {
 		it->base = (int64_t)it->table[++it->blk] * it->bs;
 	}
 	return it->base + it->off++;
+}
+
+// An iterator whose next slot is position p's (p must be a position of the
+// table).
+AGV_INLINE slot_iter slots_at(const int32_t* table, int64_t bs, int64_t p) {
+	slot_iter it = {table, bs, p / bs, p % bs, (int64_t)table[p / bs] * bs};
+	return it;
+}
+
+// A cache: the layer's K or V rows as stored (fp32, or bf16 bits when bf),
+// from one KV head's first element; a row is stride bytes after the one
+// before.
+typedef struct {
+	const char* base;
+	int64_t stride;
+	int bf;
+	int lines; // 64-byte lines of one head's row
+} kv_rows;
+
+AGV_INLINE const char* kv_row(const kv_rows* c, int64_t slot) { return c->base + slot * c->stride; }
+
+// Prefetch of a decode token's rows into L2, ahead of the pass that reads
+// them. Such a token's rows come from memory (an earlier step wrote them,
+// and the cache is larger than L3 by far at long contexts); the hardware
+// prefetchers lose the stream at every block boundary (the table puts the
+// next block anywhere) and at 4 KB pages, and a 512-byte head row every
+// 4 KB is not a stream they follow well at all. The attention pass then
+// read the cache at 16–18 GB/s where the machine streams 33–49. 16 KB
+// ahead (32 fp32 rows of head size 128) measured best; into L1 or L3 was
+// slower. A prefill chunk's rows are not prefetched: its tokens read the
+// same rows one after another, from cache after the first.
+typedef struct {
+	slot_iter it;
+	int64_t p, n; // the next position to prefetch, and the end
+} kv_pf;
+
+// kv_pf_start prefetches nothing when ahead is 0 (or ≥ n, all rows near).
+AGV_INLINE kv_pf kv_pf_start(const int32_t* table, int64_t bs, int64_t ahead, int64_t n) {
+	kv_pf f = {slots_from(table, bs), n, n};
+	if (ahead > 0 && ahead < n) {
+		f.it = slots_at(table, bs, ahead);
+		f.p = ahead;
+	}
+	return f;
+}
+
+AGV_INLINE void kv_prefetch_row(const kv_rows* c, int64_t slot) {
+	const char* r = kv_row(c, slot);
+	for (int l = 0; l < c->lines; l++) _mm_prefetch(r + 64 * l, _MM_HINT_T1);
+}
+
+AGV_INLINE void kv_pf_step(kv_pf* f, const kv_rows* c) {
+	if (f->p >= f->n) return;
+	kv_prefetch_row(c, slot_next(&f->it));
+	f->p++;
+}
+
+// kv_pf_first prefetches the first min(ahead, n) rows: the V pass's start,
+// issued while the K pass ends.
+AGV_INLINE void kv_pf_first(const kv_rows* c, const int32_t* table, int64_t bs, int64_t ahead, int64_t n) {
+	slot_iter it = slots_from(table, bs);
+	for (int64_t p = 0; p < ahead && p < n; p++) kv_prefetch_row(c, slot_next(&it));
+}
+
+// 16 floats of a row from chunk c: fp32 as stored, bf16 widened (exactly: a
+// bf16 value is the upper half of its float32).
+AGV_AVX512 AGV_INLINE __m512 kv16(const int bf, const char* row, int c) {
+	if (bf)
+		return _mm512_castsi512_ps(
+		    _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i*)(row + 32 * c))), 16));
+	return _mm512_loadu_ps((const float*)(row + 64 * c));
 }
 
 // softmax512 turns the scores in scratch[0,n) (their running maximum in
@@ -411,16 +483,18 @@ AGV_AVX512 AGV_INLINE void softmax512(float* scratch, int64_t n, __m512 vmax, __
 }
 
 // One query head of nc 16-float chunks over n ≥ 1 cache positions; scratch
-// holds n rounded up to 16. Inlined with a constant nc for the common head
-// sizes so that q and the output stay in registers.
-AGV_AVX512 AGV_INLINE void attend512(const int nc, const float* qh, const float* kc, const float* vc,
-                                     int64_t kvstride, const int32_t* table, int64_t bs, int64_t n, float scale,
-                                     float* oh, float* scratch) {
+// holds n rounded up to 16. Inlined with a constant nc and bf for the
+// common head sizes so that q and the output stay in registers. ahead > 0
+// prefetches rows that far ahead (kv_pf).
+AGV_AVX512 AGV_INLINE void attend512(const int nc, const int bf, const float* qh, const kv_rows* kc,
+                                     const kv_rows* vc, const int32_t* table, int64_t bs, int64_t n, float scale,
+                                     float* oh, float* scratch, int64_t ahead) {
 	__m512 q[ATT_MAXC];
 #pragma GCC unroll 16
 	for (int c = 0; c < nc; c++) q[c] = _mm512_loadu_ps(qh + 16 * c);
 	__m512 vmax = _mm512_set1_ps(-INFINITY);
 	slot_iter ks = slots_from(table, bs);
+	kv_pf kf = kv_pf_start(table, bs, ahead, n);
 	for (int64_t p0 = 0; p0 < n; p0 += 16) {
 		int m = n - p0 < 16 ? (int)(n - p0) : 16;
 		__m512 acc[16];
@@ -429,10 +503,11 @@ AGV_AVX512 AGV_INLINE void attend512(const int nc, const float* qh, const float*
 				acc[j] = _mm512_setzero_ps();
 				continue;
 			}
-			const float* kp = kc + slot_next(&ks) * kvstride;
-			__m512 a = _mm512_mul_ps(q[0], _mm512_loadu_ps(kp));
+			kv_pf_step(&kf, kc);
+			const char* kp = kv_row(kc, slot_next(&ks));
+			__m512 a = _mm512_mul_ps(q[0], kv16(bf, kp, 0));
 #pragma GCC unroll 16
-			for (int c = 1; c < nc; c++) a = _mm512_fmadd_ps(q[c], _mm512_loadu_ps(kp + 16 * c), a);
+			for (int c = 1; c < nc; c++) a = _mm512_fmadd_ps(q[c], kv16(bf, kp, c), a);
 			acc[j] = a;
 		}
 		__mmask16 live = (__mmask16)(m == 16 ? 0xFFFF : (1u << m) - 1);
@@ -441,17 +516,20 @@ AGV_AVX512 AGV_INLINE void attend512(const int nc, const float* qh, const float*
 		vmax = _mm512_max_ps(vmax, sv);
 		_mm512_storeu_ps(scratch + p0, sv);
 	}
+	if (ahead > 0) kv_pf_first(vc, table, bs, ahead, n);
 	__m512 inv;
 	softmax512(scratch, n, vmax, &inv);
 	__m512 o[ATT_MAXC];
 #pragma GCC unroll 16
 	for (int c = 0; c < nc; c++) o[c] = _mm512_setzero_ps();
 	slot_iter vs = slots_from(table, bs);
+	kv_pf vf = kv_pf_start(table, bs, ahead, n);
 	for (int64_t p = 0; p < n; p++) {
-		const float* vp = vc + slot_next(&vs) * kvstride;
+		kv_pf_step(&vf, vc);
+		const char* vp = kv_row(vc, slot_next(&vs));
 		__m512 w = _mm512_set1_ps(scratch[p]);
 #pragma GCC unroll 16
-		for (int c = 0; c < nc; c++) o[c] = _mm512_fmadd_ps(w, _mm512_loadu_ps(vp + 16 * c), o[c]);
+		for (int c = 0; c < nc; c++) o[c] = _mm512_fmadd_ps(w, kv16(bf, vp, c), o[c]);
 	}
 #pragma GCC unroll 16
 	for (int c = 0; c < nc; c++) _mm512_storeu_ps(oh + 16 * c, _mm512_mul_ps(o[c], inv));
@@ -463,11 +541,13 @@ AGV_AVX512 AGV_INLINE void attend512(const int nc, const float* qh, const float*
 // bits; the K and V rows are read once for both (prefill reads each row
 // from L2/L3 once per query otherwise: 1 KB per query and position at
 // head size 128).
-AGV_AVX512 AGV_INLINE void attend512_pair(const int nc, const float* qa, const float* qb, const float* kc,
-                                          const float* vc, int64_t kvstride, const int32_t* table, int64_t bs,
-                                          int64_t n, float scale, float* oa, float* ob, float* sa, float* sb) {
+AGV_AVX512 AGV_INLINE void attend512_pair(const int nc, const int bf, const float* qa, const float* qb,
+                                          const kv_rows* kc, const kv_rows* vc, const int32_t* table, int64_t bs,
+                                          int64_t n, float scale, float* oa, float* ob, float* sa, float* sb,
+                                          int64_t ahead) {
 	__m512 vmaxa = _mm512_set1_ps(-INFINITY), vmaxb = vmaxa;
 	slot_iter ks = slots_from(table, bs);
+	kv_pf kf = kv_pf_start(table, bs, ahead, n);
 	for (int64_t p0 = 0; p0 < n; p0 += 16) {
 		int m = n - p0 < 16 ? (int)(n - p0) : 16;
 		__m512 acca[16], accb[16];
@@ -476,12 +556,13 @@ AGV_AVX512 AGV_INLINE void attend512_pair(const int nc, const float* qa, const f
 				acca[j] = accb[j] = _mm512_setzero_ps();
 				continue;
 			}
-			const float* kp = kc + slot_next(&ks) * kvstride;
-			__m512 k0 = _mm512_loadu_ps(kp);
+			kv_pf_step(&kf, kc);
+			const char* kp = kv_row(kc, slot_next(&ks));
+			__m512 k0 = kv16(bf, kp, 0);
 			__m512 a = _mm512_mul_ps(_mm512_loadu_ps(qa), k0), b = _mm512_mul_ps(_mm512_loadu_ps(qb), k0);
 #pragma GCC unroll 16
 			for (int c = 1; c < nc; c++) {
-				__m512 kv = _mm512_loadu_ps(kp + 16 * c);
+				__m512 kv = kv16(bf, kp, c);
 				a = _mm512_fmadd_ps(_mm512_loadu_ps(qa + 16 * c), kv, a);
 				b = _mm512_fmadd_ps(_mm512_loadu_ps(qb + 16 * c), kv, b);
 			}
@@ -498,6 +579,7 @@ AGV_AVX512 AGV_INLINE void attend512_pair(const int nc, const float* qa, const f
 		_mm512_storeu_ps(sa + p0, sva);
 		_mm512_storeu_ps(sb + p0, svb);
 	}
+	if (ahead > 0) kv_pf_first(vc, table, bs, ahead, n);
 	__m512 inva, invb;
 	softmax512(sa, n, vmaxa, &inva);
 	softmax512(sb, n, vmaxb, &invb);
@@ -505,12 +587,14 @@ AGV_AVX512 AGV_INLINE void attend512_pair(const int nc, const float* qa, const f
 #pragma GCC unroll 8
 	for (int c = 0; c < nc; c++) o1[c] = o2[c] = _mm512_setzero_ps();
 	slot_iter vs = slots_from(table, bs);
+	kv_pf vf = kv_pf_start(table, bs, ahead, n);
 	for (int64_t p = 0; p < n; p++) {
-		const float* vp = vc + slot_next(&vs) * kvstride;
+		kv_pf_step(&vf, vc);
+		const char* vp = kv_row(vc, slot_next(&vs));
 		__m512 wa = _mm512_set1_ps(sa[p]), wb = _mm512_set1_ps(sb[p]);
 #pragma GCC unroll 8
 		for (int c = 0; c < nc; c++) {
-			__m512 v = _mm512_loadu_ps(vp + 16 * c);
+			__m512 v = kv16(bf, vp, c);
 			o1[c] = _mm512_fmadd_ps(wa, v, o1[c]);
 			o2[c] = _mm512_fmadd_ps(wb, v, o2[c]);
 		}
@@ -522,82 +606,154 @@ AGV_AVX512 AGV_INLINE void attend512_pair(const int nc, const float* qa, const f
 	}
 }
 
-AGV_AVX512 static void attend512_pair_any(int64_t hd, const float* qa, const float* qb, const float* kc,
-                                          const float* vc, int64_t kvstride, const int32_t* table, int64_t bs,
-                                          int64_t n, float scale, float* oa, float* ob, float* sa, float* sb) {
+#define ATT_PAIR(NC, BF)                                                                                              \
+	attend512_pair(NC, BF, qa, qb, kc, vc, table, bs, n, scale, oa, ob, sa, sb, ahead)
+
+AGV_AVX512 static void attend512_pair_any(int64_t hd, const float* qa, const float* qb, const kv_rows* kc,
+                                          const kv_rows* vc, const int32_t* table, int64_t bs, int64_t n,
+                                          float scale, float* oa, float* ob, float* sa, float* sb, int64_t ahead) {
+	if (kc->bf) {
+		switch (hd / 16) {
+		case 1: ATT_PAIR(1, 1); break;
+		case 2: ATT_PAIR(2, 1); break;
+		case 4: ATT_PAIR(4, 1); break;
+		case 8: ATT_PAIR(8, 1); break;
+		}
+		return;
+	}
 	switch (hd / 16) {
-	case 1: attend512_pair(1, qa, qb, kc, vc, kvstride, table, bs, n, scale, oa, ob, sa, sb); break;
-	case 2: attend512_pair(2, qa, qb, kc, vc, kvstride, table, bs, n, scale, oa, ob, sa, sb); break;
-	case 4: attend512_pair(4, qa, qb, kc, vc, kvstride, table, bs, n, scale, oa, ob, sa, sb); break;
-	case 8: attend512_pair(8, qa, qb, kc, vc, kvstride, table, bs, n, scale, oa, ob, sa, sb); break;
+	case 1: ATT_PAIR(1, 0); break;
+	case 2: ATT_PAIR(2, 0); break;
+	case 4: ATT_PAIR(4, 0); break;
+	case 8: ATT_PAIR(8, 0); break;
 	}
 }
 
-AGV_AVX512 static void attend512_any(int64_t hd, const float* qh, const float* kc, const float* vc, int64_t kvstride,
+#define ATT_ONE(NC, BF) attend512(NC, BF, qh, kc, vc, table, bs, n, scale, oh, scratch, ahead)
+
+AGV_AVX512 static void attend512_any(int64_t hd, const float* qh, const kv_rows* kc, const kv_rows* vc,
                                      const int32_t* table, int64_t bs, int64_t n, float scale, float* oh,
-                                     float* scratch) {
+                                     float* scratch, int64_t ahead) {
+	if (kc->bf) {
+		switch (hd / 16) {
+		case 1: ATT_ONE(1, 1); break;
+		case 2: ATT_ONE(2, 1); break;
+		case 4: ATT_ONE(4, 1); break;
+		case 8: ATT_ONE(8, 1); break;
+		case 16: ATT_ONE(16, 1); break;
+		}
+		return;
+	}
 	switch (hd / 16) {
-	case 1: attend512(1, qh, kc, vc, kvstride, table, bs, n, scale, oh, scratch); break;
-	case 2: attend512(2, qh, kc, vc, kvstride, table, bs, n, scale, oh, scratch); break;
-	case 4: attend512(4, qh, kc, vc, kvstride, table, bs, n, scale, oh, scratch); break;
-	case 8: attend512(8, qh, kc, vc, kvstride, table, bs, n, scale, oh, scratch); break;
-	case 16: attend512(16, qh, kc, vc, kvstride, table, bs, n, scale, oh, scratch); break;
+	case 1: ATT_ONE(1, 0); break;
+	case 2: ATT_ONE(2, 0); break;
+	case 4: ATT_ONE(4, 0); break;
+	case 8: ATT_ONE(8, 0); break;
+	case 16: ATT_ONE(16, 0); break;
 	}
 }
 
-void agl_attention(int level, const float* q, int64_t t, int64_t nh, int64_t nkv, int64_t hd,
-                   const float* kc, const float* vc, const int32_t* pos, const int32_t* bt_off,
-                   const int32_t* bt, int64_t bs, float scale, float* out, int64_t lo, int64_t hi,
-                   float* scratch) {
+// Element d of a row, as a float.
+AGV_INLINE float kv_at(const kv_rows* c, const char* row, int64_t d) {
+	if (c->bf) {
+		uint32_t u = (uint32_t)((const uint16_t*)row)[d] << 16;
+		float f;
+		memcpy(&f, &u, sizeof f);
+		return f;
+	}
+	return ((const float*)row)[d];
+}
+
+// The scalar path (levels below AVX-512, other head sizes): fp32 rows
+// through agv_dot/agv_axpy; bf16 rows element by element.
+static void attend_scalar(int level, int64_t hd, const float* qh, const kv_rows* kc, const kv_rows* vc,
+                          const int32_t* table, int64_t bs, int64_t n, float scale, float* oh, float* scratch) {
+	float mx = -INFINITY;
+	slot_iter ks = slots_from(table, bs);
+	for (int64_t p = 0; p < n; p++) {
+		const char* kp = kv_row(kc, slot_next(&ks));
+		float s = 0;
+		if (kc->bf) {
+			for (int64_t d = 0; d < hd; d++) s += qh[d] * kv_at(kc, kp, d);
+		} else {
+			s = agv_dot(level, qh, (const float*)kp, hd);
+		}
+		s *= scale;
+		scratch[p] = s;
+		if (s > mx) mx = s;
+	}
+	float sum = 0;
+	for (int64_t p = 0; p < n; p++) {
+		float e = expf(scratch[p] - mx);
+		scratch[p] = e;
+		sum += e;
+	}
+	memset(oh, 0, sizeof(float) * hd);
+	float inv = 1.0f / sum;
+	slot_iter vs = slots_from(table, bs);
+	for (int64_t p = 0; p < n; p++) {
+		const char* vp = kv_row(vc, slot_next(&vs));
+		float w = scratch[p] * inv;
+		if (vc->bf) {
+			for (int64_t d = 0; d < hd; d++) oh[d] += w * kv_at(vc, vp, d);
+		} else {
+			agv_axpy(level, oh, w, (const float*)vp, hd);
+		}
+	}
+}
+
+// A token is a decode token when it is the only one of its sequence in the
+// call: the tokens of a sequence are adjacent and share their table offset.
+AGV_INLINE int alone(const int32_t* bt_off, int64_t t, int64_t i) {
+	return (i == 0 || bt_off[i - 1] != bt_off[i]) && (i == t - 1 || bt_off[i + 1] != bt_off[i]);
+}
+
+// AGL_ATT_PF overrides the prefetch distance in bytes (0: none), for
+// measurements; read once.
+static int64_t att_prefetch_bytes(void) {
+	static _Atomic int64_t v = -1;
+	int64_t b = atomic_load_explicit(&v, memory_order_relaxed);
+	if (b < 0) {
+		const char* s = getenv("AGL_ATT_PF");
+		b = s && *s ? atoll(s) : 16384;
+		if (b < 0) b = 0;
+		atomic_store_explicit(&v, b, memory_order_relaxed);
+	}
+	return b;
+}
+
+void agl_attention(int level, const float* q, int64_t t, int64_t nh, int64_t nkv, int64_t hd, const void* kc,
+                   const void* vc, int kv_bf16, const int32_t* pos, const int32_t* bt_off, const int32_t* bt,
+                   int64_t bs, float scale, float* out, int64_t lo, int64_t hi, float* scratch, float* scratch2) {
 	int64_t group = nh / nkv;
-	int64_t kvstride = nkv * hd;
+	int64_t esz = kv_bf16 ? 2 : 4;
+	int lines = (int)((hd * esz + 63) / 64);
+	int64_t ahead = level >= 2 ? att_prefetch_bytes() / (hd * esz) : 0;
 	int vec = level >= 2 && (hd == 16 || hd == 32 || hd == 64 || hd == 128 || hd == 256);
 	// Heads 2g and 2g+1 of an even-sized group share their K/V reads when
 	// both items are in [lo, hi) (item it+t is head h+1's); the second
-	// scores go to scratch2, as many floats as scratch holds.
-	int64_t maxn = 0;
-	for (int64_t it = lo; it < hi; it++) maxn = pos[it % t] + 1 > maxn ? pos[it % t] + 1 : maxn;
-	float* scratch2 = NULL;
-	if (vec && hd <= 128 && group % 2 == 0 && hi - lo > t) scratch2 = malloc((size_t)(maxn + 15) / 16 * 16 * sizeof(float));
+	// scores go to scratch2.
+	int pair = vec && hd <= 128 && group % 2 == 0 && hi - lo > t;
 	for (int64_t it = lo; it < hi; it++) {
 		int64_t i = it % t, h = it / t, kvh = h / group;
 		const float* qh = q + i * nh * hd + h * hd;
 		const int32_t* table = bt + bt_off[i];
 		int64_t n = (int64_t)pos[i] + 1;
 		float* oh = out + i * nh * hd + h * hd;
-		if (scratch2 && h % 2 == 1 && it - t >= lo) continue; // done with head h-1
-		if (scratch2 && h % 2 == 0 && it + t < hi) {
-			attend512_pair_any(hd, qh, qh + hd, kc + kvh * hd, vc + kvh * hd, kvstride, table, bs, n, scale, oh, oh + hd,
-			                   scratch, scratch2);
+		kv_rows k = {(const char*)kc + kvh * hd * esz, nkv * hd * esz, kv_bf16, lines};
+		kv_rows v = {(const char*)vc + kvh * hd * esz, nkv * hd * esz, kv_bf16, lines};
+		int64_t a = alone(bt_off, t, i) ? ahead : 0;
+		if (pair && h % 2 == 1 && it - t >= lo) continue; // done with head h-1
+		if (pair && h % 2 == 0 && it + t < hi) {
+			attend512_pair_any(hd, qh, qh + hd, &k, &v, table, bs, n, scale, oh, oh + hd, scratch, scratch2, a);
 			continue;
 		}
 		if (vec) {
-			attend512_any(hd, qh, kc + kvh * hd, vc + kvh * hd, kvstride, table, bs, n, scale, oh, scratch);
+			attend512_any(hd, qh, &k, &v, table, bs, n, scale, oh, scratch, a);
 			continue;
 		}
-		float mx = -INFINITY;
-		slot_iter ks = slots_from(table, bs);
-		for (int64_t p = 0; p < n; p++) {
-			int64_t slot = slot_next(&ks);
-			float s = agv_dot(level, qh, kc + slot * kvstride + kvh * hd, hd) * scale;
-			scratch[p] = s;
-			if (s > mx) mx = s;
-		}
-		float sum = 0;
-		for (int64_t p = 0; p < n; p++) {
-			float e = expf(scratch[p] - mx);
-			scratch[p] = e;
-			sum += e;
-		}
-		memset(oh, 0, sizeof(float) * hd);
-		float inv = 1.0f / sum;
-		slot_iter vs = slots_from(table, bs);
-		for (int64_t p = 0; p < n; p++) {
-			int64_t slot = slot_next(&vs);
-			agv_axpy(level, oh, scratch[p] * inv, vc + slot * kvstride + kvh * hd, hd);
-		}
+		attend_scalar(level, hd, qh, &k, &v, table, bs, n, scale, oh, scratch);
 	}
-	free(scratch2);
 }
 
 void agl_add(float* x, const float* y, int64_t n) {

@@ -368,11 +368,23 @@ type Attention struct {
 	Heads, KVHeads, HeadDim int
 	BlockSize               int
 	Scale                   float32
-	K, V                    []float32 // the layer's cache: [slots][KVHeads*HeadDim]
-	Pos                     []int32   // per token: its absolute position
-	TableOff                []int32   // per token: offset of its sequence's block table in Tables
-	Tables                  []int32   // concatenated block tables
+	// The layer's cache, [slots][KVHeads*HeadDim]: K and V for an fp32
+	// cache, or KH and VH (bf16 bits, ToBF16's rounding) for a bf16 one.
+	// Exactly one pair is set.
+	K, V     []float32
+	KH, VH   []uint16
+	Pos      []int32 // per token: its absolute position
+	TableOff []int32 // per token: offset of its sequence's block table in Tables
+	// Tables are the concatenated block tables. The tokens of a sequence
+	// are adjacent and share their TableOff: a token alone of its sequence
+	// is a decode token, whose cache rows the kernel prefetches.
+	Tables []int32
 }
+
+// attScratch pools attention's score scratch: a malloc'd buffer of
+// megabytes per call (a long context, many threads) was faulted in and
+// zeroed at every layer of every step.
+var attScratch sync.Pool
 
 // Attend computes causal attention for len(a.Pos) tokens whose queries are
 // q ([t][Heads*HeadDim]), writing out (same shape). Token i attends to
@@ -383,15 +395,26 @@ func (c *CPU) Attend(out, q []float32, a *Attention) {
 	if len(q) < t*width || len(out) < t*width || len(a.TableOff) != t || a.KVHeads <= 0 || a.Heads%a.KVHeads != 0 {
 		panic("kernels: Attend: inconsistent shapes")
 	}
+	var kc, vc unsafe.Pointer
+	bf := a.KH != nil
+	switch {
+	case bf && a.K == nil && a.VH != nil && len(a.KH) > 0 && len(a.VH) > 0:
+		kc, vc = unsafe.Pointer(&a.KH[0]), unsafe.Pointer(&a.VH[0])
+	case !bf && a.VH == nil && len(a.K) > 0 && len(a.V) > 0:
+		kc, vc = unsafe.Pointer(&a.K[0]), unsafe.Pointer(&a.V[0])
+	default:
+		panic("kernels: Attend: set K and V (fp32 cache) or KH and VH (bf16 cache)")
+	}
 	maxPos := int32(0)
 	for _, p := range a.Pos {
 		maxPos = max(maxPos, p)
 	}
 	helpers, chunk := c.chunks(t * a.Heads)
 	stride := int(maxPos+16) / 16 * 16
-	scratch := make([]float32, int(helpers+1)*stride)
+	scratch := getScratch[float32](&attScratch, 2*int(helpers+1)*stride)
+	defer attScratch.Put(scratch)
 	C.agl_par_attention(c.pool, helpers, chunk, C.int(c.level), fptr(q), C.int64_t(t), C.int64_t(a.Heads),
-		C.int64_t(a.KVHeads), C.int64_t(a.HeadDim), fptr(a.K), fptr(a.V), iptr(a.Pos), iptr(a.TableOff), iptr(a.Tables),
-		C.int64_t(a.BlockSize), C.float(a.Scale), fptr(out), fptr(scratch), C.int64_t(stride))
+		C.int64_t(a.KVHeads), C.int64_t(a.HeadDim), kc, vc, cbool(bf), iptr(a.Pos), iptr(a.TableOff), iptr(a.Tables),
+		C.int64_t(a.BlockSize), C.float(a.Scale), fptr(out), fptr(*scratch), C.int64_t(stride))
 	runtime.KeepAlive(c)
 }

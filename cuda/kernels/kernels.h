@@ -75,14 +75,17 @@ void agl_swiglu(int level, const float* gu, int64_t t, int64_t inter, float* out
 // Causal attention over a paged KV cache for work items [lo, hi) of the
 // t*nh items, head-major (item = head*t + token: the tokens of a chunk that
 // share a head run together and find that head's K/V in cache). q is
-// [t][nh*hd]; kc/vc are [slots][nkv*hd]; token i sits at position pos[i]
-// and reads cache positions 0..pos[i] through the block table bt +
-// bt_off[i] (slot = bt[p/bs]*bs + p%bs). scratch holds at least max(pos)+1
-// floats rounded up to a multiple of 16.
-void agl_attention(int level, const float* q, int64_t t, int64_t nh, int64_t nkv, int64_t hd,
-                   const float* kc, const float* vc, const int32_t* pos,
-                   const int32_t* bt_off, const int32_t* bt, int64_t bs, float scale,
-                   float* out, int64_t lo, int64_t hi, float* scratch);
+// [t][nh*hd]; kc/vc are [slots][nkv*hd], float32, or bf16 bits (uint16_t)
+// when kv_bf16; token i sits at position pos[i] and reads cache positions
+// 0..pos[i] through the block table bt + bt_off[i] (slot = bt[p/bs]*bs +
+// p%bs). The tokens of one sequence are adjacent and share their bt_off: a
+// token with no neighbour of its sequence is a decode token, whose rows
+// are prefetched (AGL_ATT_PF, bytes ahead: 16384 by default). scratch and
+// scratch2 each hold at least max(pos)+1 floats rounded up to a multiple
+// of 16.
+void agl_attention(int level, const float* q, int64_t t, int64_t nh, int64_t nkv, int64_t hd, const void* kc,
+                   const void* vc, int kv_bf16, const int32_t* pos, const int32_t* bt_off, const int32_t* bt,
+                   int64_t bs, float scale, float* out, int64_t lo, int64_t hi, float* scratch, float* scratch2);
 
 // x[i] += y[i]
 void agl_add(float* x, const float* y, int64_t n);

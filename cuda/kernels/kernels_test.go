@@ -166,29 +166,9 @@ func TestAttention(t *testing.T) {
 				K: kc, V: vc, Pos: pos, TableOff: off, Tables: tab32})
 			for i := 0; i < n; i++ {
 				for h := 0; h < heads; h++ {
-					kvh := h / (heads / kvHeads)
-					s := make([]float64, i+1)
-					mx := math.Inf(-1)
-					for p := 0; p <= i; p++ {
-						slot := table[p/bs]*bs + p%bs
-						for d := 0; d < hd; d++ {
-							s[p] += float64(q[(i*heads+h)*hd+d]) * float64(kc[(slot*kvHeads+kvh)*hd+d])
-						}
-						s[p] *= float64(scale)
-						mx = math.Max(mx, s[p])
-					}
-					var sum float64
-					for p := range s {
-						s[p] = math.Exp(s[p] - mx)
-						sum += s[p]
-					}
+					want := attendFloat64(q[(i*heads+h)*hd:(i*heads+h+1)*hd], kc, vc, tab32, bs, i+1, kvHeads, h/(heads/kvHeads), scale)
 					for d := 0; d < hd; d++ {
-						var o float64
-						for p := 0; p <= i; p++ {
-							slot := table[p/bs]*bs + p%bs
-							o += s[p] / sum * float64(vc[(slot*kvHeads+kvh)*hd+d])
-						}
-						require.InDelta(t, o, float64(out[(i*heads+h)*hd+d]), 1e-5, "%+v level %v tok %d head %d", tc, c.Level(), i, h)
+						require.InDelta(t, want[d], float64(out[(i*heads+h)*hd+d]), 1e-5, "%+v level %v tok %d head %d", tc, c.Level(), i, h)
 					}
 				}
 			}

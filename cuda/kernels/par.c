@@ -264,7 +264,8 @@ typedef struct {
 	int level;
 	const float* q;
 	int64_t t, nh, nkv, hd;
-	const float *kc, *vc;
+	const void *kc, *vc;
+	int kv_bf16;
 	const int32_t *pos, *bt_off, *bt;
 	int64_t bs;
 	float scale;
@@ -275,15 +276,16 @@ typedef struct {
 
 static void attn_chunk(const void* v, int worker, int64_t lo, int64_t hi) {
 	const attn_args* a = v;
-	agl_attention(a->level, a->q, a->t, a->nh, a->nkv, a->hd, a->kc, a->vc, a->pos, a->bt_off, a->bt, a->bs, a->scale,
-	              a->out, lo, hi, a->scratch + worker * a->stride);
+	float* s = a->scratch + 2 * worker * a->stride;
+	agl_attention(a->level, a->q, a->t, a->nh, a->nkv, a->hd, a->kc, a->vc, a->kv_bf16, a->pos, a->bt_off, a->bt, a->bs,
+	              a->scale, a->out, lo, hi, s, s + a->stride);
 }
 
 void agl_par_attention(agl_pool* p, int helpers, int64_t chunk, int level, const float* q, int64_t t, int64_t nh,
-                       int64_t nkv, int64_t hd, const float* kc, const float* vc, const int32_t* pos,
+                       int64_t nkv, int64_t hd, const void* kc, const void* vc, int kv_bf16, const int32_t* pos,
                        const int32_t* bt_off, const int32_t* bt, int64_t bs, float scale, float* out,
                        float* scratch, int64_t stride) {
-	attn_args a = {level, q, t, nh, nkv, hd, kc, vc, pos, bt_off, bt, bs, scale, out, scratch, stride};
+	attn_args a = {level, q, t, nh, nkv, hd, kc, vc, kv_bf16, pos, bt_off, bt, bs, scale, out, scratch, stride};
 	agl_pool_run(p, helpers, t * nh, chunk, attn_chunk, &a);
 }
 

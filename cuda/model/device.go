@@ -126,7 +126,7 @@ func (m *Model) AllocKVCache(numBlocks, blockSize int) (*KVCache, error) {
 // is running on it.
 func (kv *KVCache) Close() error {
 	if kv.dev == nil {
-		kv.K, kv.V = nil, nil
+		kv.K, kv.V, kv.KH, kv.VH = nil, nil, nil, nil
 		return nil
 	}
 	return kv.dev.close()
@@ -149,7 +149,7 @@ func (m *Model) checkBatch(kv *KVCache, seqs []Seq) (int, error) {
 		miss := m.missing()
 		return 0, fmt.Errorf("%w: %d weights not set (first: %s)", ErrWeights, len(miss), miss[0])
 	}
-	if kv == nil || (kv.dev == nil) != (m.dev == nil) || (kv.dev == nil && len(kv.K) != c.NumHiddenLayers) {
+	if kv == nil || (kv.dev == nil) != (m.dev == nil) || (kv.dev == nil && kv.layers() != c.NumHiddenLayers) {
 		return 0, fmt.Errorf("%w: KV cache does not match the model (make it with the model's NewKVCache, on the model's device)", ErrInput)
 	}
 	T := 0

@@ -2,6 +2,7 @@ package model
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"runtime"
 	"sync"
@@ -218,19 +219,68 @@ func (m *Model) Config() *Config { return m.cfg }
 // CPU returns the kernels the model runs on.
 func (m *Model) CPU() *kernels.CPU { return m.cpu }
 
+// KVType is how a KV cache stores keys and values.
+type KVType string
+
+const (
+	// KVF32 stores them as computed: the default.
+	KVF32 KVType = "fp32"
+	// KVBF16 rounds them to bf16 (to nearest even) as they are written:
+	// half the bytes, so twice the positions in the same memory and half
+	// the bytes read per position in decode, which at long contexts reads
+	// more cache than weights. The CPU only. Measured on the demo model's
+	// held-out tasks: the same trajectories, logprobs within 0.05
+	// (TestKVBF16HeldOut).
+	KVBF16 KVType = "bf16"
+)
+
+// ParseKVType parses a KV cache type: fp32 (or empty) or bf16.
+func ParseKVType(s string) (KVType, error) {
+	switch KVType(s) {
+	case "", KVF32:
+		return KVF32, nil
+	case KVBF16:
+		return KVBF16, nil
+	}
+	return "", fmt.Errorf("%w: unknown KV cache type %q (want fp32 or bf16)", ErrInput, s)
+}
+
+// elemBytes is the bytes of one stored value.
+func (t KVType) elemBytes() int64 {
+	if t == KVBF16 {
+		return 2
+	}
+	return 4
+}
+
 // KVCache is a paged key/value cache: NumBlocks blocks of BlockSize
 // positions per layer; a sequence's block table maps its position p to
 // slot table[p/BlockSize]*BlockSize + p%BlockSize.
 type KVCache struct {
 	BlockSize, NumBlocks int
-	K, V                 [][]float32 // per layer: [slots][kvHeads*headDim]
+	// Per layer, [slots][kvHeads*headDim]: K and V for an fp32 cache,
+	// KH and VH (bf16 bits) for a bf16 one.
+	K, V   [][]float32
+	KH, VH [][]uint16
 
 	dev *deviceKV // non-nil: the cache is in device memory (device.go)
 	pop populateCursor
 }
 
-// NewKVCache allocates a cache for the model. For a model on the GPU the
-// device memory is allocated by the first Forward (AllocKVCache: at once).
+// Type is how the cache stores keys and values.
+func (kv *KVCache) Type() KVType {
+	if kv.KH != nil {
+		return KVBF16
+	}
+	return KVF32
+}
+
+// layers is the number of layers a host cache holds.
+func (kv *KVCache) layers() int { return max(len(kv.K), len(kv.KH)) }
+
+// NewKVCache allocates an fp32 cache for the model. For a model on the GPU
+// the device memory is allocated by the first Forward (AllocKVCache: at
+// once).
 func (m *Model) NewKVCache(numBlocks, blockSize int) *KVCache {
 	c := m.cfg
 	kv := &KVCache{BlockSize: blockSize, NumBlocks: numBlocks}
@@ -246,9 +296,25 @@ func (m *Model) NewKVCache(numBlocks, blockSize int) *KVCache {
 	return kv
 }
 
-// BytesPerBlock is the memory one KV block takes over all layers.
-func (c *Config) BytesPerBlock(blockSize int) int64 {
-	return int64(2*4*c.NumHiddenLayers*c.NumKeyValueHeads*c.HeadDim) * int64(blockSize)
+// NewKVCacheBF16 allocates a bf16 cache (see KVBF16) for a model on the
+// CPU; a model on a device has only fp32 caches.
+func (m *Model) NewKVCacheBF16(numBlocks, blockSize int) (*KVCache, error) {
+	if m.dev != nil {
+		return nil, fmt.Errorf("%w: a bf16 KV cache is for models on the CPU", ErrInput)
+	}
+	c := m.cfg
+	kv := &KVCache{BlockSize: blockSize, NumBlocks: numBlocks}
+	n := numBlocks * blockSize * c.NumKeyValueHeads * c.HeadDim
+	for i := 0; i < c.NumHiddenLayers; i++ {
+		kv.KH = append(kv.KH, make([]uint16, n))
+		kv.VH = append(kv.VH, make([]uint16, n))
+	}
+	return kv, nil
+}
+
+// BytesPerBlock is the memory one KV block of type t takes over all layers.
+func (c *Config) BytesPerBlock(t KVType, blockSize int) int64 {
+	return 2 * t.elemBytes() * int64(c.NumHiddenLayers*c.NumKeyValueHeads*c.HeadDim) * int64(blockSize)
 }
 
 // Seq is one sequence's chunk in a forward pass: Tokens sit at positions
@@ -424,12 +490,21 @@ func (o *cpuOps) RoPE(x []float32, heads int) {
 // then attends to cache positions up to its own.
 func (o *cpuOps) Attend(dst, q, k, v []float32, li int) {
 	kvd := len(k) / o.T
-	kc, vc := o.kv.K[li], o.kv.V[li]
-	for i, slot := range o.slots {
-		copy(kc[int(slot)*kvd:(int(slot)+1)*kvd], k[i*kvd:(i+1)*kvd])
-		copy(vc[int(slot)*kvd:(int(slot)+1)*kvd], v[i*kvd:(i+1)*kvd])
+	if o.kv.KH != nil {
+		kc, vc := o.kv.KH[li], o.kv.VH[li]
+		for i, slot := range o.slots {
+			kernels.ToBF16(kc[int(slot)*kvd:(int(slot)+1)*kvd], k[i*kvd:(i+1)*kvd])
+			kernels.ToBF16(vc[int(slot)*kvd:(int(slot)+1)*kvd], v[i*kvd:(i+1)*kvd])
+		}
+		o.att.KH, o.att.VH = kc, vc
+	} else {
+		kc, vc := o.kv.K[li], o.kv.V[li]
+		for i, slot := range o.slots {
+			copy(kc[int(slot)*kvd:(int(slot)+1)*kvd], k[i*kvd:(i+1)*kvd])
+			copy(vc[int(slot)*kvd:(int(slot)+1)*kvd], v[i*kvd:(i+1)*kvd])
+		}
+		o.att.K, o.att.V = kc, vc
 	}
-	o.att.K, o.att.V = kc, vc
 	o.cpu.Attend(dst, q, &o.att)
 }
 

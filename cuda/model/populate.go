@@ -1,5 +1,7 @@
 package model
 
+import "unsafe"
+
 // populateCursor is how far Populate has got: array i of the K/V list
 // (K[0], V[0], K[1], ...), byte offset off in it.
 type populateCursor struct {
@@ -22,12 +24,8 @@ func (kv *KVCache) Populate(n int) bool {
 	if kv.Populated() {
 		return true
 	}
-	for n > 0 && kv.pop.i < 2*len(kv.K) {
-		a := kv.K[kv.pop.i/2]
-		if kv.pop.i%2 == 1 {
-			a = kv.V[kv.pop.i/2]
-		}
-		size := uintptr(len(a)) * 4
+	for n > 0 && kv.pop.i < 2*kv.layers() {
+		a, size := kv.array(kv.pop.i)
 		if kv.pop.off >= size {
 			kv.pop.i, kv.pop.off = kv.pop.i+1, 0
 			continue
@@ -40,8 +38,25 @@ func (kv *KVCache) Populate(n int) bool {
 		kv.pop.off += step
 		n -= int(step)
 	}
-	kv.pop.done = kv.pop.i >= 2*len(kv.K)
+	kv.pop.done = kv.pop.i >= 2*kv.layers()
 	return kv.pop.done
+}
+
+// array is the i-th array of K[0], V[0], K[1], ... (KH and VH for a bf16
+// cache) and its size in bytes.
+func (kv *KVCache) array(i int) (unsafe.Pointer, uintptr) {
+	if kv.KH != nil {
+		a := kv.KH[i/2]
+		if i%2 == 1 {
+			a = kv.VH[i/2]
+		}
+		return unsafe.Pointer(unsafe.SliceData(a)), uintptr(len(a)) * 2
+	}
+	a := kv.K[i/2]
+	if i%2 == 1 {
+		a = kv.V[i/2]
+	}
+	return unsafe.Pointer(unsafe.SliceData(a)), uintptr(len(a)) * 4
 }
 
 // Populated reports whether Populate has nothing left to do.

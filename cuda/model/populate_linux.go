@@ -30,11 +30,11 @@ func pagesAt(p unsafe.Pointer, off, n uintptr) []byte {
 }
 
 // populate asks the kernel to map the whole pages inside bytes [off,
-// off+n) of a writable without touching their contents
+// off+n) of the writable memory at p without touching their contents
 // (MADV_POPULATE_WRITE, Linux 5.14+). It reports false when the kernel
 // cannot.
-func populate(a []float32, off, n uintptr) bool {
-	b := pages(a, off, n)
+func populate(p unsafe.Pointer, off, n uintptr) bool {
+	b := pagesAt(p, off, n)
 	return b == nil || unix.Madvise(b, unix.MADV_POPULATE_WRITE) == nil
 }
 

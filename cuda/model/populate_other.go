@@ -5,7 +5,7 @@ package model
 import "unsafe"
 
 // populate is not available: pages are mapped by use.
-func populate(a []float32, off, n uintptr) bool { return false }
+func populate(p unsafe.Pointer, off, n uintptr) bool { return false }
 
 // populateRange does nothing: pages are mapped by use.
 func populateRange(p unsafe.Pointer, off, n uintptr) {}

@@ -108,32 +108,53 @@ func TestReferenceNumerics(t *testing.T) {
 
 // TestBatchAndChunkInvariance: a sequence's logits are bitwise the same
 // alone, batched with others, prefilled in chunks, or continued from a
-// cache filled by another sequence with the same prefix.
+// cache filled by another sequence with the same prefix, with an fp32 and
+// a bf16 cache.
 func TestBatchAndChunkInvariance(t *testing.T) {
 	ref := loadReferences(t)[2] // qwen3: GQA 4, QK-norm
 	m, err := NewRandom(ref.cfg, ref.seed, nil)
 	require.NoError(t, err)
 	V := ref.cfg.VocabSize
-	kv := m.NewKVCache(64, 4)
-	solo, err := m.Forward(kv, []Seq{{Tokens: ref.prompt, Blocks: seqBlocks(4, 0), AllLogits: true}})
-	require.NoError(t, err)
-	soloCopy := append([]float32(nil), solo[0]...)
+	for _, typ := range []KVType{KVF32, KVBF16} {
+		t.Run(string(typ), func(t *testing.T) {
+			kv := m.NewKVCache(64, 4)
+			if typ == KVBF16 {
+				kv, err = m.NewKVCacheBF16(64, 4)
+				require.NoError(t, err)
+			}
+			require.Equal(t, typ, kv.Type())
+			solo, err := m.Forward(kv, []Seq{{Tokens: ref.prompt, Blocks: seqBlocks(4, 0), AllLogits: true}})
+			require.NoError(t, err)
+			soloCopy := append([]float32(nil), solo[0]...)
 
-	other := []int32{5, 6, 7, 8, 9, 10, 11}
-	// Chunked: 5 + 11 tokens, batched with an unrelated sequence each time.
-	out1, err := m.Forward(kv, []Seq{{Tokens: other, Blocks: seqBlocks(2, 10)}, {Tokens: ref.prompt[:5], Blocks: seqBlocks(4, 20), AllLogits: true}})
-	require.NoError(t, err)
-	require.Equal(t, soloCopy[:5*V], out1[1])
-	out2, err := m.Forward(kv, []Seq{{Tokens: ref.prompt[5:], Start: 5, Blocks: seqBlocks(4, 20), AllLogits: true}, {Tokens: []int32{1}, Start: len(other), Blocks: seqBlocks(2, 10)}})
-	require.NoError(t, err)
-	require.Equal(t, soloCopy[5*V:], out2[0])
+			other := []int32{5, 6, 7, 8, 9, 10, 11}
+			// Chunked: 5 + 11 tokens, batched with an unrelated sequence each time.
+			out1, err := m.Forward(kv, []Seq{{Tokens: other, Blocks: seqBlocks(2, 10)}, {Tokens: ref.prompt[:5], Blocks: seqBlocks(4, 20), AllLogits: true}})
+			require.NoError(t, err)
+			require.Equal(t, soloCopy[:5*V], out1[1])
+			out2, err := m.Forward(kv, []Seq{{Tokens: ref.prompt[5:], Start: 5, Blocks: seqBlocks(4, 20), AllLogits: true}, {Tokens: []int32{1}, Start: len(other), Blocks: seqBlocks(2, 10)}})
+			require.NoError(t, err)
+			require.Equal(t, soloCopy[5*V:], out2[0])
 
-	// Prefix reuse: a new sequence shares the first two blocks (8 tokens) of
-	// the solo sequence and computes only the rest.
-	shared := append(append([]int32{}, seqBlocks(4, 0)[:2]...), 40, 41)
-	out3, err := m.Forward(kv, []Seq{{Tokens: ref.prompt[8:], Start: 8, Blocks: shared, AllLogits: true}})
-	require.NoError(t, err)
-	require.Equal(t, soloCopy[8*V:], out3[0])
+			// Prefix reuse: a new sequence shares the first two blocks (8
+			// tokens) of the solo sequence and computes only the rest.
+			shared := append(append([]int32{}, seqBlocks(4, 0)[:2]...), 40, 41)
+			out3, err := m.Forward(kv, []Seq{{Tokens: ref.prompt[8:], Start: 8, Blocks: shared, AllLogits: true}})
+			require.NoError(t, err)
+			require.Equal(t, soloCopy[8*V:], out3[0])
+
+			// Decode: the next token alone (its cache rows prefetched) and
+			// the same token as the end of a chunk.
+			next := argmax(soloCopy[(len(ref.prompt)-1)*V:])
+			dec, err := m.Forward(kv, []Seq{{Tokens: []int32{next}, Start: len(ref.prompt), Blocks: append(seqBlocks(4, 0), 31)}})
+			require.NoError(t, err)
+			decCopy := append([]float32(nil), dec[0]...)
+			chunk, err := m.Forward(kv, []Seq{{Tokens: append(append([]int32{}, ref.prompt[12:]...), next), Start: 12,
+				Blocks: append(append([]int32{}, seqBlocks(4, 20)...), 30)}})
+			require.NoError(t, err)
+			require.Equal(t, decCopy, chunk[0])
+		})
+	}
 }
 
 func TestForwardBadInput(t *testing.T) {

@@ -92,8 +92,11 @@ def rotate_half(x):
     return torch.cat((-x[..., h:], x[..., :h]), dim=-1)
 
 
-def forward(cfg, W, ids):
-    """Logits [len(ids)][vocab] of one row, in the weights' dtype."""
+def forward(cfg, W, ids, kv_round=None):
+    """Logits [len(ids)][vocab] of one row, in the weights' dtype.
+
+    kv_round, if given, maps each layer's keys (after RoPE) and values as a
+    KV cache would store them (reference_kvbf16.py: rounded to bf16)."""
     T = len(ids)
     nh, nkv, hd = cfg["num_attention_heads"], cfg["num_key_value_heads"], cfg["head_dim"]
     eps = cfg["rms_norm_eps"]
@@ -125,6 +128,8 @@ def forward(cfg, W, ids):
             k = rms_norm(k, W[p + "self_attn.k_norm.weight"], eps)
         q = q * cos + rotate_half(q) * sin
         k = k * cos + rotate_half(k) * sin
+        if kv_round:
+            k, v = kv_round(k), kv_round(v)
         rep = nh // nkv
         k = k.repeat_interleave(rep, dim=1)
         v = v.repeat_interleave(rep, dim=1)

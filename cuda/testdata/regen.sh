@@ -21,3 +21,7 @@ init llama_bias 4 --arch llama --llama3-rope-factor 8 --layers 2 --hidden 48 --h
 # The same models with bf16-rounded matrices, in float64.
 /usr/bin/python3 cuda/testdata/reference_bf16.py cuda/testdata/reference_bf16.safetensors \
   "llama:$tmp/llama:1" "qwen2:$tmp/qwen2:2" "qwen3:$tmp/qwen3:3" "llama_bias:$tmp/llama_bias:4"
+# The same models (fp32 weights) with keys and values rounded to bf16 as a
+# bf16 KV cache stores them, in float64.
+/usr/bin/python3 cuda/testdata/reference_kvbf16.py cuda/testdata/reference_kvbf16.safetensors \
+  "llama:$tmp/llama:1" "qwen2:$tmp/qwen2:2" "qwen3:$tmp/qwen3:3" "llama_bias:$tmp/llama_bias:4"
