@@ -69,6 +69,7 @@ func runBenchEngine(ctx context.Context, args []string, _ io.Reader, stdout, std
 	decodeN := fs.Int("decode-tokens", 64, "tokens generated per decode measurement")
 	prefillN := fs.Int("prefill-tokens", 512, "prompt length for the prefill measurement")
 	conc := fs.Int("concurrency", 32, "sequences in the aggregate decode measurement")
+	shared := fs.Bool("shared-context", false, "the aggregate decode's sequences are samples of one prompt of --context tokens (a GRPO group: computed once, then read from the prefix cache by all), at temperature 1")
 	ctxN := fs.Int("context", 16, "prompt tokens before each decode measurement's tokens (decode over a long context reads the KV cache as well as the weights; size --kv-memory to hold concurrency × context)")
 	bwBytes := fs.Int("bandwidth-bytes", 1<<30, "buffer size for the memory bandwidth measurement")
 	device := fs.String("device", "cpu", "where the engine runs: cpu, or cuda (needs a binary built with -tags cuda; the CPU bounds are then not measured)")
@@ -168,7 +169,12 @@ func runBenchEngine(ctx context.Context, args []string, _ io.Reader, stdout, std
 	// The prefill measurement generates one token: logits for the last
 	// prompt position only.
 	prefillFLOP := prefillFLOPs(cfg, *prefillN, 1)
+	b.shared = *shared
 	decN, err := b.decodeRate(ctx, *conc, *decodeN)
+	aggWhat := fmt.Sprintf(" after %d tokens", b.contextLen())
+	if b.shared {
+		aggWhat = fmt.Sprintf(", samples of one %d-token prompt", b.contextLen())
+	}
 	if err != nil {
 		return err
 	}
@@ -184,7 +190,7 @@ func runBenchEngine(ctx context.Context, args []string, _ io.Reader, stdout, std
 		fmt.Fprintln(tw, "measurement\tvalue\treference\tratio")
 		fmt.Fprintf(tw, "batch-1 decode\t%.1f tok/s\t\t\n", dec1)
 		fmt.Fprintf(tw, "prefill %d tokens\t%.1f tok/s = %.1f GFLOP/s\t\t\n", *prefillN, pre, pre/float64(*prefillN)*prefillFLOP/1e9)
-		fmt.Fprintf(tw, "aggregate decode, %d sequences\t%.1f tok/s\tbatch-1 %.1f tok/s\t%.2f×\n", *conc, decN, dec1, decN/dec1)
+		fmt.Fprintf(tw, "aggregate decode, %d sequences%s\t%.1f tok/s\tbatch-1 %.1f tok/s\t%.2f×\n", *conc, aggWhat, decN, dec1, decN/dec1)
 		fmt.Fprintf(tw, "multi-turn prefix cache (group of 8 × 4 turns)\t%.1f%% computed\tprompt tokens\t%.1f%% cached\n", 100*computed, 100*hit)
 		return tw.Flush()
 	}
@@ -205,7 +211,7 @@ func runBenchEngine(ctx context.Context, args []string, _ io.Reader, stdout, std
 	preFLOPS := pre / float64(*prefillN) * prefillFLOP // prompts/s × FLOP per prompt
 	fmt.Fprintf(tw, "prefill %d tokens\t%.1f tok/s = %.1f GFLOP/s\tGEMM kernel %.1f GFLOP/s\t%.2f (%.2f of FMA peak)\n",
 		*prefillN, pre, preFLOPS/1e9, peak/1e9, preFLOPS/peak, preFLOPS/fma)
-	fmt.Fprintf(tw, "aggregate decode, %d sequences\t%.1f tok/s\tbatch-1 %.1f tok/s\t%.2f×\n", *conc, decN, dec1, decN/dec1)
+	fmt.Fprintf(tw, "aggregate decode, %d sequences%s\t%.1f tok/s\tbatch-1 %.1f tok/s\t%.2f×\n", *conc, aggWhat, decN, dec1, decN/dec1)
 	fmt.Fprintf(tw, "multi-turn prefix cache (group of 8 × 4 turns)\t%.1f%% computed\tprompt tokens\t%.1f%% cached\n", 100*computed, 100*hit)
 	return tw.Flush()
 }
@@ -299,7 +305,8 @@ func prefillFLOPs(cfg *model.Config, n, logitRows int) float64 {
 type engineBench struct {
 	e       *cuda.Engine
 	reps    int
-	context int // prompt tokens before a decode measurement (16 when 0)
+	context int  // prompt tokens before a decode measurement (16 when 0)
+	shared  bool // the aggregate decode's sequences sample one prompt (decodeRate)
 	r       *rand.Rand
 	// before and after, when set, run around each timed decode
 	// repetition (after gets its rate): the per-repetition bound.
@@ -327,17 +334,26 @@ func (b *engineBench) prompt(n int) []int32 {
 
 // decodeRate returns the aggregate decode rate of conc concurrent greedy
 // sequences generating n tokens each: time(n tokens) − time(1 token), so
-// the prefill is excluded; median over reps.
+// the prefill is excluded; median over reps. With b.shared the conc
+// sequences are samples of one prompt (a GRPO group): the prompt is
+// computed once before the timed runs, every sequence then finds its full
+// blocks in the prefix cache, and each samples at temperature 1 with a seed
+// of its own.
 func (b *engineBench) decodeRate(ctx context.Context, conc, n int) (float64, error) {
 	run := func(prompts [][]int32, maxNew int) (time.Duration, error) {
 		start := time.Now()
 		var wg sync.WaitGroup
 		errs := make([]error, len(prompts))
 		for i, p := range prompts {
+			params := server.SamplingParams{MaxNewTokens: maxNew}
+			if b.shared {
+				seed := uint64(i)
+				params.Temperature, params.Seed = 1, &seed
+			}
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				out, err := b.e.Generate(ctx, server.GenerateRequest{PromptIDs: p, Params: server.SamplingParams{MaxNewTokens: maxNew}})
+				out, err := b.e.Generate(ctx, server.GenerateRequest{PromptIDs: p, Params: params})
 				if err == nil && len(out.TokenIDs) != maxNew {
 					err = fmt.Errorf("generated %d tokens, want %d", len(out.TokenIDs), maxNew)
 				}
@@ -347,23 +363,41 @@ func (b *engineBench) decodeRate(ctx context.Context, conc, n int) (float64, err
 		wg.Wait()
 		return time.Since(start), errors.Join(errs...)
 	}
+	// prompts returns conc prompts: fresh random ones (no prefix-cache
+	// advantage), or one shared prompt, already computed.
+	prompts := func() ([][]int32, error) {
+		ps := make([][]int32, conc)
+		for i := range ps {
+			ps[i] = b.prompt(b.contextLen())
+		}
+		if b.shared {
+			for i := range ps {
+				ps[i] = ps[0]
+			}
+			_, err := b.e.Generate(ctx, server.GenerateRequest{PromptIDs: ps[0], Params: server.SamplingParams{MaxNewTokens: 1}})
+			return ps, err
+		}
+		return ps, nil
+	}
 	var rates []float64
 	for r := 0; r < b.reps; r++ {
-		prompts := make([][]int32, conc)
-		for i := range prompts {
-			prompts[i] = b.prompt(b.contextLen())
-		}
-		t1, err := run(prompts, 1)
+		ps, err := prompts()
 		if err != nil {
 			return 0, err
 		}
-		for i := range prompts { // fresh prompts: no prefix-cache advantage
-			prompts[i] = b.prompt(b.contextLen())
+		t1, err := run(ps, 1)
+		if err != nil {
+			return 0, err
+		}
+		if !b.shared {
+			if ps, err = prompts(); err != nil {
+				return 0, err
+			}
 		}
 		if b.before != nil {
 			b.before()
 		}
-		tn, err := run(prompts, n)
+		tn, err := run(ps, n)
 		if err != nil {
 			return 0, err
 		}

@@ -42,6 +42,7 @@ func runBenchBatch1(ctx context.Context, args []string, stdin io.Reader, stdout,
 	mf := addModelFlags(fs)
 	decodeN := fs.Int("decode-tokens", 32, "tokens generated per measurement")
 	ctxN := fs.Int("context", 16, "prompt tokens before each measurement's tokens (a fresh random prompt each time)")
+	reuse := fs.Bool("reuse-prompt", false, "one random prompt for every measurement, computed by the first and then found in the prefix cache: a long --context is prefilled once (the measurement times the decode alone either way)")
 	opts, err := mf.parse(fs, args)
 	if err != nil {
 		return err
@@ -55,6 +56,10 @@ func runBenchBatch1(ctx context.Context, args []string, stdin io.Reader, stdout,
 	}
 	defer e.Close()
 	b := &engineBench{e: e, context: *ctxN, r: rand.New(rand.NewPCG(1, 2))}
+	var prompt []int32
+	if *reuse {
+		prompt = b.prompt(b.contextLen())
+	}
 	if _, err := fmt.Fprintln(stdout, "ready"); err != nil {
 		return err
 	}
@@ -92,7 +97,11 @@ func runBenchBatch1(ctx context.Context, args []string, stdin io.Reader, stdout,
 		case "quit":
 			return nil
 		case "", "decode":
-			rate, err := streamedDecodeRate(ctx, e, b.prompt(b.contextLen()), *decodeN)
+			p := prompt
+			if p == nil {
+				p = b.prompt(b.contextLen())
+			}
+			rate, err := streamedDecodeRate(ctx, e, p, *decodeN)
 			if err != nil {
 				return err
 			}

@@ -118,6 +118,16 @@ func TestBenchEngine(t *testing.T) {
 	require.Equal(t, 0, code, errOut)
 	require.Contains(t, out, "int8 weights")
 	require.Contains(t, out, "batch-1 decode")
+	// Decode over a long context, on a bf16 cache, the aggregate decode's
+	// sequences sampling one prompt.
+	code, out, errOut = runCmd(t, "bench", "engine", "--model", dir, "--reps", "1", "--decode-tokens", "4",
+		"--prefill-tokens", "16", "--concurrency", "3", "--bandwidth-bytes", "1048576", "--kv-cache", "bf16",
+		"--context", "100", "--shared-context")
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "aggregate decode, 3 sequences, samples of one 100-token prompt")
+	code, _, errOut = runCmd(t, "bench", "engine", "--model", dir, "--kv-cache", "fp16")
+	require.Equal(t, 1, code)
+	require.Contains(t, errOut, `--kv-cache: model: bad input: unknown KV cache type "fp16" (want fp32 or bf16)`)
 	// A bf16 checkpoint is served from its mapping by default, copied
 	// with --copy.
 	bfDir := filepath.Join(t.TempDir(), "bf")
@@ -163,6 +173,10 @@ func TestBenchEngine(t *testing.T) {
 	code, out, errOut = batch1("decode", "--weights", "bf16z")
 	require.Equal(t, 0, code, errOut)
 	require.Regexp(t, `^ready\nbatch1 [1-9][\d.]* tok/s\n$`, out)
+	// After a long prompt, computed once, on a bf16 cache.
+	code, out, errOut = batch1("decode\ndecode\n", "--context", "300", "--reuse-prompt", "--kv-cache", "bf16")
+	require.Equal(t, 0, code, errOut)
+	require.Regexp(t, `^ready\nbatch1 [1-9][\d.]* tok/s\nbatch1 [1-9][\d.]* tok/s\n$`, out)
 	code, out, errOut = batch1("decode\nprefill\n")
 	require.Equal(t, 1, code)
 	require.Regexp(t, `^ready\nbatch1 [\d.]+ tok/s\n$`, out)

@@ -145,6 +145,7 @@ func TestServeUsageErrors(t *testing.T) {
 		{[]string{"serve", "-model", "x", "-kv-memory", "-1"}, "must not be negative"},
 		{[]string{"serve", "-model", "x", "-allow-weights-dir", ""}, "empty value"},
 		{[]string{"serve", "-model", "x", "-weights", "int3"}, "-weights: model: unknown weight type"},
+		{[]string{"serve", "-model", "x", "-kv-cache", "fp8"}, `-kv-cache: model: bad input: unknown KV cache type "fp8"`},
 	}
 	for _, tc := range tests {
 		var out, errOut bytes.Buffer

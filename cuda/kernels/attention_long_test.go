@@ -146,25 +146,47 @@ func TestAttentionDecodeLongContext(t *testing.T) {
 
 // BenchmarkAttentionDecodeLong is one decode step's attention at the
 // Qwen3-0.6B shape (16 query heads in 8 KV groups, head size 128) after
-// long contexts: batch 1 at 8,192 positions, and 32 sequences at 2,048
-// each, each over blocks scattered through a cache larger than L3, for an
-// fp32 and a bf16 cache. GB/s is the cache bytes read per second.
+// long contexts: batch 1 at 8,192 positions (over scattered blocks, and
+// over blocks one after another in memory), 32 sequences at 2,048 each
+// over blocks of their own, and 32 samples of one 2,048- or 16,384-token
+// prompt (one table's blocks: a decode group), over blocks scattered
+// through a cache larger than L3, for an fp32 and a bf16 cache
+// (AGL_ATT_GROUP=0 and AGL_ATT_PF=0 turn groups and prefetching off for
+// A/B runs). GB/s is the cache bytes the
+// tokens attend over per second (a group's shared rows count once per
+// token, as they would be read without groups).
 func BenchmarkAttentionDecodeLong(b *testing.B) {
 	const heads, kvHeads, hd, bs = 16, 8, 128, 16
-	for _, shape := range []struct{ seqs, ctx int }{{1, 8192}, {32, 2048}} {
+	for _, shape := range []struct {
+		seqs, ctx          int
+		shared, contiguous bool
+	}{{1, 8192, false, false}, {1, 8192, false, true}, {32, 2048, false, false}, {32, 2048, true, false}, {32, 16384, true, false}} {
 		for _, bf := range []bool{false, true} {
 			r := rand.New(rand.NewPCG(3, 4))
 			nb := shape.ctx / bs
-			perm := r.Perm(shape.seqs * nb)
+			tables := shape.seqs
+			if shape.shared {
+				tables = 1
+			}
+			perm := r.Perm(max(tables*nb, 4096)) // blocks scattered over 256 MiB of fp32 K (and as much V)
+			if shape.contiguous {
+				for i := range perm {
+					perm[i] = i
+				}
+			}
 			var pos, off, tab []int32
 			for s := 0; s < shape.seqs; s++ {
+				// Each sequence has a table of its own (a copy of the
+				// first's when they share it), as in the engine: tokens
+				// with one table are a prefill chunk.
 				pos = append(pos, int32(shape.ctx-1))
 				off = append(off, int32(len(tab)))
-				for _, p := range perm[s*nb : (s+1)*nb] {
+				t := s % tables
+				for _, p := range perm[t*nb : (t+1)*nb] {
 					tab = append(tab, int32(p))
 				}
 			}
-			n := shape.seqs * nb * bs * kvHeads * hd
+			n := len(perm) * bs * kvHeads * hd
 			a := &Attention{Heads: heads, KVHeads: kvHeads, HeadDim: hd, BlockSize: bs, Scale: 0.088,
 				Pos: pos, TableOff: off, Tables: tab}
 			elem := 4
@@ -178,15 +200,129 @@ func BenchmarkAttentionDecodeLong(b *testing.B) {
 			}
 			q := randSlice(r, shape.seqs*heads*hd)
 			out := make([]float32, len(q))
+			read := 2 * shape.seqs * shape.ctx * kvHeads * hd * elem
 			for _, threads := range []int{1, 2} {
-				b.Run(fmt.Sprintf("seqs%d_ctx%d_bf16=%v_threads%d", shape.seqs, shape.ctx, bf, threads), func(b *testing.B) {
+				b.Run(fmt.Sprintf("seqs%d_ctx%d_shared=%v_contiguous=%v_bf16=%v_threads%d", shape.seqs, shape.ctx, shape.shared, shape.contiguous, bf, threads), func(b *testing.B) {
 					c := NewCPU(threads)
 					for b.Loop() {
 						c.Attend(out, q, a)
 					}
-					b.ReportMetric(float64(2*n*elem)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
+					b.ReportMetric(float64(read)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
 				})
 			}
 		}
+	}
+}
+
+// TestAttentionDecodeGroups covers decode groups: decode tokens whose block
+// tables share leading blocks (a prompt's samples through the prefix
+// cache) are computed together over the shared positions. Every token must
+// give the bits it gets in a call of its own, and match a float64
+// reference: sequences sharing a long prompt, one sharing a single block,
+// one sharing nothing, a decode token inside the shared blocks, and a
+// prefill chunk in the same call, for block sizes 5, 7, 16 and 32, paired
+// and single heads, fp32 and bf16 caches, at every level and thread count.
+func TestAttentionDecodeGroups(t *testing.T) {
+	r := rand.New(rand.NewPCG(31, 32))
+	for _, tc := range []struct {
+		heads, kvHeads, hd, bs int
+		bf16                   bool
+	}{
+		{4, 2, 128, 16, false}, {4, 2, 128, 16, true}, {4, 2, 64, 5, false}, {3, 1, 32, 7, true},
+		{2, 1, 128, 32, false}, {8, 2, 16, 16, true},
+	} {
+		t.Run(fmt.Sprintf("%+v", tc), func(t *testing.T) {
+			heads, kvHeads, hd, bs := tc.heads, tc.kvHeads, tc.hd, tc.bs
+			const prompt = 300 // shared positions (whole blocks of them)
+			sharedBlocks := prompt / bs
+			next := 0
+			alloc := func(n int) []int32 {
+				b := make([]int32, n)
+				for i := range b {
+					b[i] = int32(next)
+					next++
+				}
+				return b
+			}
+			shared := alloc(sharedBlocks)
+			r.Shuffle(len(shared), func(i, j int) { shared[i], shared[j] = shared[j], shared[i] })
+			type seq struct {
+				table []int32
+				pos   []int32 // the positions of its tokens in the call
+			}
+			withPrompt := func(end int) []int32 { // the shared blocks, then its own up to position end
+				return append(append([]int32{}, shared...), alloc((end+bs)/bs-sharedBlocks)...)
+			}
+			seqs := []seq{
+				{withPrompt(prompt + 3), []int32{prompt + 3}},
+				{withPrompt(prompt + 40), []int32{prompt + 40}},
+				{withPrompt(prompt), []int32{prompt}},
+				{withPrompt(prompt + 7), []int32{prompt + 5, prompt + 6, prompt + 7}}, // a prefill chunk
+				{withPrompt(prompt + 1), []int32{prompt + 1}},
+				{append([]int32{shared[0]}, alloc((prompt+20)/bs)...), []int32{prompt + 19}}, // shares one block
+				{alloc((prompt + 9 + bs) / bs), []int32{prompt + 9}},                         // shares nothing
+				{withPrompt(prompt + 2), []int32{prompt + 2}},
+				{withPrompt(prompt + 2)[:(prompt/2)/bs+1], []int32{prompt / 2}}, // inside the shared blocks
+				{withPrompt(prompt + 64), []int32{prompt + 64}},
+			}
+			slots := next * bs
+			kc, vc := randSlice(r, slots*kvHeads*hd), randSlice(r, slots*kvHeads*hd)
+			var kh, vh []uint16
+			if tc.bf16 {
+				kh, vh = make([]uint16, len(kc)), make([]uint16, len(vc))
+				ToBF16(kh, kc)
+				ToBF16(vh, vc)
+				FromBF16(kc, kh)
+				FromBF16(vc, vh)
+			}
+			scale := float32(1 / math.Sqrt(float64(hd)))
+			attention := func(pos, off, tables []int32) *Attention {
+				a := &Attention{Heads: heads, KVHeads: kvHeads, HeadDim: hd, BlockSize: bs, Scale: scale,
+					Pos: pos, TableOff: off, Tables: tables}
+				if tc.bf16 {
+					a.KH, a.VH = kh, vh
+				} else {
+					a.K, a.V = kc, vc
+				}
+				return a
+			}
+			var pos, off, tables []int32
+			var owner []int
+			for si, s := range seqs {
+				for _, p := range s.pos {
+					pos = append(pos, p)
+					off = append(off, int32(len(tables)))
+					owner = append(owner, si)
+				}
+				tables = append(tables, s.table...)
+			}
+			width := heads * hd
+			q := randSlice(r, len(pos)*width)
+			for _, c := range levels(t) {
+				out := make([]float32, len(q))
+				c.Attend(out, q, attention(pos, off, tables))
+				for i := range pos {
+					s := seqs[owner[i]]
+					// The same token alone in a call.
+					o1 := make([]float32, width)
+					c.Attend(o1, q[i*width:(i+1)*width], attention([]int32{pos[i]}, []int32{0}, s.table))
+					for d := range o1 {
+						require.Equal(t, math.Float32bits(o1[d]), math.Float32bits(out[i*width+d]),
+							"level %v threads %d token %d (seq %d, position %d) element %d: in the call vs alone",
+							c.Level(), c.Threads(), i, owner[i], pos[i], d)
+					}
+					if c.Threads() != 1 {
+						continue
+					}
+					for h := 0; h < heads; h++ {
+						want := attendFloat64(q[i*width+h*hd:i*width+(h+1)*hd], kc, vc, s.table, bs, int(pos[i])+1,
+							kvHeads, h/(heads/kvHeads), scale)
+						for d := range want {
+							require.InDelta(t, want[d], float64(out[i*width+h*hd+d]), 1e-5, "level %v token %d head %d", c.Level(), i, h)
+						}
+					}
+				}
+			}
+		})
 	}
 }

@@ -52,6 +52,17 @@
 // then accumulate the scaled block sums in one float32 chain: every path,
 // batch and thread count gives the same bits.
 //
+// Attention (Attend) reads a paged KV cache of float32 rows, or of bf16
+// rows (Attention.KH/VH, written with ToBF16's rounding: half the bytes a
+// position), widened exactly in registers. Over a long context a decode
+// step reads more cache than weights, so decode tokens (alone of their
+// sequence in a call) are made cheaper in two ways that leave every bit as
+// it was: their rows are prefetched into L2 16 KB ahead, since the block
+// table scatters them where the hardware prefetchers do not follow; and
+// decode tokens whose tables share leading blocks — a prompt's samples
+// through the prefix cache — form decode groups that read each shared row
+// once per step for all of them.
+//
 // Loading converts checkpoint rows (F32, F16 or BF16 bytes) straight into
 // these layouts (PackRowsFrom, Q8.QuantizeRowsFrom, Widen): the same bits
 // as widening to float32 and then packing or quantizing, without writing

@@ -415,25 +415,42 @@ AGV_INLINE const char* kv_row(const kv_rows* c, int64_t slot) { return c->base +
 
 // Prefetch of a decode token's rows into L2, ahead of the pass that reads
 // them. Such a token's rows come from memory (an earlier step wrote them,
-// and the cache is larger than L3 by far at long contexts); the hardware
-// prefetchers lose the stream at every block boundary (the table puts the
-// next block anywhere) and at 4 KB pages, and a 512-byte head row every
-// 4 KB is not a stream they follow well at all. The attention pass then
-// read the cache at 16–18 GB/s where the machine streams 33–49. 16 KB
-// ahead (32 fp32 rows of head size 128) measured best; into L1 or L3 was
-// slower. A prefill chunk's rows are not prefetched: its tokens read the
-// same rows one after another, from cache after the first.
+// and the cache is larger than L3 by far at long contexts). Within a block
+// a KV head's rows are a stream of one row every nkv·hd values (4 KB at
+// the 0.6B shape), which the hardware prefetchers follow, on into the next
+// block when it lies right after this one; but the table puts the next
+// block anywhere once the cache has been in use a while (sequences
+// allocate blocks as they grow, interleaved with each other), and there
+// the stream breaks and the pass waits on memory. So the rows of a block
+// that does not follow its predecessor in memory are prefetched, 16 KB
+// ahead (32 fp32 rows of head size 128): scattered blocks were read 1.2–3×
+// faster, while prefetching contiguous blocks too cost 3–4 % (BENCHMARKS.md,
+// session 14); into L1 or L3 was slower. A prefill chunk's rows are not
+// prefetched: its tokens read the same rows one after another, from cache
+// after the first.
 typedef struct {
 	slot_iter it;
 	int64_t p, n; // the next position to prefetch, and the end
+	int skip;     // the block of position p − 1 follows its predecessor
 } kv_pf;
 
-// kv_pf_start prefetches nothing when ahead is 0 (or ≥ n, all rows near).
-AGV_INLINE kv_pf kv_pf_start(const int32_t* table, int64_t bs, int64_t ahead, int64_t n) {
-	kv_pf f = {slots_from(table, bs), n, n};
-	if (ahead > 0 && ahead < n) {
-		f.it = slots_at(table, bs, ahead);
-		f.p = ahead;
+// contiguous reports whether blocks lo..hi of a table lie one after another
+// in memory.
+AGV_INLINE int contiguous(const int32_t* table, int64_t lo, int64_t hi) {
+	for (int64_t b = lo + 1; b <= hi; b++)
+		if (table[b] != table[b - 1] + 1) return 0;
+	return 1;
+}
+
+// kv_pf_start begins prefetching for a pass over positions [from, n): ahead
+// rows past from. Nothing when ahead is 0, when from + ahead ≥ n (all rows
+// near) or when the blocks to prefetch from are all contiguous (none to
+// prefetch: a pass over them costs no per-row work).
+AGV_INLINE kv_pf kv_pf_start(const int32_t* table, int64_t bs, int64_t from, int64_t ahead, int64_t n) {
+	kv_pf f = {slots_from(table, bs), n, n, 0};
+	if (ahead > 0 && from + ahead < n && !contiguous(table, (from + ahead) / bs, (n - 1) / bs)) {
+		f.it = slots_at(table, bs, from + ahead);
+		f.p = from + ahead;
 	}
 	return f;
 }
@@ -445,7 +462,10 @@ AGV_INLINE void kv_prefetch_row(const kv_rows* c, int64_t slot) {
 
 AGV_INLINE void kv_pf_step(kv_pf* f, const kv_rows* c) {
 	if (f->p >= f->n) return;
-	kv_prefetch_row(c, slot_next(&f->it));
+	int64_t slot = slot_next(&f->it);
+	if (f->it.off == 1) // the first row of a block
+		f->skip = f->it.blk > 0 && f->it.table[f->it.blk] == f->it.table[f->it.blk - 1] + 1;
+	if (!f->skip) kv_prefetch_row(c, slot);
 	f->p++;
 }
 
@@ -482,6 +502,79 @@ AGV_AVX512 AGV_INLINE void softmax512(float* scratch, int64_t n, __m512 vmax, __
 	*inv = _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(vsum));
 }
 
+// score16 writes the scores of m ≤ 16 rows (row[j]) for query q (nc
+// chunks in registers) to s[0,16) — −inf past m — and folds them into vmax:
+// each score is one FMA chain over the chunks, the 16 chains reduced by one
+// fixed tree (hsum16x16), times scale. One definition for attend512 and
+// the decode groups, so that both give the same bits.
+AGV_AVX512 AGV_INLINE void score16(const int nc, const int bf, const __m512* q, const char* const* row, int m,
+                                   float scale, __m512* vmax, float* s) {
+	__m512 acc[16];
+	for (int j = 0; j < 16; j++) {
+		if (j >= m) {
+			acc[j] = _mm512_setzero_ps();
+			continue;
+		}
+		__m512 a = _mm512_mul_ps(q[0], kv16(bf, row[j], 0));
+#pragma GCC unroll 16
+		for (int c = 1; c < nc; c++) a = _mm512_fmadd_ps(q[c], kv16(bf, row[j], c), a);
+		acc[j] = a;
+	}
+	__mmask16 live = (__mmask16)(m == 16 ? 0xFFFF : (1u << m) - 1);
+	__m512 sv = _mm512_mask_mov_ps(_mm512_set1_ps(-INFINITY), live, _mm512_mul_ps(hsum16x16(acc), _mm512_set1_ps(scale)));
+	*vmax = _mm512_max_ps(*vmax, sv);
+	_mm512_storeu_ps(s, sv);
+}
+
+// weigh16 adds m ≤ 16 V rows, weighted by w[0,m), to o, one row after the
+// other (each a lane-wise FMA).
+AGV_AVX512 AGV_INLINE void weigh16(const int nc, const int bf, __m512* o, const char* const* row, int m,
+                                   const float* w) {
+	for (int j = 0; j < m; j++) {
+		__m512 wj = _mm512_set1_ps(w[j]);
+#pragma GCC unroll 16
+		for (int c = 0; c < nc; c++) o[c] = _mm512_fmadd_ps(wj, kv16(bf, row[j], c), o[c]);
+	}
+}
+
+// rows16 gathers the next m rows of an iterator, prefetching ahead.
+AGV_INLINE void rows16(const kv_rows* c, slot_iter* it, kv_pf* f, int m, const char** row) {
+	for (int j = 0; j < m; j++) {
+		kv_pf_step(f, c);
+		row[j] = kv_row(c, slot_next(it));
+	}
+}
+
+// The K pass of positions [from, n) of one query (from a multiple of 16):
+// scores to s, their maximum folded into vmax.
+AGV_AVX512 AGV_INLINE void kpass(const int nc, const int bf, const __m512* q, const kv_rows* kc,
+                                 const int32_t* table, int64_t bs, int64_t from, int64_t n, float scale,
+                                 __m512* vmax, float* s, int64_t ahead) {
+	if (from >= n) return;
+	slot_iter it = slots_at(table, bs, from);
+	kv_pf f = kv_pf_start(table, bs, from, ahead, n);
+	for (int64_t p0 = from; p0 < n; p0 += 16) {
+		int m = n - p0 < 16 ? (int)(n - p0) : 16;
+		const char* row[16];
+		rows16(kc, &it, &f, m, row);
+		score16(nc, bf, q, row, m, scale, vmax, s + p0);
+	}
+}
+
+// The V pass of positions [from, n) into o, weights s.
+AGV_AVX512 AGV_INLINE void vpass(const int nc, const int bf, __m512* o, const kv_rows* vc, const int32_t* table,
+                                 int64_t bs, int64_t from, int64_t n, const float* s, int64_t ahead) {
+	if (from >= n) return;
+	slot_iter it = slots_at(table, bs, from);
+	kv_pf f = kv_pf_start(table, bs, from, ahead, n);
+	for (int64_t p0 = from; p0 < n; p0 += 16) {
+		int m = n - p0 < 16 ? (int)(n - p0) : 16;
+		const char* row[16];
+		rows16(vc, &it, &f, m, row);
+		weigh16(nc, bf, o, row, m, s + p0);
+	}
+}
+
 // One query head of nc 16-float chunks over n ≥ 1 cache positions; scratch
 // holds n rounded up to 16. Inlined with a constant nc and bf for the
 // common head sizes so that q and the output stay in registers. ahead > 0
@@ -493,46 +586,89 @@ AGV_AVX512 AGV_INLINE void attend512(const int nc, const int bf, const float* qh
 #pragma GCC unroll 16
 	for (int c = 0; c < nc; c++) q[c] = _mm512_loadu_ps(qh + 16 * c);
 	__m512 vmax = _mm512_set1_ps(-INFINITY);
-	slot_iter ks = slots_from(table, bs);
-	kv_pf kf = kv_pf_start(table, bs, ahead, n);
-	for (int64_t p0 = 0; p0 < n; p0 += 16) {
-		int m = n - p0 < 16 ? (int)(n - p0) : 16;
-		__m512 acc[16];
-		for (int j = 0; j < 16; j++) {
-			if (j >= m) {
-				acc[j] = _mm512_setzero_ps();
-				continue;
-			}
-			kv_pf_step(&kf, kc);
-			const char* kp = kv_row(kc, slot_next(&ks));
-			__m512 a = _mm512_mul_ps(q[0], kv16(bf, kp, 0));
-#pragma GCC unroll 16
-			for (int c = 1; c < nc; c++) a = _mm512_fmadd_ps(q[c], kv16(bf, kp, c), a);
-			acc[j] = a;
-		}
-		__mmask16 live = (__mmask16)(m == 16 ? 0xFFFF : (1u << m) - 1);
-		__m512 sv = _mm512_mask_mov_ps(_mm512_set1_ps(-INFINITY), live,
-		                               _mm512_mul_ps(hsum16x16(acc), _mm512_set1_ps(scale)));
-		vmax = _mm512_max_ps(vmax, sv);
-		_mm512_storeu_ps(scratch + p0, sv);
-	}
+	kpass(nc, bf, q, kc, table, bs, 0, n, scale, &vmax, scratch, ahead);
 	if (ahead > 0) kv_pf_first(vc, table, bs, ahead, n);
 	__m512 inv;
 	softmax512(scratch, n, vmax, &inv);
 	__m512 o[ATT_MAXC];
 #pragma GCC unroll 16
 	for (int c = 0; c < nc; c++) o[c] = _mm512_setzero_ps();
-	slot_iter vs = slots_from(table, bs);
-	kv_pf vf = kv_pf_start(table, bs, ahead, n);
-	for (int64_t p = 0; p < n; p++) {
-		kv_pf_step(&vf, vc);
-		const char* vp = kv_row(vc, slot_next(&vs));
-		__m512 w = _mm512_set1_ps(scratch[p]);
-#pragma GCC unroll 16
-		for (int c = 0; c < nc; c++) o[c] = _mm512_fmadd_ps(w, kv16(bf, vp, c), o[c]);
-	}
+	vpass(nc, bf, o, vc, table, bs, 0, n, scratch, ahead);
 #pragma GCC unroll 16
 	for (int c = 0; c < nc; c++) _mm512_storeu_ps(oh + 16 * c, _mm512_mul_ps(o[c], inv));
+}
+
+// A decode group: query heads of decode tokens whose block tables share
+// their first blocks (a GRPO group's samples, through the prefix cache),
+// computed together over the shared positions [0, shared) — a multiple of
+// 16, within every member's n — so that each shared K and V row is read
+// from memory once per step instead of once per member: 16 rows at a time
+// are gathered and every member's scores (or weighted sum) are computed
+// from them while they sit in L1. Each member's operations are attend512's
+// in attend512's order (score16 over the same 16-row blocks, the running
+// maximum, softmax512, weigh16 row after row with the partial sums kept in
+// o between blocks, stored and reloaded exactly), so each output has the
+// bits the member gets alone. The rest of each member's positions (its own
+// blocks) are computed as attend512 does.
+typedef struct {
+	const float* q;
+	float *o, *s; // output, scores scratch
+	const int32_t* table;
+	int64_t n;
+} att_member;
+
+enum { ATT_GROUP_MAX = 32 };
+
+AGV_AVX512 AGV_INLINE void attend512_group(const int nc, const int bf, const att_member* mb, int nm,
+                                           const kv_rows* kc, const kv_rows* vc, int64_t bs, int64_t shared,
+                                           float scale, int64_t ahead) {
+	__m512 vmax[ATT_GROUP_MAX];
+	const int32_t* table = mb[0].table; // the shared blocks' table
+	for (int i = 0; i < nm; i++) vmax[i] = _mm512_set1_ps(-INFINITY);
+	slot_iter it = slots_from(table, bs);
+	kv_pf f = kv_pf_start(table, bs, 0, ahead, shared);
+	for (int64_t p0 = 0; p0 < shared; p0 += 16) {
+		const char* row[16];
+		rows16(kc, &it, &f, 16, row);
+		for (int i = 0; i < nm; i++) {
+			__m512 q[ATT_MAXC];
+#pragma GCC unroll 16
+			for (int c = 0; c < nc; c++) q[c] = _mm512_loadu_ps(mb[i].q + 16 * c);
+			score16(nc, bf, q, row, 16, scale, &vmax[i], mb[i].s + p0);
+		}
+	}
+	__m512 inv[ATT_GROUP_MAX];
+	for (int i = 0; i < nm; i++) {
+		__m512 q[ATT_MAXC];
+#pragma GCC unroll 16
+		for (int c = 0; c < nc; c++) q[c] = _mm512_loadu_ps(mb[i].q + 16 * c);
+		kpass(nc, bf, q, kc, mb[i].table, bs, shared, mb[i].n, scale, &vmax[i], mb[i].s, ahead);
+		softmax512(mb[i].s, mb[i].n, vmax[i], &inv[i]);
+		memset(mb[i].o, 0, sizeof(float) * 16 * nc);
+	}
+	if (ahead > 0) kv_pf_first(vc, table, bs, ahead, shared);
+	it = slots_from(table, bs);
+	f = kv_pf_start(table, bs, 0, ahead, shared);
+	for (int64_t p0 = 0; p0 < shared; p0 += 16) {
+		const char* row[16];
+		rows16(vc, &it, &f, 16, row);
+		for (int i = 0; i < nm; i++) {
+			__m512 o[ATT_MAXC];
+#pragma GCC unroll 16
+			for (int c = 0; c < nc; c++) o[c] = _mm512_loadu_ps(mb[i].o + 16 * c);
+			weigh16(nc, bf, o, row, 16, mb[i].s + p0);
+#pragma GCC unroll 16
+			for (int c = 0; c < nc; c++) _mm512_storeu_ps(mb[i].o + 16 * c, o[c]);
+		}
+	}
+	for (int i = 0; i < nm; i++) {
+		__m512 o[ATT_MAXC];
+#pragma GCC unroll 16
+		for (int c = 0; c < nc; c++) o[c] = _mm512_loadu_ps(mb[i].o + 16 * c);
+		vpass(nc, bf, o, vc, mb[i].table, bs, shared, mb[i].n, mb[i].s, ahead);
+#pragma GCC unroll 16
+		for (int c = 0; c < nc; c++) _mm512_storeu_ps(mb[i].o + 16 * c, _mm512_mul_ps(o[c], inv[i]));
+	}
 }
 
 // Two query heads of one KV group for one token (GQA): the same positions
@@ -547,7 +683,7 @@ AGV_AVX512 AGV_INLINE void attend512_pair(const int nc, const int bf, const floa
                                           int64_t ahead) {
 	__m512 vmaxa = _mm512_set1_ps(-INFINITY), vmaxb = vmaxa;
 	slot_iter ks = slots_from(table, bs);
-	kv_pf kf = kv_pf_start(table, bs, ahead, n);
+	kv_pf kf = kv_pf_start(table, bs, 0, ahead, n);
 	for (int64_t p0 = 0; p0 < n; p0 += 16) {
 		int m = n - p0 < 16 ? (int)(n - p0) : 16;
 		__m512 acca[16], accb[16];
@@ -587,7 +723,7 @@ AGV_AVX512 AGV_INLINE void attend512_pair(const int nc, const int bf, const floa
 #pragma GCC unroll 8
 	for (int c = 0; c < nc; c++) o1[c] = o2[c] = _mm512_setzero_ps();
 	slot_iter vs = slots_from(table, bs);
-	kv_pf vf = kv_pf_start(table, bs, ahead, n);
+	kv_pf vf = kv_pf_start(table, bs, 0, ahead, n);
 	for (int64_t p = 0; p < n; p++) {
 		kv_pf_step(&vf, vc);
 		const char* vp = kv_row(vc, slot_next(&vs));
@@ -708,31 +844,81 @@ AGV_INLINE int alone(const int32_t* bt_off, int64_t t, int64_t i) {
 	return (i == 0 || bt_off[i - 1] != bt_off[i]) && (i == t - 1 || bt_off[i + 1] != bt_off[i]);
 }
 
-// AGL_ATT_PF overrides the prefetch distance in bytes (0: none), for
-// measurements; read once.
-static int64_t att_prefetch_bytes(void) {
-	static _Atomic int64_t v = -1;
-	int64_t b = atomic_load_explicit(&v, memory_order_relaxed);
+// AGL_ATT_PF overrides the prefetch distance in bytes (0: none), and
+// AGL_ATT_GROUP the most members of a decode group (0 or 1: no groups), for
+// measurements; each read once.
+static int64_t env_once(_Atomic int64_t* v, const char* name, int64_t def, int64_t hi) {
+	int64_t b = atomic_load_explicit(v, memory_order_relaxed);
 	if (b < 0) {
-		const char* s = getenv("AGL_ATT_PF");
-		b = s && *s ? atoll(s) : 16384;
+		const char* s = getenv(name);
+		b = s && *s ? atoll(s) : def;
 		if (b < 0) b = 0;
-		atomic_store_explicit(&v, b, memory_order_relaxed);
+		if (b > hi) b = hi;
+		atomic_store_explicit(v, b, memory_order_relaxed);
 	}
 	return b;
 }
 
+static int64_t att_prefetch_bytes(void) {
+	static _Atomic int64_t v = -1;
+	return env_once(&v, "AGL_ATT_PF", 16384, INT64_MAX / 2);
+}
+
+static int att_group_max(void) {
+	static _Atomic int64_t v = -1;
+	return (int)env_once(&v, "AGL_ATT_GROUP", ATT_GROUP_MAX, ATT_GROUP_MAX);
+}
+
+// A group shares at least this many positions, or it is not worth forming.
+enum { ATT_GROUP_MIN_SHARED = 64 };
+
+int64_t agl_attention_scratch_rows(void) { return ATT_GROUP_MAX; }
+
+// The positions tokens a and b read from the same slots, rounded down to
+// 16: their tables' common leading blocks, within both lengths.
+static int64_t shared_positions(const int32_t* ta, int64_t na, const int32_t* tb, int64_t nb, int64_t bs) {
+	int64_t n = na < nb ? na : nb, blocks = (n + bs - 1) / bs, k = 0;
+	while (k < blocks && ta[k] == tb[k]) k++;
+	int64_t p = k * bs < n ? k * bs : n;
+	return p / 16 * 16;
+}
+
+#define ATT_GROUP(NC, BF) attend512_group(NC, BF, mb, nm, kc, vc, bs, shared, scale, ahead)
+
+AGV_AVX512 static void attend512_group_any(int64_t hd, const att_member* mb, int nm, const kv_rows* kc,
+                                           const kv_rows* vc, int64_t bs, int64_t shared, float scale,
+                                           int64_t ahead) {
+	if (kc->bf) {
+		switch (hd / 16) {
+		case 1: ATT_GROUP(1, 1); break;
+		case 2: ATT_GROUP(2, 1); break;
+		case 4: ATT_GROUP(4, 1); break;
+		case 8: ATT_GROUP(8, 1); break;
+		case 16: ATT_GROUP(16, 1); break;
+		}
+		return;
+	}
+	switch (hd / 16) {
+	case 1: ATT_GROUP(1, 0); break;
+	case 2: ATT_GROUP(2, 0); break;
+	case 4: ATT_GROUP(4, 0); break;
+	case 8: ATT_GROUP(8, 0); break;
+	case 16: ATT_GROUP(16, 0); break;
+	}
+}
+
 void agl_attention(int level, const float* q, int64_t t, int64_t nh, int64_t nkv, int64_t hd, const void* kc,
                    const void* vc, int kv_bf16, const int32_t* pos, const int32_t* bt_off, const int32_t* bt,
-                   int64_t bs, float scale, float* out, int64_t lo, int64_t hi, float* scratch, float* scratch2) {
+                   int64_t bs, float scale, float* out, int64_t lo, int64_t hi, float* scratch, int64_t stride) {
 	int64_t group = nh / nkv;
 	int64_t esz = kv_bf16 ? 2 : 4;
 	int lines = (int)((hd * esz + 63) / 64);
 	int64_t ahead = level >= 2 ? att_prefetch_bytes() / (hd * esz) : 0;
 	int vec = level >= 2 && (hd == 16 || hd == 32 || hd == 64 || hd == 128 || hd == 256);
+	int gmax = vec ? att_group_max() : 0;
 	// Heads 2g and 2g+1 of an even-sized group share their K/V reads when
 	// both items are in [lo, hi) (item it+t is head h+1's); the second
-	// scores go to scratch2.
+	// scores go to the second scratch row.
 	int pair = vec && hd <= 128 && group % 2 == 0 && hi - lo > t;
 	for (int64_t it = lo; it < hi; it++) {
 		int64_t i = it % t, h = it / t, kvh = h / group;
@@ -742,10 +928,39 @@ void agl_attention(int level, const float* q, int64_t t, int64_t nh, int64_t nkv
 		float* oh = out + i * nh * hd + h * hd;
 		kv_rows k = {(const char*)kc + kvh * hd * esz, nkv * hd * esz, kv_bf16, lines};
 		kv_rows v = {(const char*)vc + kvh * hd * esz, nkv * hd * esz, kv_bf16, lines};
-		int64_t a = alone(bt_off, t, i) ? ahead : 0;
+		int solo = alone(bt_off, t, i);
+		int64_t a = solo ? ahead : 0;
 		if (pair && h % 2 == 1 && it - t >= lo) continue; // done with head h-1
-		if (pair && h % 2 == 0 && it + t < hi) {
-			attend512_pair_any(hd, qh, qh + hd, &k, &v, table, bs, n, scale, oh, oh + hd, scratch, scratch2, a);
+		int with_pair = pair && h % 2 == 0 && it + t < hi;
+		if (gmax >= 2 && solo && n >= ATT_GROUP_MIN_SHARED) {
+			// Decode tokens i, i+1, ... of this head (and of head h+1 with
+			// it) that share i's leading blocks.
+			int per = with_pair ? 2 : 1, nm = 0;
+			int64_t shared = n / 16 * 16, j = i;
+			att_member mb[ATT_GROUP_MAX];
+			for (; j < t && it + (j - i) < hi && nm + per <= gmax; j++) {
+				int64_t nj = (int64_t)pos[j] + 1;
+				if (with_pair && it + (j - i) + t >= hi) break;
+				if (j > i) {
+					if (!alone(bt_off, t, j)) break;
+					int64_t sp = shared_positions(table, n, bt + bt_off[j], nj, bs);
+					if (sp < ATT_GROUP_MIN_SHARED) break;
+					if (sp < shared) shared = sp;
+				}
+				for (int64_t hh = h; hh < h + per; hh++) {
+					att_member m = {q + j * nh * hd + hh * hd, out + j * nh * hd + hh * hd,
+					                scratch + nm * stride, bt + bt_off[j], nj};
+					mb[nm++] = m;
+				}
+			}
+			if (j - i >= 2) {
+				attend512_group_any(hd, mb, nm, &k, &v, bs, shared, scale, ahead);
+				it += j - i - 1;
+				continue;
+			}
+		}
+		if (with_pair) {
+			attend512_pair_any(hd, qh, qh + hd, &k, &v, table, bs, n, scale, oh, oh + hd, scratch, scratch + stride, a);
 			continue;
 		}
 		if (vec) {

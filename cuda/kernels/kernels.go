@@ -411,7 +411,7 @@ func (c *CPU) Attend(out, q []float32, a *Attention) {
 	}
 	helpers, chunk := c.chunks(t * a.Heads)
 	stride := int(maxPos+16) / 16 * 16
-	scratch := getScratch[float32](&attScratch, 2*int(helpers+1)*stride)
+	scratch := getScratch[float32](&attScratch, int(C.agl_attention_scratch_rows())*int(helpers+1)*stride)
 	defer attScratch.Put(scratch)
 	C.agl_par_attention(c.pool, helpers, chunk, C.int(c.level), fptr(q), C.int64_t(t), C.int64_t(a.Heads),
 		C.int64_t(a.KVHeads), C.int64_t(a.HeadDim), kc, vc, cbool(bf), iptr(a.Pos), iptr(a.TableOff), iptr(a.Tables),

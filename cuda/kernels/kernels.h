@@ -80,12 +80,15 @@ void agl_swiglu(int level, const float* gu, int64_t t, int64_t inter, float* out
 // 0..pos[i] through the block table bt + bt_off[i] (slot = bt[p/bs]*bs +
 // p%bs). The tokens of one sequence are adjacent and share their bt_off: a
 // token with no neighbour of its sequence is a decode token, whose rows
-// are prefetched (AGL_ATT_PF, bytes ahead: 16384 by default). scratch and
-// scratch2 each hold at least max(pos)+1 floats rounded up to a multiple
-// of 16.
+// are prefetched (AGL_ATT_PF, bytes ahead: 16384 by default), and decode
+// tokens whose tables share leading blocks are computed together over them
+// (AGL_ATT_GROUP, most members: 32 by default), with the bits each gets
+// alone. scratch holds agl_attention_scratch_rows() rows of stride floats,
+// stride ≥ max(pos)+1 rounded up to a multiple of 16.
 void agl_attention(int level, const float* q, int64_t t, int64_t nh, int64_t nkv, int64_t hd, const void* kc,
                    const void* vc, int kv_bf16, const int32_t* pos, const int32_t* bt_off, const int32_t* bt,
-                   int64_t bs, float scale, float* out, int64_t lo, int64_t hi, float* scratch, float* scratch2);
+                   int64_t bs, float scale, float* out, int64_t lo, int64_t hi, float* scratch, int64_t stride);
+int64_t agl_attention_scratch_rows(void);
 
 // x[i] += y[i]
 void agl_add(float* x, const float* y, int64_t n);

@@ -276,9 +276,8 @@ typedef struct {
 
 static void attn_chunk(const void* v, int worker, int64_t lo, int64_t hi) {
 	const attn_args* a = v;
-	float* s = a->scratch + 2 * worker * a->stride;
 	agl_attention(a->level, a->q, a->t, a->nh, a->nkv, a->hd, a->kc, a->vc, a->kv_bf16, a->pos, a->bt_off, a->bt, a->bs,
-	              a->scale, a->out, lo, hi, s, s + a->stride);
+	              a->scale, a->out, lo, hi, a->scratch + worker * agl_attention_scratch_rows() * a->stride, a->stride);
 }
 
 void agl_par_attention(agl_pool* p, int helpers, int64_t chunk, int level, const float* q, int64_t t, int64_t nh,

@@ -58,8 +58,9 @@ void agl_par_bf16z_decode(agl_pool* p, int helpers, int64_t chunk, int level, co
 void agl_par_gemm_q8(agl_pool* p, int helpers, int64_t chunk, int path, const int8_t* xq, const float* dx,
                      const int32_t* corr, int64_t t, int64_t nb, const uint8_t* q, const uint16_t* d, int64_t n,
                      const float* bias, float* y, int64_t per);
-// agl_attention over its t·nh (token, head) items; scratch holds 2·stride
-// floats per worker (helpers + 1 of them): its scratch and scratch2.
+// agl_attention over its t·nh (token, head) items; scratch holds
+// agl_attention_scratch_rows()·stride floats per worker (helpers + 1 of
+// them).
 void agl_par_attention(agl_pool* p, int helpers, int64_t chunk, int level, const float* q, int64_t t, int64_t nh,
                        int64_t nkv, int64_t hd, const void* kc, const void* vc, int kv_bf16, const int32_t* pos,
                        const int32_t* bt_off, const int32_t* bt, int64_t bs, float scale, float* out,
