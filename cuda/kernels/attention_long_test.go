@@ -40,6 +40,29 @@ func attendFloat64(qh, kc, vc []float32, table []int32, bs, n, kvHeads, kvh int,
 	return o
 }
 
+// testCache returns a function that sets an Attention's cache to kc and vc
+// ([slots][KVHeads*HeadDim]), or with bf16 to their bf16 roundings, which
+// it then writes back into kc and vc: a reference computed from kc and vc
+// reads the values the cache holds.
+func testCache(kc, vc []float32, bf16 bool) func(*Attention) *Attention {
+	var kh, vh []uint16
+	if bf16 {
+		kh, vh = make([]uint16, len(kc)), make([]uint16, len(vc))
+		ToBF16(kh, kc)
+		ToBF16(vh, vc)
+		FromBF16(kc, kh)
+		FromBF16(vc, vh)
+	}
+	return func(a *Attention) *Attention {
+		if bf16 {
+			a.KH, a.VH = kh, vh
+		} else {
+			a.K, a.V = kc, vc
+		}
+		return a
+	}
+}
+
 // TestAttentionDecodeLongContext covers decode tokens over long contexts:
 // a token alone of its sequence in a call (whose cache rows the kernel
 // prefetches) must give the bits the same token gets inside a prefill
@@ -80,22 +103,7 @@ func TestAttentionDecodeLongContext(t *testing.T) {
 			}
 			slots := (total + 5) * bs
 			kc, vc := randSlice(r, slots*kvHeads*hd), randSlice(r, slots*kvHeads*hd)
-			var kh, vh []uint16
-			if tc.bf16 {
-				kh, vh = make([]uint16, len(kc)), make([]uint16, len(vc))
-				ToBF16(kh, kc)
-				ToBF16(vh, vc)
-				FromBF16(kc, kh) // the reference reads the values the cache holds
-				FromBF16(vc, vh)
-			}
-			cache := func(a *Attention) *Attention {
-				if tc.bf16 {
-					a.KH, a.VH = kh, vh
-				} else {
-					a.K, a.V = kc, vc
-				}
-				return a
-			}
+			cache := testCache(kc, vc, tc.bf16)
 			scale := float32(1 / math.Sqrt(float64(hd)))
 			width := heads * hd
 			// The decode call: one token per sequence.
@@ -267,24 +275,11 @@ func TestAttentionDecodeGroups(t *testing.T) {
 			}
 			slots := next * bs
 			kc, vc := randSlice(r, slots*kvHeads*hd), randSlice(r, slots*kvHeads*hd)
-			var kh, vh []uint16
-			if tc.bf16 {
-				kh, vh = make([]uint16, len(kc)), make([]uint16, len(vc))
-				ToBF16(kh, kc)
-				ToBF16(vh, vc)
-				FromBF16(kc, kh)
-				FromBF16(vc, vh)
-			}
+			cache := testCache(kc, vc, tc.bf16)
 			scale := float32(1 / math.Sqrt(float64(hd)))
 			attention := func(pos, off, tables []int32) *Attention {
-				a := &Attention{Heads: heads, KVHeads: kvHeads, HeadDim: hd, BlockSize: bs, Scale: scale,
-					Pos: pos, TableOff: off, Tables: tables}
-				if tc.bf16 {
-					a.KH, a.VH = kh, vh
-				} else {
-					a.K, a.V = kc, vc
-				}
-				return a
+				return cache(&Attention{Heads: heads, KVHeads: kvHeads, HeadDim: hd, BlockSize: bs, Scale: scale,
+					Pos: pos, TableOff: off, Tables: tables})
 			}
 			var pos, off, tables []int32
 			var owner []int

@@ -20,6 +20,11 @@
 // Numerics are checked against a plain PyTorch implementation
 // (../testdata/reference.py) to ≤ 1e-4 relative error (≈1e-6 measured).
 //
+// A KV cache is fp32 (NewKVCache) or, on the CPU, bf16 (NewKVCacheBF16:
+// keys and values rounded to nearest even as they are written, half the
+// bytes a position), checked against PyTorch with the same rounding
+// (../testdata/reference_kvbf16.py, TestReferenceNumericsKVBF16).
+//
 // Weights are fp32 (packed for the GEMM kernel) or bf16 (WeightsBF16: the
 // checkpoint's row-major bf16, multiplied with vdpbf16ps, half the bytes
 // per decoded token). An fp32 model keeps a matrix whose checkpoint

@@ -174,30 +174,41 @@ def generate(variant, dtype=np.float32, extra=None):
     write_safetensors(out_path, tensors, meta)
 
 
-def greedy(name, cfg, W, seed):
-    """Prompt logits and DECODE_STEPS greedy steps on a fixed prompt."""
+def fixed_prompt(name, cfg):
+    """The 16-token prompt of a variant, the same in every generator."""
     V = cfg["vocab_size"]
-    prompt = [(i * 37 + 11 * len(name)) % V for i in range(16)]
+    return [(i * 37 + 11 * len(name)) % V for i in range(16)]
+
+
+def run_greedy(cfg, W, prompt, kv_round=None):
+    """Prompt logits and DECODE_STEPS greedy steps (each step re-runs the
+    whole sequence): the expected tensors and each step's top-2 gap."""
     with torch.no_grad():
-        pl = forward(cfg, W, prompt)
+        pl = forward(cfg, W, prompt, kv_round)
         seq, steps, toks, gaps = list(prompt), [], [], []
         for _ in range(DECODE_STEPS):
-            lg = forward(cfg, W, seq)[-1]
+            lg = forward(cfg, W, seq, kv_round)[-1]
             top = torch.topk(lg, 2).values
             gaps.append(float(top[0] - top[1]))
             t = int(torch.argmax(lg))
             steps.append(lg)
             toks.append(t)
             seq.append(t)
-    # Greedy comparisons are only meaningful when no step is a near tie.
-    assert min(gaps) > 1e-3, (name, min(gaps))
-    print("%s: min top-2 gap %.4f, tokens %s" % (name, min(gaps), toks[:8]), file=sys.stderr)
     return {
         "prompt": np.array(prompt, dtype=np.int32),
         "prompt_logits": pl.numpy().astype(np.float32),
         "decode_logits": torch.stack(steps).numpy().astype(np.float32),
         "tokens": np.array(toks, dtype=np.int32),
-    }
+    }, gaps
+
+
+def greedy(name, cfg, W, seed):
+    """Prompt logits and DECODE_STEPS greedy steps on a fixed prompt."""
+    out, gaps = run_greedy(cfg, W, fixed_prompt(name, cfg))
+    # Greedy comparisons are only meaningful when no step is a near tie.
+    assert min(gaps) > 1e-3, (name, min(gaps))
+    print("%s: min top-2 gap %.4f, tokens %s" % (name, min(gaps), list(out["tokens"][:8])), file=sys.stderr)
+    return out
 
 
 if __name__ == "__main__":

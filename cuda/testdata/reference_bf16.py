@@ -27,23 +27,7 @@ spec.loader.exec_module(ref)
 
 def bf16_greedy(name, cfg, W, seed):
     Wb = {k: (v.to(torch.bfloat16).to(torch.float64) if v.dim() == 2 else v) for k, v in W.items()}
-    V = cfg["vocab_size"]
-    prompt = [(i * 37 + 11 * len(name)) % V for i in range(16)]
-    with torch.no_grad():
-        pl = ref.forward(cfg, Wb, prompt)
-        seq, steps, toks = list(prompt), [], []
-        for _ in range(ref.DECODE_STEPS):
-            lg = ref.forward(cfg, Wb, seq)[-1]
-            t = int(torch.argmax(lg))
-            steps.append(lg)
-            toks.append(t)
-            seq.append(t)
-    return {
-        "prompt": np.array(prompt, dtype=np.int32),
-        "prompt_logits": pl.numpy().astype(np.float32),
-        "decode_logits": torch.stack(steps).numpy().astype(np.float32),
-        "tokens": np.array(toks, dtype=np.int32),
-    }
+    return ref.run_greedy(cfg, Wb, ref.fixed_prompt(name, cfg))[0]
 
 
 if __name__ == "__main__":

@@ -27,23 +27,7 @@ def bf16(x):
 
 
 def kvbf16_greedy(name, cfg, W, seed):
-    V = cfg["vocab_size"]
-    prompt = [(i * 37 + 11 * len(name)) % V for i in range(16)]
-    with torch.no_grad():
-        pl = ref.forward(cfg, W, prompt, kv_round=bf16)
-        seq, steps, toks = list(prompt), [], []
-        for _ in range(ref.DECODE_STEPS):
-            lg = ref.forward(cfg, W, seq, kv_round=bf16)[-1]
-            t = int(torch.argmax(lg))
-            steps.append(lg)
-            toks.append(t)
-            seq.append(t)
-    return {
-        "prompt": np.array(prompt, dtype=np.int32),
-        "prompt_logits": pl.numpy().astype(np.float32),
-        "decode_logits": torch.stack(steps).numpy().astype(np.float32),
-        "tokens": np.array(toks, dtype=np.int32),
-    }
+    return ref.run_greedy(cfg, W, ref.fixed_prompt(name, cfg), kv_round=bf16)[0]
 
 
 if __name__ == "__main__":
