@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"sort"
 
 	"github.com/agentrl/agentrl/cuda/kvcache"
 	"github.com/agentrl/agentrl/cuda/model"
@@ -390,7 +391,27 @@ func (s *sched) plan() bool {
 			AllLogits: r.wantsPromptRows(r.computed, r.computed+r.chunk)})
 		s.members = append(s.members, r)
 	}
+	// Samples of one prompt decode together when they sit side by side in
+	// the batch: the attention kernel then reads the prompt's cached
+	// blocks once per step for all of them (decode groups). Sequences that
+	// share their first block are put next to each other; a sequence's
+	// results do not depend on its place in the batch.
+	sort.Stable(batchOrder{s.batch, s.members})
 	return len(s.batch) > 0
+}
+
+// batchOrder sorts a planned batch and its members together by the
+// sequences' first cache block.
+type batchOrder struct {
+	b []model.Seq
+	m []*request
+}
+
+func (o batchOrder) Len() int           { return len(o.b) }
+func (o batchOrder) Less(i, j int) bool { return o.b[i].Blocks[0] < o.b[j].Blocks[0] }
+func (o batchOrder) Swap(i, j int) {
+	o.b[i], o.b[j] = o.b[j], o.b[i]
+	o.m[i], o.m[j] = o.m[j], o.m[i]
 }
 
 // forward runs the planned batch, advances each member's computed

@@ -227,10 +227,10 @@ const (
 	KVF32 KVType = "fp32"
 	// KVBF16 rounds them to bf16 (to nearest even) as they are written:
 	// half the bytes, so twice the positions in the same memory and half
-	// the bytes read per position in decode, which at long contexts reads
-	// more cache than weights. The CPU only. Measured on the demo model's
-	// held-out tasks: the same trajectories, logprobs within 0.05
-	// (TestKVBF16HeldOut).
+	// the bytes read per position in decode, where after a few thousand
+	// positions the cache weighs as much as the weights. The CPU only.
+	// Measured on the demo model's held-out tasks: the same trajectories,
+	// logprobs within 0.05 (TestKVBF16HeldOut).
 	KVBF16 KVType = "bf16"
 )
 
