@@ -423,9 +423,9 @@ AGV_INLINE const char* kv_row(const kv_rows* c, int64_t slot) { return c->base +
 // allocate blocks as they grow, interleaved with each other), and there
 // the stream breaks and the pass waits on memory. So the rows of a block
 // that does not follow its predecessor in memory are prefetched, 16 KB
-// ahead (32 fp32 rows of head size 128): scattered blocks were read 1.2–3×
-// faster, while prefetching contiguous blocks too cost 3–4 % (BENCHMARKS.md,
-// session 14); into L1 or L3 was slower. A prefill chunk's rows are not
+// ahead (32 fp32 rows of head size 128): scattered blocks were read 1.4×
+// (fp32) and 2.3× (bf16) faster on one thread, while prefetching contiguous
+// blocks too cost 3–4 % (BENCHMARKS.md, session 14). A prefill chunk's rows are not
 // prefetched: its tokens read the same rows one after another, from cache
 // after the first.
 typedef struct {
