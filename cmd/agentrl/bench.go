@@ -169,11 +169,11 @@ func runBenchEngine(ctx context.Context, args []string, _ io.Reader, stdout, std
 	// The prefill measurement generates one token: logits for the last
 	// prompt position only.
 	prefillFLOP := prefillFLOPs(cfg, *prefillN, 1)
-	b.shared = *shared
+	b.shared = *shared // the aggregate decode only: batch-1 above took fresh prompts
 	decN, err := b.decodeRate(ctx, *conc, *decodeN)
-	aggWhat := fmt.Sprintf(" after %d tokens", b.contextLen())
+	aggWhat := fmt.Sprintf(" after %d tokens", b.context)
 	if b.shared {
-		aggWhat = fmt.Sprintf(", samples of one %d-token prompt", b.contextLen())
+		aggWhat = fmt.Sprintf(", samples of one %d-token prompt", b.context)
 	}
 	if err != nil {
 		return err
@@ -305,7 +305,7 @@ func prefillFLOPs(cfg *model.Config, n, logitRows int) float64 {
 type engineBench struct {
 	e       *cuda.Engine
 	reps    int
-	context int  // prompt tokens before a decode measurement (16 when 0)
+	context int  // prompt tokens before a decode measurement
 	shared  bool // the aggregate decode's sequences sample one prompt (decodeRate)
 	r       *rand.Rand
 	// before and after, when set, run around each timed decode
@@ -313,14 +313,6 @@ type engineBench struct {
 	before func()
 	after  func(rate float64)
 	lastBW float64
-}
-
-// contextLen is the prompt length of a decode measurement.
-func (b *engineBench) contextLen() int {
-	if b.context > 0 {
-		return b.context
-	}
-	return 16
 }
 
 func (b *engineBench) prompt(n int) []int32 {
@@ -368,7 +360,7 @@ func (b *engineBench) decodeRate(ctx context.Context, conc, n int) (float64, err
 	prompts := func() ([][]int32, error) {
 		ps := make([][]int32, conc)
 		for i := range ps {
-			ps[i] = b.prompt(b.contextLen())
+			ps[i] = b.prompt(b.context)
 		}
 		if b.shared {
 			for i := range ps {

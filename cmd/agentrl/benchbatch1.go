@@ -58,7 +58,7 @@ func runBenchBatch1(ctx context.Context, args []string, stdin io.Reader, stdout,
 	b := &engineBench{e: e, context: *ctxN, r: rand.New(rand.NewPCG(1, 2))}
 	var prompt []int32
 	if *reuse {
-		prompt = b.prompt(b.contextLen())
+		prompt = b.prompt(b.context)
 	}
 	if _, err := fmt.Fprintln(stdout, "ready"); err != nil {
 		return err
@@ -99,7 +99,7 @@ func runBenchBatch1(ctx context.Context, args []string, stdin io.Reader, stdout,
 		case "", "decode":
 			p := prompt
 			if p == nil {
-				p = b.prompt(b.contextLen())
+				p = b.prompt(b.context)
 			}
 			rate, err := streamedDecodeRate(ctx, e, p, *decodeN)
 			if err != nil {

@@ -403,7 +403,10 @@ AGV_INLINE slot_iter slots_at(const int32_t* table, int64_t bs, int64_t p) {
 
 // A cache: the layer's K or V rows as stored (fp32, or bf16 bits when bf),
 // from one KV head's first element; a row is stride bytes after the one
-// before.
+// before. Passed by value, so that in the inlined kernels its fields stay
+// in registers: read through a pointer, the base and stride were loaded
+// again for every row, and the paired-head K loop is bound by its loads
+// (prefill attention ran 15 % slower).
 typedef struct {
 	const char* base;
 	int64_t stride;
@@ -411,7 +414,7 @@ typedef struct {
 	int lines; // 64-byte lines of one head's row
 } kv_rows;
 
-AGV_INLINE const char* kv_row(const kv_rows* c, int64_t slot) { return c->base + slot * c->stride; }
+AGV_INLINE const char* kv_row(kv_rows c, int64_t slot) { return c.base + slot * c.stride; }
 
 // Prefetch of a decode token's rows into L2, ahead of the pass that reads
 // them. Such a token's rows come from memory (an earlier step wrote them,
@@ -455,12 +458,12 @@ AGV_INLINE kv_pf kv_pf_start(const int32_t* table, int64_t bs, int64_t from, int
 	return f;
 }
 
-AGV_INLINE void kv_prefetch_row(const kv_rows* c, int64_t slot) {
+AGV_INLINE void kv_prefetch_row(kv_rows c, int64_t slot) {
 	const char* r = kv_row(c, slot);
-	for (int l = 0; l < c->lines; l++) _mm_prefetch(r + 64 * l, _MM_HINT_T1);
+	for (int l = 0; l < c.lines; l++) _mm_prefetch(r + 64 * l, _MM_HINT_T1);
 }
 
-AGV_INLINE void kv_pf_step(kv_pf* f, const kv_rows* c) {
+AGV_INLINE void kv_pf_step(kv_pf* f, kv_rows c) {
 	if (f->p >= f->n) return;
 	int64_t slot = slot_next(&f->it);
 	if (f->it.off == 1) // the first row of a block
@@ -471,7 +474,7 @@ AGV_INLINE void kv_pf_step(kv_pf* f, const kv_rows* c) {
 
 // kv_pf_first prefetches the first min(ahead, n) rows: the V pass's start,
 // issued while the K pass ends.
-AGV_INLINE void kv_pf_first(const kv_rows* c, const int32_t* table, int64_t bs, int64_t ahead, int64_t n) {
+AGV_INLINE void kv_pf_first(kv_rows c, const int32_t* table, int64_t bs, int64_t ahead, int64_t n) {
 	slot_iter it = slots_from(table, bs);
 	for (int64_t p = 0; p < ahead && p < n; p++) kv_prefetch_row(c, slot_next(&it));
 }
@@ -538,7 +541,7 @@ AGV_AVX512 AGV_INLINE void weigh16(const int nc, const int bf, __m512* o, const 
 }
 
 // rows16 gathers the next m rows of an iterator, prefetching ahead.
-AGV_INLINE void rows16(const kv_rows* c, slot_iter* it, kv_pf* f, int m, const char** row) {
+AGV_INLINE void rows16(kv_rows c, slot_iter* it, kv_pf* f, int m, const char** row) {
 	for (int j = 0; j < m; j++) {
 		kv_pf_step(f, c);
 		row[j] = kv_row(c, slot_next(it));
@@ -547,7 +550,7 @@ AGV_INLINE void rows16(const kv_rows* c, slot_iter* it, kv_pf* f, int m, const c
 
 // The K pass of positions [from, n) of one query (from a multiple of 16):
 // scores to s, their maximum folded into vmax.
-AGV_AVX512 AGV_INLINE void kpass(const int nc, const int bf, const __m512* q, const kv_rows* kc,
+AGV_AVX512 AGV_INLINE void kpass(const int nc, const int bf, const __m512* q, kv_rows kc,
                                  const int32_t* table, int64_t bs, int64_t from, int64_t n, float scale,
                                  __m512* vmax, float* s, int64_t ahead) {
 	if (from >= n) return;
@@ -562,7 +565,7 @@ AGV_AVX512 AGV_INLINE void kpass(const int nc, const int bf, const __m512* q, co
 }
 
 // The V pass of positions [from, n) into o, weights s.
-AGV_AVX512 AGV_INLINE void vpass(const int nc, const int bf, __m512* o, const kv_rows* vc, const int32_t* table,
+AGV_AVX512 AGV_INLINE void vpass(const int nc, const int bf, __m512* o, kv_rows vc, const int32_t* table,
                                  int64_t bs, int64_t from, int64_t n, const float* s, int64_t ahead) {
 	if (from >= n) return;
 	slot_iter it = slots_at(table, bs, from);
@@ -579,12 +582,9 @@ AGV_AVX512 AGV_INLINE void vpass(const int nc, const int bf, __m512* o, const kv
 // holds n rounded up to 16. Inlined with a constant nc and bf for the
 // common head sizes so that q and the output stay in registers. ahead > 0
 // prefetches rows that far ahead (kv_pf).
-AGV_AVX512 AGV_INLINE void attend512(const int nc, const int bf, const float* qh, const kv_rows* kc,
-                                     const kv_rows* vc, const int32_t* table, int64_t bs, int64_t n, float scale,
+AGV_AVX512 AGV_INLINE void attend512(const int nc, const int bf, const float* qh, kv_rows kc,
+                                     kv_rows vc, const int32_t* table, int64_t bs, int64_t n, float scale,
                                      float* oh, float* scratch, int64_t ahead) {
-	const kv_rows K = *kc, V = *vc; // see attend512_pair
-	kc = &K;
-	vc = &V;
 	__m512 q[ATT_MAXC];
 #pragma GCC unroll 16
 	for (int c = 0; c < nc; c++) q[c] = _mm512_loadu_ps(qh + 16 * c);
@@ -623,11 +623,8 @@ typedef struct {
 enum { ATT_GROUP_MAX = 32 };
 
 AGV_AVX512 AGV_INLINE void attend512_group(const int nc, const int bf, const att_member* mb, int nm,
-                                           const kv_rows* kc, const kv_rows* vc, int64_t bs, int64_t shared,
+                                           kv_rows kc, kv_rows vc, int64_t bs, int64_t shared,
                                            float scale, int64_t ahead) {
-	const kv_rows K = *kc, V = *vc; // see attend512_pair
-	kc = &K;
-	vc = &V;
 	__m512 vmax[ATT_GROUP_MAX];
 	const int32_t* table = mb[0].table; // the shared blocks' table
 	for (int i = 0; i < nm; i++) vmax[i] = _mm512_set1_ps(-INFINITY);
@@ -684,15 +681,9 @@ AGV_AVX512 AGV_INLINE void attend512_group(const int nc, const int bf, const att
 // from L2/L3 once per query otherwise: 1 KB per query and position at
 // head size 128).
 AGV_AVX512 AGV_INLINE void attend512_pair(const int nc, const int bf, const float* qa, const float* qb,
-                                          const kv_rows* kc, const kv_rows* vc, const int32_t* table, int64_t bs,
+                                          kv_rows kc, kv_rows vc, const int32_t* table, int64_t bs,
                                           int64_t n, float scale, float* oa, float* ob, float* sa, float* sb,
                                           int64_t ahead) {
-	// Local copies, which stay in registers: read through the pointers, the
-	// rows' base and stride were loaded again for every row (the K loop is
-	// bound by its loads: prefill attention ran 15 % slower).
-	const kv_rows K = *kc, V = *vc;
-	kc = &K;
-	vc = &V;
 	__m512 vmaxa = _mm512_set1_ps(-INFINITY), vmaxb = vmaxa;
 	slot_iter ks = slots_from(table, bs);
 	kv_pf kf = kv_pf_start(table, bs, 0, ahead, n);
@@ -776,23 +767,23 @@ AGV_AVX512 AGV_INLINE void attend512_pair(const int nc, const int bf, const floa
 #define ATT_PAIR(NC, BF)                                                                                              \
 	attend512_pair(NC, BF, qa, qb, kc, vc, table, bs, n, scale, oa, ob, sa, sb, ahead)
 
-AGV_AVX512 static void attend512_pair_any(int64_t hd, const float* qa, const float* qb, const kv_rows* kc,
-                                          const kv_rows* vc, const int32_t* table, int64_t bs, int64_t n,
+AGV_AVX512 static void attend512_pair_any(int64_t hd, const float* qa, const float* qb, kv_rows kc,
+                                          kv_rows vc, const int32_t* table, int64_t bs, int64_t n,
                                           float scale, float* oa, float* ob, float* sa, float* sb, int64_t ahead) {
-	ATT_SWITCH(ATT_PAIR, kc->bf, hd);
+	ATT_SWITCH(ATT_PAIR, kc.bf, hd);
 }
 
 #define ATT_ONE(NC, BF) attend512(NC, BF, qh, kc, vc, table, bs, n, scale, oh, scratch, ahead)
 
-AGV_AVX512 static void attend512_any(int64_t hd, const float* qh, const kv_rows* kc, const kv_rows* vc,
+AGV_AVX512 static void attend512_any(int64_t hd, const float* qh, kv_rows kc, kv_rows vc,
                                      const int32_t* table, int64_t bs, int64_t n, float scale, float* oh,
                                      float* scratch, int64_t ahead) {
-	ATT_SWITCH(ATT_ONE, kc->bf, hd);
+	ATT_SWITCH(ATT_ONE, kc.bf, hd);
 }
 
 // Element d of a row, as a float.
-AGV_INLINE float kv_at(const kv_rows* c, const char* row, int64_t d) {
-	if (c->bf) {
+AGV_INLINE float kv_at(kv_rows c, const char* row, int64_t d) {
+	if (c.bf) {
 		uint32_t u = (uint32_t)((const uint16_t*)row)[d] << 16;
 		float f;
 		memcpy(&f, &u, sizeof f);
@@ -803,14 +794,14 @@ AGV_INLINE float kv_at(const kv_rows* c, const char* row, int64_t d) {
 
 // The scalar path (levels below AVX-512, other head sizes): fp32 rows
 // through agv_dot/agv_axpy; bf16 rows element by element.
-static void attend_scalar(int level, int64_t hd, const float* qh, const kv_rows* kc, const kv_rows* vc,
+static void attend_scalar(int level, int64_t hd, const float* qh, kv_rows kc, kv_rows vc,
                           const int32_t* table, int64_t bs, int64_t n, float scale, float* oh, float* scratch) {
 	float mx = -INFINITY;
 	slot_iter ks = slots_from(table, bs);
 	for (int64_t p = 0; p < n; p++) {
 		const char* kp = kv_row(kc, slot_next(&ks));
 		float s = 0;
-		if (kc->bf) {
+		if (kc.bf) {
 			for (int64_t d = 0; d < hd; d++) s += qh[d] * kv_at(kc, kp, d);
 		} else {
 			s = agv_dot(level, qh, (const float*)kp, hd);
@@ -831,7 +822,7 @@ static void attend_scalar(int level, int64_t hd, const float* qh, const kv_rows*
 	for (int64_t p = 0; p < n; p++) {
 		const char* vp = kv_row(vc, slot_next(&vs));
 		float w = scratch[p] * inv;
-		if (vc->bf) {
+		if (vc.bf) {
 			for (int64_t d = 0; d < hd; d++) oh[d] += w * kv_at(vc, vp, d);
 		} else {
 			agv_axpy(level, oh, w, (const float*)vp, hd);
@@ -886,10 +877,10 @@ static int64_t shared_positions(const int32_t* ta, int64_t na, const int32_t* tb
 
 #define ATT_GROUP(NC, BF) attend512_group(NC, BF, mb, nm, kc, vc, bs, shared, scale, ahead)
 
-AGV_AVX512 static void attend512_group_any(int64_t hd, const att_member* mb, int nm, const kv_rows* kc,
-                                           const kv_rows* vc, int64_t bs, int64_t shared, float scale,
+AGV_AVX512 static void attend512_group_any(int64_t hd, const att_member* mb, int nm, kv_rows kc,
+                                           kv_rows vc, int64_t bs, int64_t shared, float scale,
                                            int64_t ahead) {
-	ATT_SWITCH(ATT_GROUP, kc->bf, hd);
+	ATT_SWITCH(ATT_GROUP, kc.bf, hd);
 }
 
 void agl_attention(int level, const float* q, int64_t t, int64_t nh, int64_t nkv, int64_t hd, const void* kc,
@@ -939,20 +930,20 @@ void agl_attention(int level, const float* q, int64_t t, int64_t nh, int64_t nkv
 				}
 			}
 			if (j - i >= 2) {
-				attend512_group_any(hd, mb, nm, &k, &v, bs, shared, scale, ahead);
+				attend512_group_any(hd, mb, nm, k, v, bs, shared, scale, ahead);
 				it += j - i - 1;
 				continue;
 			}
 		}
 		if (with_pair) {
-			attend512_pair_any(hd, qh, qh + hd, &k, &v, table, bs, n, scale, oh, oh + hd, scratch, scratch + stride, a);
+			attend512_pair_any(hd, qh, qh + hd, k, v, table, bs, n, scale, oh, oh + hd, scratch, scratch + stride, a);
 			continue;
 		}
 		if (vec) {
-			attend512_any(hd, qh, &k, &v, table, bs, n, scale, oh, scratch, a);
+			attend512_any(hd, qh, k, v, table, bs, n, scale, oh, scratch, a);
 			continue;
 		}
-		attend_scalar(level, hd, qh, &k, &v, table, bs, n, scale, oh, scratch);
+		attend_scalar(level, hd, qh, k, v, table, bs, n, scale, oh, scratch);
 	}
 }
 

@@ -8,12 +8,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// pages returns the whole 4 KiB pages inside bytes [off, off+n) of a (nil
-// if there are none), as bytes.
-func pages(a []float32, off, n uintptr) []byte {
-	return pagesAt(unsafe.Pointer(unsafe.SliceData(a)), off, n)
-}
-
 // pagesAt returns the whole 4 KiB pages inside bytes [off, off+n) of the
 // memory at p (nil if there are none), as bytes. (Rounded as addresses:
 // a range inside one page has no whole page, even when the page starts

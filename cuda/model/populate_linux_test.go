@@ -10,9 +10,27 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// cacheBytes is each K and V array of a host cache (K[0], V[0], K[1], ...)
+// as bytes, from the cache's own slices.
+func cacheBytes(kv *KVCache) [][]byte {
+	var out [][]byte
+	for l := range kv.layers() {
+		if kv.KH != nil {
+			for _, a := range [][]uint16{kv.KH[l], kv.VH[l]} {
+				out = append(out, unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(a))), 2*len(a)))
+			}
+			continue
+		}
+		for _, a := range [][]float32{kv.K[l], kv.V[l]} {
+			out = append(out, unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(a))), 4*len(a)))
+		}
+	}
+	return out
+}
+
 // resident counts the pages of a that are in memory.
-func resident(t *testing.T, a []float32) (in, all int) {
-	b := pages(a, 0, uintptr(len(a))*4)
+func resident(t *testing.T, a []byte) (in, all int) {
+	b := pagesAt(unsafe.Pointer(unsafe.SliceData(a)), 0, uintptr(len(a)))
 	vec := make([]byte, len(b)/4096)
 	_, _, errno := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)), uintptr(unsafe.Pointer(&vec[0])))
 	require.Zero(t, errno)
@@ -24,42 +42,51 @@ func resident(t *testing.T, a []float32) (in, all int) {
 	return in, len(vec)
 }
 
-// TestPopulate: Populate maps every page of a fresh host cache, in the
-// steps asked for, and leaves what the cache holds alone.
+// TestPopulate: Populate maps every page of a fresh host cache, fp32 or
+// bf16, in the steps asked for, and leaves what the cache holds alone.
 func TestPopulate(t *testing.T) {
 	cfg := tinyConfig()
 	cfg.NumHiddenLayers = 2
 	m, err := New(cfg, nil)
 	require.NoError(t, err)
-	kv := m.NewKVCache(4096, 16) // 4096·16 slots × 2 heads of 8: 4 MiB per layer for K and for V
-	// The heap may hand out memory that is already mapped: unmap it (a new
-	// cache is all zeros, which is what unmapped pages read as).
-	for _, a := range append(append([][]float32{}, kv.K...), kv.V...) {
-		require.NoError(t, unix.Madvise(pages(a, 0, uintptr(len(a))*4), unix.MADV_DONTNEED))
-	}
-	in, all := resident(t, kv.K[1])
-	require.Less(t, in, all/2, "unmapped")
-	kv.K[0][12345], kv.V[1][len(kv.V[1])-1] = 1.5, -2.5
+	for _, typ := range []KVType{KVF32, KVBF16} {
+		t.Run(string(typ), func(t *testing.T) {
+			// 4096·16 slots × 2 heads of 8: 4 MiB (fp32) per layer for K and for V
+			kv := m.NewKVCache(4096, 16)
+			if typ == KVBF16 {
+				kv, err = m.NewKVCacheBF16(4096, 16)
+				require.NoError(t, err)
+			}
+			arrays := cacheBytes(kv) // K[0], V[0], K[1], V[1]
+			// The heap may hand out memory that is already mapped: unmap it
+			// (a new cache is all zeros, which is what unmapped pages read
+			// as).
+			total := 0
+			for _, a := range arrays {
+				require.NoError(t, unix.Madvise(pagesAt(unsafe.Pointer(unsafe.SliceData(a)), 0, uintptr(len(a))), unix.MADV_DONTNEED))
+				total += len(a)
+			}
+			in, all := resident(t, arrays[2])
+			require.Less(t, in, all/2, "unmapped")
+			arrays[0][12345], arrays[3][len(arrays[3])-1] = 7, 9
 
-	const step = 1 << 20
-	total := 0
-	for _, a := range append(append([][]float32{}, kv.K...), kv.V...) {
-		total += len(a) * 4
+			const step = 1 << 20
+			calls := 0
+			for !kv.Populate(step) {
+				calls++
+				require.Less(t, calls, total/step+2, "Populate never finishes")
+			}
+			require.GreaterOrEqual(t, calls, total/step-1, "Populate did more than asked per call")
+			for i, a := range arrays {
+				in, all := resident(t, a)
+				require.Equal(t, all, in, "array %d", i)
+			}
+			require.Equal(t, byte(7), arrays[0][12345])
+			require.Equal(t, byte(9), arrays[3][len(arrays[3])-1])
+			require.Equal(t, byte(0), arrays[2][777])
+			require.True(t, kv.Populate(step), "done stays done")
+		})
 	}
-	calls := 0
-	for !kv.Populate(step) {
-		calls++
-		require.Less(t, calls, total/step+2, "Populate never finishes")
-	}
-	require.GreaterOrEqual(t, calls, total/step-1, "Populate did more than asked per call")
-	for _, a := range append(append([][]float32{}, kv.K...), kv.V...) {
-		in, all := resident(t, a)
-		require.Equal(t, all, in)
-	}
-	require.Equal(t, float32(1.5), kv.K[0][12345])
-	require.Equal(t, float32(-2.5), kv.V[1][len(kv.V[1])-1])
-	require.Equal(t, float32(0), kv.K[1][777])
-	require.True(t, kv.Populate(step), "done stays done")
 }
 
 // TestPagesAt: only whole pages inside the range, rounded as addresses; a
