@@ -33,20 +33,36 @@ static int pos_of(int i) {
 static int weight_of(int p) { return p % 16 < 8 ? 8 * (p / 16) + p % 16 : 32 + 8 * (p / 16) + p % 16 - 8; }
 
 void agl_bf16z_hist(const uint16_t* w, int64_t n, uint64_t hist[256]) {
-	uint64_t h[4][256];
+	// Eight tables, four values per 8-byte load: consecutive values mostly
+	// share a high byte, so increments of one table would wait on each
+	// other's stores (four tables of 64-bit counts took 1.4× the time).
+	// Each table counts one value in eight: 32 bits hold any call of fewer
+	// than 2^35 values (a call is one chunk of rows; a count that wrapped
+	// would only pick a worse table: any table encodes losslessly).
+	uint32_t h[8][256];
 	memset(h, 0, sizeof(h));
 	int64_t i = 0;
-	for (; i + 4 <= n; i += 4) {
-		h[0][w[i] >> 8]++;
-		h[1][w[i + 1] >> 8]++;
-		h[2][w[i + 2] >> 8]++;
-		h[3][w[i + 3] >> 8]++;
+	for (; i + 8 <= n; i += 8) {
+		uint64_t a, b;
+		memcpy(&a, w + i, 8);
+		memcpy(&b, w + i + 4, 8);
+		h[0][(a >> 8) & 255]++;
+		h[1][(a >> 24) & 255]++;
+		h[2][(a >> 40) & 255]++;
+		h[3][a >> 56]++;
+		h[4][(b >> 8) & 255]++;
+		h[5][(b >> 24) & 255]++;
+		h[6][(b >> 40) & 255]++;
+		h[7][b >> 56]++;
 	}
 	for (; i < n; i++) h[0][w[i] >> 8]++;
-	for (int b = 0; b < 256; b++) hist[b] += h[0][b] + h[1][b] + h[2][b] + h[3][b];
+	for (int b = 0; b < 256; b++)
+		for (int t = 0; t < 8; t++) hist[b] += h[t][b];
 }
 
-void agl_bf16z_count(const uint16_t* w, int64_t rows, int64_t k, const uint8_t inv[256], uint32_t* cnt) {
+// count_generic and encode_generic are the scalar encoder: the format's
+// reference, which the vector one (encode_512) matches byte for byte.
+static void count_generic(const uint16_t* w, int64_t rows, int64_t k, const uint8_t inv[256], uint32_t* cnt) {
 	for (int64_t r = 0; r < rows; r++) {
 		uint32_t c = 0;
 		const uint16_t* wr = w + r * k;
@@ -55,8 +71,8 @@ void agl_bf16z_count(const uint16_t* w, int64_t rows, int64_t k, const uint8_t i
 	}
 }
 
-void agl_bf16z_encode(const uint16_t* w, int64_t rows, int64_t k, const uint8_t inv[256], uint8_t* data,
-                      uint8_t* esc, uint32_t* eoff, int64_t r0) {
+static void encode_generic(const uint16_t* w, int64_t rows, int64_t k, const uint8_t inv[256], uint8_t* data,
+                           uint8_t* esc, uint32_t* eoff, int64_t r0) {
 	const int64_t kp = kpad(k);
 	int pos[G];
 	for (int i = 0; i < G; i++) pos[i] = pos_of(i);
@@ -211,14 +227,131 @@ static int has_bw(void) {
 	return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
 }
 
-void agl_bf16z_decode(int level, const agl_bf16z* z, int64_t r0, int64_t r1, uint16_t* out) {
-	static int bw = -1; // has_bw(), once known (any thread may find it first: the same value)
+// use_bw is level ≥ 2 on a CPU with AVX512BW (found once; any thread may
+// find it first: the same value).
+static int use_bw(int level) {
+	static int bw = -1;
 	int b = __atomic_load_n(&bw, __ATOMIC_RELAXED);
 	if (b < 0) {
 		b = has_bw();
 		__atomic_store_n(&bw, b, __ATOMIC_RELAXED);
 	}
-	if (level >= 2 && b) decode_512(z, r0, r1, out);
+	return level >= 2 && b;
+}
+
+// zcodes is the encoder's inverse of zgroup, for the vector encoder and
+// counter: the high and low bytes of 64 weights in stored order (vpackuswb
+// of each 128-bit lane's eight words of the two chunks is the order
+// vpunpck{l,h}bw takes them back in) and their codes, by comparing the
+// high bytes with each table entry. Positions outside valid get code 0 and
+// low byte 0 (their weights are loaded as 0 by the caller).
+typedef struct {
+	__m512i tv[AGL_BF16Z_ESC]; // table entries, broadcast
+	int nt;                    // codes 0..nt-1 are in use
+} zenc;
+
+AGZ_BW static void zenc_init(zenc* t, const uint8_t inv[256]) {
+	uint8_t tb[AGL_BF16Z_ESC] = {0};
+	t->nt = 0;
+	for (int h = 0; h < 256; h++)
+		if (inv[h] < AGL_BF16Z_ESC) {
+			tb[inv[h]] = (uint8_t)h;
+			if (inv[h] + 1 > t->nt) t->nt = inv[h] + 1;
+		}
+	for (int c = 0; c < t->nt; c++) t->tv[c] = _mm512_set1_epi8((char)tb[c]);
+}
+
+AGZ_BW AGV_INLINE __m512i zcodes(const zenc* t, __m512i w0, __m512i w1, __mmask64 valid, __m512i* hi, __m512i* lo) {
+	const __m512i lomask = _mm512_set1_epi16(0xff);
+	*lo = _mm512_packus_epi16(_mm512_and_si512(w0, lomask), _mm512_and_si512(w1, lomask));
+	*hi = _mm512_packus_epi16(_mm512_srli_epi16(w0, 8), _mm512_srli_epi16(w1, 8));
+	__m512i code = _mm512_set1_epi8(AGL_BF16Z_ESC);
+	for (int c = 0; c < t->nt; c++)
+		code = _mm512_mask_mov_epi8(code, _mm512_cmpeq_epi8_mask(*hi, t->tv[c]), _mm512_set1_epi8((char)c));
+	return _mm512_maskz_mov_epi8(valid, code);
+}
+
+// zload loads group g of a row (k weights) as its two chunks, 0 past k,
+// and sets *valid to the stored positions that hold weights.
+AGZ_BW AGV_INLINE void zload(const uint16_t* wr, int64_t k, int64_t g, __mmask64 last, __m512i* w0, __m512i* w1,
+                             __mmask64* valid) {
+	const int64_t left = k - g * G;
+	if (left >= G) {
+		*w0 = _mm512_loadu_si512(wr + g * G);
+		*w1 = _mm512_loadu_si512(wr + g * G + CH);
+		*valid = ~(__mmask64)0;
+		return;
+	}
+	const __mmask32 m0 = left >= CH ? ~(__mmask32)0 : (__mmask32)((1u << left) - 1);
+	const __mmask32 m1 = left > CH ? (__mmask32)((1u << (left - CH)) - 1) : 0;
+	*w0 = _mm512_maskz_loadu_epi16(m0, wr + g * G);
+	*w1 = _mm512_maskz_loadu_epi16(m1, wr + g * G + CH);
+	*valid = last;
+}
+
+AGZ_BW static void encode_512(const uint16_t* w, int64_t rows, int64_t k, const uint8_t inv[256], uint8_t* data,
+                              uint8_t* esc, uint32_t* eoff, int64_t r0) {
+	zenc t;
+	zenc_init(&t, inv);
+	const int64_t ng = kpad(k) / G, rb = row_bytes(k);
+	const __mmask64 last = last_valid(k);
+	const __m512i escv = _mm512_set1_epi8(AGL_BF16Z_ESC);
+	for (int64_t r = 0; r < rows; r++) {
+		const uint16_t* wr = w + r * k;
+		uint8_t* dr = data + (r0 + r) * rb;
+		uint32_t e = eoff[r0 + r];
+		for (int64_t g = 0; g < ng; g++) {
+			__m512i w0, w1, hi, lo;
+			__mmask64 valid;
+			zload(wr, k, g, last, &w0, &w1, &valid);
+			const __m512i code = zcodes(&t, w0, w1, valid, &hi, &lo);
+			// Codes of positions 0–31 in the low nibbles, 32–63 in the high.
+			const __m256i packed = _mm256_or_si256(_mm512_castsi512_si256(code),
+			                                       _mm256_slli_epi16(_mm512_extracti64x4_epi64(code, 1), 4));
+			_mm256_storeu_si256((__m256i*)(dr + g * GB), packed);
+			_mm512_storeu_si512(dr + g * GB + 32, lo);
+			const __mmask64 m = _mm512_cmpeq_epi8_mask(code, escv);
+			if (__builtin_expect(m != 0, 0)) {
+				uint8_t b[G] __attribute__((aligned(64)));
+				_mm512_store_si512(b, hi);
+				for (uint64_t mm = m; mm; mm &= mm - 1) esc[e++] = b[__builtin_ctzll(mm)];
+			}
+		}
+		eoff[r0 + r + 1] = e;
+	}
+}
+
+AGZ_BW static void count_512(const uint16_t* w, int64_t rows, int64_t k, const uint8_t inv[256], uint32_t* cnt) {
+	zenc t;
+	zenc_init(&t, inv);
+	const int64_t ng = kpad(k) / G;
+	const __mmask64 last = last_valid(k);
+	const __m512i escv = _mm512_set1_epi8(AGL_BF16Z_ESC);
+	for (int64_t r = 0; r < rows; r++) {
+		uint32_t c = 0;
+		for (int64_t g = 0; g < ng; g++) {
+			__m512i w0, w1, hi, lo;
+			__mmask64 valid;
+			zload(w + r * k, k, g, last, &w0, &w1, &valid);
+			c += (uint32_t)__builtin_popcountll(_mm512_cmpeq_epi8_mask(zcodes(&t, w0, w1, valid, &hi, &lo), escv));
+		}
+		cnt[r] = c;
+	}
+}
+
+void agl_bf16z_encode(int level, const uint16_t* w, int64_t rows, int64_t k, const uint8_t inv[256], uint8_t* data,
+                      uint8_t* esc, uint32_t* eoff, int64_t r0) {
+	if (use_bw(level)) encode_512(w, rows, k, inv, data, esc, eoff, r0);
+	else encode_generic(w, rows, k, inv, data, esc, eoff, r0);
+}
+
+void agl_bf16z_count(int level, const uint16_t* w, int64_t rows, int64_t k, const uint8_t inv[256], uint32_t* cnt) {
+	if (use_bw(level)) count_512(w, rows, k, inv, cnt);
+	else count_generic(w, rows, k, inv, cnt);
+}
+
+void agl_bf16z_decode(int level, const agl_bf16z* z, int64_t r0, int64_t r1, uint16_t* out) {
+	if (use_bw(level)) decode_512(z, r0, r1, out);
 	else decode_generic(z, r0, r1, out);
 }
 

@@ -178,7 +178,7 @@ func (c *CPU) CompressBF16(w *BF16) *BF16Z {
 	for _, b := range blocks {
 		rows := len(b.data) / w.K
 		helpers, chunk := c.chunks(rows)
-		C.agl_par_bf16z_count(c.pool, helpers, chunk, u16ptr(b.data), C.int64_t(rows), C.int64_t(w.K),
+		C.agl_par_bf16z_count(c.pool, helpers, chunk, C.int(c.level), u16ptr(b.data), C.int64_t(rows), C.int64_t(w.K),
 			(*C.uint8_t)(unsafe.Pointer(&inv[0])), (*C.uint32_t)(unsafe.Pointer(&cnt[b.row0])))
 	}
 	for r, n := range cnt {
@@ -189,7 +189,7 @@ func (c *CPU) CompressBF16(w *BF16) *BF16Z {
 		rows := len(b.data) / w.K
 		helpers, chunk := c.chunks(rows)
 		// Each chunk's first row's offset is in place; encode writes the rest.
-		C.agl_par_bf16z_encode(c.pool, helpers, chunk, u16ptr(b.data), C.int64_t(rows), C.int64_t(w.K),
+		C.agl_par_bf16z_encode(c.pool, helpers, chunk, C.int(c.level), u16ptr(b.data), C.int64_t(rows), C.int64_t(w.K),
 			(*C.uint8_t)(unsafe.Pointer(&inv[0])), u8ptr(z.Data), u8ptr(z.Esc),
 			(*C.uint32_t)(unsafe.Pointer(&z.EscOff[0])), C.int64_t(b.row0))
 	}

@@ -44,11 +44,12 @@ void agl_bf16z_hist(const uint16_t* w, int64_t n, uint64_t hist[256]);
 // eoff[r0] on, counting the escapes of each row into eoff[r+1] − eoff[r]
 // relative to eoff[r0] (eoff[r0] must be set; the rest are written).
 // inv maps a high byte to its code (AGL_BF16Z_ESC when not in the table).
-void agl_bf16z_encode(const uint16_t* w, int64_t rows, int64_t k, const uint8_t inv[256], uint8_t* data,
+// level ≥ 2 with AVX512BW encodes 64 weights at a time (the same bytes).
+void agl_bf16z_encode(int level, const uint16_t* w, int64_t rows, int64_t k, const uint8_t inv[256], uint8_t* data,
                       uint8_t* esc, uint32_t* eoff, int64_t r0);
 // agl_bf16z_count writes the number of escapes of each of rows rows of w
-// into cnt.
-void agl_bf16z_count(const uint16_t* w, int64_t rows, int64_t k, const uint8_t inv[256], uint32_t* cnt);
+// into cnt (level as for agl_bf16z_encode).
+void agl_bf16z_count(int level, const uint16_t* w, int64_t rows, int64_t k, const uint8_t inv[256], uint32_t* cnt);
 // agl_bf16z_decode writes rows [r0, r1) of z as bf16 rows of stride k
 // (level ≥ 2 with AVX512BW: in registers, as the kernels; else scalar).
 void agl_bf16z_decode(int level, const agl_bf16z* z, int64_t r0, int64_t r1, uint16_t* out);

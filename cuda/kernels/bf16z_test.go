@@ -123,6 +123,43 @@ func TestMatMulBF16Z(t *testing.T) {
 	}
 }
 
+// TestCompressBF16Levels: the vector encoder (AVX-512BW levels) writes
+// the generic encoder's bytes, table, escapes and offsets, at every
+// thread count: rows that end inside a group, matrices with fewer high
+// bytes than codes (all zeros), with escapes in most groups, and with a
+// parted source (the mapped checkpoint's shape).
+func TestCompressBF16Levels(t *testing.T) {
+	r := rand.New(rand.NewPCG(15, 16))
+	gen, err := NewCPU(1).WithLevel(Generic)
+	require.NoError(t, err)
+	for _, sz := range []struct{ n, k int }{{1, 1}, {3, 31}, {5, 32}, {2, 33}, {4, 63}, {7, 64}, {9, 65}, {6, 95},
+		{17, 100}, {33, 1024}, {3, 1000}, {2, 0}, {0, 64}} {
+		for _, odd := range []float64{-1, 0, 0.01, 0.3, 1} {
+			vals := zValues(r, sz.n*sz.k, max(odd, 0))
+			if odd < 0 {
+				clear(vals) // one high byte: one code in use
+			}
+			want := gen.CompressBF16(&BF16{N: sz.n, K: sz.k, Data: vals})
+			for _, c := range levels(t) {
+				got := c.CompressBF16(&BF16{N: sz.n, K: sz.k, Data: vals})
+				name := fmt.Sprintf("n%d k%d odd %g level %v threads %d", sz.n, sz.k, odd, c.Level(), c.Threads())
+				require.Equal(t, want.Table, got.Table, name)
+				require.Equal(t, want.EscOff, got.EscOff, name)
+				require.Equal(t, want.Esc, got.Esc, name)
+				require.Equal(t, want.Data, got.Data, name)
+				if sz.n > 2 && sz.k > 0 { // parted: the rows in three blocks
+					k := sz.k
+					parted := NewBF16Parts(k, vals[:k], vals[k:(sz.n-1)*k], vals[(sz.n-1)*k:])
+					p := c.CompressBF16(parted)
+					require.Equal(t, want.Data, p.Data, name+" parted")
+					require.Equal(t, want.Esc, p.Esc, name+" parted")
+					require.Equal(t, want.EscOff, p.EscOff, name+" parted")
+				}
+			}
+		}
+	}
+}
+
 // TestBF16ZCheck: Check and Validate name what is wrong with data that
 // did not come from CompressBF16.
 func TestBF16ZCheck(t *testing.T) {
@@ -283,4 +320,24 @@ func BenchmarkDecodeBF16Z(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkCompressBF16 is compressing at load (`--weights bf16z` from a
+// bf16 checkpoint): the 0.6B shape's embedding table and an MLP matrix,
+// normal weights. SetBytes counts the bf16 bytes read.
+func BenchmarkCompressBF16(b *testing.B) {
+	r := rand.New(rand.NewPCG(13, 14))
+	c := NewCPU(0)
+	for _, s := range []shape{{151936, 1024}, {3072, 1024}} {
+		w := &BF16{N: s.n, K: s.k, Data: make([]uint16, s.n*s.k)}
+		for i := range w.Data {
+			w.Data[i] = bf16Of(float32(0.02 * r.NormFloat64()))
+		}
+		b.Run(fmt.Sprintf("%dx%d", s.n, s.k), func(b *testing.B) {
+			b.SetBytes(w.Bytes())
+			for b.Loop() {
+				c.CompressBF16(w)
+			}
+		})
+	}
 }

@@ -199,24 +199,24 @@ void agl_par_bf16z_hist(agl_pool* p, int helpers, int64_t chunk, const uint16_t*
 static void zcount_chunk(const void* v, int worker, int64_t lo, int64_t hi) {
 	(void)worker;
 	const zcode_args* a = v;
-	agl_bf16z_count(a->w + lo * a->k, hi - lo, a->k, a->inv, a->cnt + lo);
+	agl_bf16z_count(a->level, a->w + lo * a->k, hi - lo, a->k, a->inv, a->cnt + lo);
 }
 
-void agl_par_bf16z_count(agl_pool* p, int helpers, int64_t chunk, const uint16_t* w, int64_t rows, int64_t k,
-                         const uint8_t* inv, uint32_t* cnt) {
-	zcode_args a = {.w = w, .k = k, .inv = inv, .cnt = cnt};
+void agl_par_bf16z_count(agl_pool* p, int helpers, int64_t chunk, int level, const uint16_t* w, int64_t rows,
+                         int64_t k, const uint8_t* inv, uint32_t* cnt) {
+	zcode_args a = {.level = level, .w = w, .k = k, .inv = inv, .cnt = cnt};
 	agl_pool_run(p, helpers, rows, chunk, zcount_chunk, &a);
 }
 
 static void zencode_chunk(const void* v, int worker, int64_t lo, int64_t hi) {
 	(void)worker;
 	const zcode_args* a = v;
-	agl_bf16z_encode(a->w + lo * a->k, hi - lo, a->k, a->inv, a->data, a->esc, a->eoff, a->r0 + lo);
+	agl_bf16z_encode(a->level, a->w + lo * a->k, hi - lo, a->k, a->inv, a->data, a->esc, a->eoff, a->r0 + lo);
 }
 
-void agl_par_bf16z_encode(agl_pool* p, int helpers, int64_t chunk, const uint16_t* w, int64_t rows, int64_t k,
-                          const uint8_t* inv, uint8_t* data, uint8_t* esc, uint32_t* eoff, int64_t r0) {
-	zcode_args a = {.w = w, .k = k, .inv = inv, .data = data, .esc = esc, .eoff = eoff, .r0 = r0};
+void agl_par_bf16z_encode(agl_pool* p, int helpers, int64_t chunk, int level, const uint16_t* w, int64_t rows,
+                          int64_t k, const uint8_t* inv, uint8_t* data, uint8_t* esc, uint32_t* eoff, int64_t r0) {
+	zcode_args a = {.level = level, .w = w, .k = k, .inv = inv, .data = data, .esc = esc, .eoff = eoff, .r0 = r0};
 	agl_pool_run(p, helpers, rows, chunk, zencode_chunk, &a);
 }
 

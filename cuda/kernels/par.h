@@ -45,12 +45,12 @@ void agl_par_gemm_bf16z_many(agl_pool* p, int helpers, const uint32_t* xp, int64
 // agl_bf16z_hist over blocks of rows: hist holds 256 counts per worker.
 void agl_par_bf16z_hist(agl_pool* p, int helpers, int64_t chunk, const uint16_t* w, int64_t rows, int64_t k,
                         uint64_t* hist);
-// agl_bf16z_count and then agl_bf16z_encode over rows (encode's eoff[r0]
-// set by the caller between them, from the counts).
-void agl_par_bf16z_count(agl_pool* p, int helpers, int64_t chunk, const uint16_t* w, int64_t rows, int64_t k,
-                         const uint8_t* inv, uint32_t* cnt);
-void agl_par_bf16z_encode(agl_pool* p, int helpers, int64_t chunk, const uint16_t* w, int64_t rows, int64_t k,
-                          const uint8_t* inv, uint8_t* data, uint8_t* esc, uint32_t* eoff, int64_t r0);
+// agl_bf16z_count and then agl_bf16z_encode at level over rows (encode's
+// eoff[r0] set by the caller between them, from the counts).
+void agl_par_bf16z_count(agl_pool* p, int helpers, int64_t chunk, int level, const uint16_t* w, int64_t rows,
+                         int64_t k, const uint8_t* inv, uint32_t* cnt);
+void agl_par_bf16z_encode(agl_pool* p, int helpers, int64_t chunk, int level, const uint16_t* w, int64_t rows,
+                          int64_t k, const uint8_t* inv, uint8_t* data, uint8_t* esc, uint32_t* eoff, int64_t r0);
 // agl_bf16z_decode at level over rows [r0, r1) into out (row stride k).
 void agl_par_bf16z_decode(agl_pool* p, int helpers, int64_t chunk, int level, const agl_bf16z* z, int64_t r0,
                           int64_t r1, uint16_t* out);
