@@ -341,3 +341,37 @@ func BenchmarkCompressBF16(b *testing.B) {
 		})
 	}
 }
+
+// FuzzCompressBF16: any values, any shape up to a few groups a row,
+// compress to the generic encoder's bytes at the CPU's level and decode
+// back bit for bit.
+func FuzzCompressBF16(f *testing.F) {
+	c := NewCPU(2)
+	generic, err := NewCPU(1).WithLevel(Generic)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(uint8(3), []byte{0x3c, 0x80, 0xbc, 0x81, 0x7f, 0xc0, 0, 0, 1, 0xff})
+	f.Add(uint8(65), make([]byte, 300))
+	f.Fuzz(func(t *testing.T, k uint8, data []byte) {
+		kk := int(k%200) + 1
+		vals := make([]uint16, len(data)/2/kk*kk)
+		for i := range vals {
+			vals[i] = uint16(data[2*i]) | uint16(data[2*i+1])<<8
+		}
+		w := &BF16{N: len(vals) / kk, K: kk, Data: vals}
+		want, got := generic.CompressBF16(w), c.CompressBF16(w)
+		if want.Table != got.Table || !slices.Equal(want.Data, got.Data) || !slices.Equal(want.Esc, got.Esc) ||
+			!slices.Equal(want.EscOff, got.EscOff) {
+			t.Fatalf("level %v encodes %d×%d differently from the generic encoder", c.Level(), w.N, kk)
+		}
+		if err := got.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		back := make([]uint16, len(vals))
+		c.DecodeBF16Z(back, got, 0, w.N)
+		if !slices.Equal(vals, back) {
+			t.Fatalf("%d×%d: decoded %x, compressed %x", w.N, kk, back, vals)
+		}
+	})
+}
