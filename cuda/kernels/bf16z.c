@@ -246,19 +246,19 @@ static int use_bw(int level) {
 // high bytes with each table entry. Positions outside valid get code 0 and
 // low byte 0 (their weights are loaded as 0 by the caller).
 typedef struct {
-	__m512i tv[AGL_BF16Z_ESC]; // table entries, broadcast
-	int nt;                    // codes 0..nt-1 are in use
+	// The high bytes that have a code (inv gives at most 15: CompressBF16
+	// builds it from the table) and their codes, broadcast.
+	__m512i hb[AGL_BF16Z_ESC], code[AGL_BF16Z_ESC];
+	int nt;
 } zenc;
 
 AGZ_BW static void zenc_init(zenc* t, const uint8_t inv[256]) {
-	uint8_t tb[AGL_BF16Z_ESC] = {0};
 	t->nt = 0;
-	for (int h = 0; h < 256; h++)
+	for (int h = 0; h < 256 && t->nt < AGL_BF16Z_ESC; h++)
 		if (inv[h] < AGL_BF16Z_ESC) {
-			tb[inv[h]] = (uint8_t)h;
-			if (inv[h] + 1 > t->nt) t->nt = inv[h] + 1;
+			t->hb[t->nt] = _mm512_set1_epi8((char)h);
+			t->code[t->nt++] = _mm512_set1_epi8((char)inv[h]);
 		}
-	for (int c = 0; c < t->nt; c++) t->tv[c] = _mm512_set1_epi8((char)tb[c]);
 }
 
 AGZ_BW AGV_INLINE __m512i zcodes(const zenc* t, __m512i w0, __m512i w1, __mmask64 valid, __m512i* hi, __m512i* lo) {
@@ -266,8 +266,7 @@ AGZ_BW AGV_INLINE __m512i zcodes(const zenc* t, __m512i w0, __m512i w1, __mmask6
 	*lo = _mm512_packus_epi16(_mm512_and_si512(w0, lomask), _mm512_and_si512(w1, lomask));
 	*hi = _mm512_packus_epi16(_mm512_srli_epi16(w0, 8), _mm512_srli_epi16(w1, 8));
 	__m512i code = _mm512_set1_epi8(AGL_BF16Z_ESC);
-	for (int c = 0; c < t->nt; c++)
-		code = _mm512_mask_mov_epi8(code, _mm512_cmpeq_epi8_mask(*hi, t->tv[c]), _mm512_set1_epi8((char)c));
+	for (int i = 0; i < t->nt; i++) code = _mm512_mask_mov_epi8(code, _mm512_cmpeq_epi8_mask(*hi, t->hb[i]), t->code[i]);
 	return _mm512_maskz_mov_epi8(valid, code);
 }
 

@@ -57,3 +57,14 @@ func populateRead(b []byte) error {
 		return err
 	}
 }
+
+// releasePages drops the whole pages of b, part of a read-only file
+// mapping, from the process's memory (MADV_DONTNEED): the page cache
+// keeps them, and a later read maps them again. For bytes read once, so
+// that they do not stay in the process's resident set beside what was
+// made of them.
+func releasePages(b []byte) {
+	if p := pagesAt(unsafe.Pointer(unsafe.SliceData(b)), 0, uintptr(len(b))); p != nil {
+		_ = unix.Madvise(p, unix.MADV_DONTNEED)
+	}
+}

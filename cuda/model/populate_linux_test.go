@@ -3,6 +3,10 @@
 package model
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"unsafe"
 
@@ -112,4 +116,56 @@ func TestPagesAt(t *testing.T) {
 	require.Equal(t, byte(42), buf[first+4096+7])
 	populateRange(p, 0, 10)
 	populateRange(nil, 0, 10)
+}
+
+// mappedRss is the resident bytes of the process's mappings over a, from
+// /proc/self/smaps (mincore would report the page cache for a file).
+func mappedRss(t *testing.T, a []byte) int {
+	lo := uintptr(unsafe.Pointer(unsafe.SliceData(a)))
+	hi := lo + uintptr(len(a))
+	data, err := os.ReadFile("/proc/self/smaps")
+	require.NoError(t, err)
+	rss, in := 0, false
+	for line := range strings.Lines(string(data)) {
+		var start, end uintptr
+		if n, _ := fmt.Sscanf(line, "%x-%x ", &start, &end); n == 2 {
+			in = start < hi && end > lo
+			continue
+		}
+		var kb int
+		if n, _ := fmt.Sscanf(line, "Rss: %d kB", &kb); n == 1 && in {
+			rss += kb << 10
+		}
+	}
+	return rss
+}
+
+// TestReleasePages: the whole pages of a read file mapping leave the
+// process's resident set, and read back the same after (from the page
+// cache again).
+func TestReleasePages(t *testing.T) {
+	const size = 8 << 20
+	path := filepath.Join(t.TempDir(), "f")
+	want := make([]byte, size)
+	for i := range want {
+		want[i] = byte(i * 7 / 5)
+	}
+	require.NoError(t, os.WriteFile(path, want, 0o644))
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	b, err := unix.Mmap(int(f.Fd()), 0, size, unix.PROT_READ, unix.MAP_SHARED)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, unix.Munmap(b)) }()
+	sum := 0
+	for i := 0; i < size; i += 4096 {
+		sum += int(b[i])
+	}
+	require.Positive(t, sum)
+	require.Equal(t, size, mappedRss(t, b))
+	releasePages(b[100 : size-100]) // the first and last pages are not whole
+	// (The kernel may unmap those two with their neighbours' large folio.)
+	require.LessOrEqual(t, mappedRss(t, b), 2*4096)
+	require.Equal(t, want, b)
+	require.Equal(t, size, mappedRss(t, b))
 }

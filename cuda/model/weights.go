@@ -181,7 +181,7 @@ const (
 	// compressed losslessly (kernels.BF16Z): every value bit for bit in
 	// 12 bits and rare escapes, so every product gives WeightsBF16's bits
 	// while a batch-1 decode step reads three quarters of its bytes.
-	// Compressing costs time at load (a few seconds at 1.7B): pack once
+	// Compressing costs time at load (about 1.2 s at 1.7B): pack once
 	// (Model.WritePacked, agentrl model pack --weights bf16z) and load the
 	// packed checkpoint, which maps.
 	WeightsBF16Z WeightType = "bf16z"
@@ -556,9 +556,17 @@ func (m *Model) loadMapped(set *safetensors.Set, dir string) error {
 // model (mapped, unless this model copies), every matrix is compressed
 // from it on all threads, and the bf16 model is closed; then the
 // compressed weights are swapped in and any previous mapping unmapped. On
-// an error the previous weights stay. While compressing, both the bf16
-// values (mapped from the page cache, or copied) and the compressed ones
-// are in memory: pack once instead (WritePacked) to load without it.
+// an error the previous weights stay.
+//
+// Mapped, the bf16 values are never in the process's memory all at once
+// beside the compressed ones: their pages are not mapped ahead (the
+// compression reads each matrix once, and its reads map them), and each
+// matrix's pages are released once it is compressed (they stay in the
+// page cache). So the peak is about the compressed weights and one bf16
+// matrix: at the 1.7B shape 3.1 GB with a 0.5 GB KV cache, where the
+// whole mapping resident beside them made 5.9 (BENCHMARKS.md, session 15).
+// Copied, both are in memory while compressing: pack once instead
+// (WritePacked) to load without either.
 func (m *Model) loadCompressed(set *safetensors.Set, dir string) error {
 	alloc := allocForLoad
 	if m.mapWeights {
@@ -569,14 +577,35 @@ func (m *Model) loadCompressed(set *safetensors.Set, dir string) error {
 		return err
 	}
 	defer tmp.Close()
-	if err := tmp.loadFrom(set, dir); err != nil {
+	var inPlace map[string][]uint16
+	if m.mapWeights {
+		mc, err := mapCheckpoint(set, dir)
+		if err != nil {
+			return err
+		}
+		var tw *Weights[*cpuWeight]
+		tw, inPlace = tmp.newMappedWeights(mc)
+		jobs := slices.DeleteFunc(tmp.loadJobs(set, tw, inPlace), func(j loadJob) bool { return j.populate != nil })
+		if err := tmp.installMapped(tw, mc, jobs, dir); err != nil {
+			return err
+		}
+	} else if err := tmp.loadFrom(set, dir); err != nil {
 		return err
+	}
+	names := map[Place][]string{}
+	for _, g := range m.cfg.mapGroups() {
+		names[g.at] = g.names
 	}
 	w, _ := NewWeights(m.cfg, func(Slot, int, int) (*cpuWeight, error) { return nil, nil })
 	for _, s := range m.cfg.slots() {
 		h := *tmp.w.At(s.at)
 		if h.bf != nil {
 			h = &cpuWeight{bz: m.cpu.CompressBF16(h.bf)}
+			for _, name := range names[s.at] {
+				if rows, ok := inPlace[name]; ok {
+					releasePages(asBytes(rows))
+				}
+			}
 		}
 		*w.At(s.at) = h
 	}
