@@ -38,6 +38,9 @@
 // memory-bound decode step reads three quarters of: the products have
 // MatMulBF16's bits, decoded in registers straight into vdpbf16ps for up to
 // 8 tokens and into small row buffers for the bf16 kernels otherwise.
+// CompressBF16 encodes 64 weights at a time with AVX-512BW where the CPU
+// has it, into the bytes of the scalar encoder, which stays the format's
+// reference.
 //
 // GuardMapping makes such a mapping fail closed: a SIGBUS from a page past
 // the end of a file truncated under it (which inside C code would kill the
