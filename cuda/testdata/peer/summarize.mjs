@@ -46,7 +46,8 @@ function parseOurs(text) {
     rssBound: rss ? Number(rss[1]) / (Number(rss[2]) + Number(rss[3])) : undefined,
     prefill: num(/^prefill \d+ tokens\s+([\d.]+) tok\/s/m, text),
     decode: num(/^batch-1 decode\s+([\d.]+) tok\/s/m, text),
-    aggregate: num(/^aggregate decode, \d+ sequences\s+([\d.]+) tok\/s/m, text),
+    // (the label goes on with what the sequences follow: "after 16 tokens")
+    aggregate: num(/^aggregate decode, \d+ sequences.*?\s([\d.]+) tok\/s/m, text),
   };
 }
 
