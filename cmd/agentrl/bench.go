@@ -359,17 +359,18 @@ func (b *engineBench) decodeRate(ctx context.Context, conc, n int) (float64, err
 	// advantage), or one shared prompt, already computed.
 	prompts := func() ([][]int32, error) {
 		ps := make([][]int32, conc)
-		for i := range ps {
-			ps[i] = b.prompt(b.context)
-		}
-		if b.shared {
+		if !b.shared {
 			for i := range ps {
-				ps[i] = ps[0]
+				ps[i] = b.prompt(b.context)
 			}
-			_, err := b.e.Generate(ctx, server.GenerateRequest{PromptIDs: ps[0], Params: server.SamplingParams{MaxNewTokens: 1}})
-			return ps, err
+			return ps, nil
 		}
-		return ps, nil
+		p := b.prompt(b.context)
+		for i := range ps {
+			ps[i] = p
+		}
+		_, err := b.e.Generate(ctx, server.GenerateRequest{PromptIDs: p, Params: server.SamplingParams{MaxNewTokens: 1}})
+		return ps, err
 	}
 	var rates []float64
 	for r := 0; r < b.reps; r++ {
