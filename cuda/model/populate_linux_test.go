@@ -56,11 +56,7 @@ func TestPopulate(t *testing.T) {
 	for _, typ := range []KVType{KVF32, KVBF16} {
 		t.Run(string(typ), func(t *testing.T) {
 			// 4096·16 slots × 2 heads of 8: 4 MiB (fp32) per layer for K and for V
-			kv := m.NewKVCache(4096, 16)
-			if typ == KVBF16 {
-				kv, err = m.NewKVCacheBF16(4096, 16)
-				require.NoError(t, err)
-			}
+			kv := cacheOf(t, m, typ, 4096, 16)
 			arrays := cacheBytes(kv) // K[0], V[0], K[1], V[1]
 			// The heap may hand out memory that is already mapped: unmap it
 			// (a new cache is all zeros, which is what unmapped pages read

@@ -106,6 +106,17 @@ func TestReferenceNumerics(t *testing.T) {
 	}
 }
 
+// cacheOf allocates a host cache of type typ.
+func cacheOf(t *testing.T, m *Model, typ KVType, numBlocks, blockSize int) *KVCache {
+	t.Helper()
+	if typ == KVBF16 {
+		kv, err := m.NewKVCacheBF16(numBlocks, blockSize)
+		require.NoError(t, err)
+		return kv
+	}
+	return m.NewKVCache(numBlocks, blockSize)
+}
+
 // TestBatchAndChunkInvariance: a sequence's logits are bitwise the same
 // alone, batched with others, prefilled in chunks, or continued from a
 // cache filled by another sequence with the same prefix, with an fp32 and
@@ -117,11 +128,7 @@ func TestBatchAndChunkInvariance(t *testing.T) {
 	V := ref.cfg.VocabSize
 	for _, typ := range []KVType{KVF32, KVBF16} {
 		t.Run(string(typ), func(t *testing.T) {
-			kv := m.NewKVCache(64, 4)
-			if typ == KVBF16 {
-				kv, err = m.NewKVCacheBF16(64, 4)
-				require.NoError(t, err)
-			}
+			kv := cacheOf(t, m, typ, 64, 4)
 			require.Equal(t, typ, kv.Type())
 			solo, err := m.Forward(kv, []Seq{{Tokens: ref.prompt, Blocks: seqBlocks(4, 0), AllLogits: true}})
 			require.NoError(t, err)
