@@ -3,6 +3,7 @@ package cuda
 import (
 	"math"
 
+	"github.com/agentrl/agentrl/cuda/kernels"
 	"github.com/agentrl/agentrl/cuda/kvcache"
 )
 
@@ -91,17 +92,11 @@ func (s *sched) promptLogprobs(logits [][]float32) {
 	}
 }
 
-// logSoftmaxAt is log softmax(z)[tok] in float64, summed in index order as
-// the sampler does, so a prompt token's logprob equals the one the sampler
-// reports when it samples that token at temperature 1 without truncation.
+// logSoftmaxAt is log softmax(z)[tok] in float64, its normalizer summed
+// as the sampler's (kernels.ExpShift), so a prompt token's logprob equals
+// the one the sampler reports when it samples that token at temperature 1
+// without truncation, up to the last bits of float32.
 func logSoftmaxAt(z []float32, tok int32) float32 {
-	mx := math.Inf(-1)
-	for _, v := range z {
-		mx = math.Max(mx, float64(v))
-	}
-	var sum float64
-	for _, v := range z {
-		sum += math.Exp(float64(v) - mx)
-	}
-	return float32(float64(z[tok]) - mx - math.Log(sum))
+	mx := maxOf(z)
+	return float32(float64(z[tok]) - mx - math.Log(kernels.ExpShiftSum32(z, mx)))
 }

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"slices"
 
+	"github.com/agentrl/agentrl/cuda/kernels"
 	"github.com/agentrl/agentrl/server"
 )
 
@@ -89,11 +90,7 @@ func greedy(z []float64, logprobs bool) (int32, float32) {
 	if !logprobs {
 		return int32(best), 0
 	}
-	var sum float64
-	for _, v := range z {
-		sum += math.Exp(v - z[best])
-	}
-	return int32(best), float32(-math.Log(sum))
+	return int32(best), float32(-math.Log(kernels.ExpShift(nil, z, z[best])))
 }
 
 // temperature scales z by 1/t in place and writes the unnormalized
@@ -101,14 +98,28 @@ func greedy(z []float64, logprobs bool) (int32, float32) {
 // threshold relies on.
 func temperature(p, z []float64, t float64) {
 	inv := 1 / t
-	mx := math.Inf(-1)
 	for i := range z {
 		z[i] *= inv
-		mx = math.Max(mx, z[i])
 	}
-	for i, v := range z {
-		p[i] = math.Exp(v - mx)
+	kernels.ExpShift(p, z, maxOf(z))
+}
+
+// maxOf is math.Max over v (−Inf for none, NaN if any is NaN) with a plain
+// comparison: math.Max is a call per element, which took as long as the
+// rest of a temperature-sampled token.
+func maxOf[F float32 | float64](v []F) float64 {
+	mx, nan := math.Inf(-1), false
+	for _, x := range v {
+		if f := float64(x); f > mx {
+			mx = f
+		} else if f != f {
+			nan = true
+		}
 	}
+	if nan {
+		return math.NaN()
+	}
+	return mx
 }
 
 // rank appends the candidate token ids to cand, ordered by probability

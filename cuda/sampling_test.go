@@ -350,3 +350,73 @@ func TestSampleAllocs(t *testing.T) {
 		require.Zero(t, n, "%+v", prm)
 	}
 }
+
+// TestSamplerQwenVocab: at Qwen3's vocabulary the sampler (exp and its sums
+// in kernels.ExpShift) draws the tokens a plain math.Exp computation of the
+// same steps draws from the same random numbers, with logprobs within
+// float32 rounding; greedy logprobs likewise.
+func TestSamplerQwenVocab(t *testing.T) {
+	const V = 151936
+	r := rand.New(rand.NewPCG(11, 12))
+	logits := make([]float32, V)
+	var s sampler
+	for trial := 0; trial < 6; trial++ {
+		for i := range logits {
+			logits[i] = float32(3 * r.NormFloat64())
+		}
+		// greedy
+		tok, lp := s.sample(logits, &server.SamplingParams{Logprobs: true}, nil, r)
+		best := 0
+		for i, v := range logits {
+			if v > logits[best] {
+				best = i
+			}
+		}
+		var sum float64
+		for _, v := range logits {
+			sum += math.Exp(float64(v) - float64(logits[best]))
+		}
+		require.Equal(t, int32(best), tok)
+		require.InEpsilon(t, -math.Log(sum), float64(lp), 1e-6)
+		// temperature
+		temp := []float64{1, 0.7, 1.3}[trial%3]
+		prm := server.SamplingParams{Temperature: temp, Logprobs: true}
+		z := make([]float64, V)
+		mx := math.Inf(-1)
+		for i, v := range logits {
+			z[i] = float64(v) * (1 / temp)
+			mx = math.Max(mx, z[i])
+		}
+		p := make([]float64, V)
+		var total float64
+		for i, v := range z {
+			p[i] = math.Exp(v - mx)
+			total += p[i]
+		}
+		seed := r.Uint64()
+		ours, ref := rand.New(rand.NewPCG(seed, 1)), rand.New(rand.NewPCG(seed, 1))
+		for range 300 {
+			tok, lp := s.sample(logits, &prm, nil, ours)
+			u := ref.Float64() * total
+			want, cum := int32(V-1), 0.0
+			for i, v := range p {
+				if cum += v; u < cum {
+					want = int32(i)
+					break
+				}
+			}
+			require.Equal(t, want, tok, "temperature %v", temp)
+			require.InDelta(t, math.Log(p[want]/total), float64(lp), 2e-6)
+		}
+	}
+}
+
+func TestMaxOf(t *testing.T) {
+	require.Equal(t, math.Inf(-1), maxOf([]float64{}))
+	require.Equal(t, math.Inf(-1), maxOf([]float64{math.Inf(-1)}))
+	require.Equal(t, 3.0, maxOf([]float32{1, 3, -2, 3}))
+	require.Equal(t, math.Inf(1), maxOf([]float64{1, math.Inf(1), 2}))
+	for _, v := range [][]float64{{math.NaN(), 1}, {1, math.NaN()}, {math.Inf(1), math.NaN()}} {
+		require.True(t, math.IsNaN(maxOf(v)), "%v", v)
+	}
+}
