@@ -50,10 +50,13 @@ func (s *sampler) sample(logits []float32, prm *server.SamplingParams, seen []in
 	if prm.Temperature <= 0 {
 		return greedy(z, prm.Logprobs)
 	}
-	temperature(p, z, prm.Temperature)
+	total := temperature(p, z, prm.Temperature)
 	topP := prm.TopP
 	if topP <= 0 {
 		topP = 1
+	}
+	if (prm.TopK <= 0 || prm.TopK >= V) && topP >= 1 && prm.MinP <= 0 {
+		return drawAll(p, total, rng.Float64()) // nothing truncated: no candidate list
 	}
 	cand, total := rank(s.idx[:0], p, prm.TopK, topP)
 	cand = topK(cand, prm.TopK)
@@ -81,10 +84,13 @@ func penalize(z []float64, seen []int32, rp float64) {
 // greedy returns the argmax of z (lowest id on ties) and, when logprobs,
 // its log-softmax at temperature 1 (else 0).
 func greedy(z []float64, logprobs bool) (int32, float32) {
-	best := 0
+	if len(z) == 0 {
+		return 0, 0
+	}
+	best, bv := 0, z[0]
 	for i, v := range z {
-		if v > z[best] {
-			best = i
+		if v > bv {
+			best, bv = i, v
 		}
 	}
 	if !logprobs {
@@ -93,33 +99,52 @@ func greedy(z []float64, logprobs bool) (int32, float32) {
 	return int32(best), float32(-math.Log(kernels.ExpShift(nil, z, z[best])))
 }
 
-// temperature scales z by 1/t in place and writes the unnormalized
-// probabilities exp(z − max z) to p: the top token has 1, which min-p's
-// threshold relies on.
-func temperature(p, z []float64, t float64) {
+// temperature scales z by 1/t in place, writes the unnormalized
+// probabilities exp(z − max z) to p (the top token has 1, which min-p's
+// threshold relies on) and returns their sum.
+func temperature(p, z []float64, t float64) float64 {
 	inv := 1 / t
 	for i := range z {
 		z[i] *= inv
 	}
-	kernels.ExpShift(p, z, maxOf(z))
+	return kernels.ExpShift(p, z, maxOf(z))
 }
 
-// maxOf is math.Max over v (−Inf for none, NaN if any is NaN) with a plain
-// comparison: math.Max is a call per element, which took as long as the
-// rest of a temperature-sampled token.
+// maxOf is math.Max over v (−Inf for none, NaN if any is NaN) with plain
+// comparisons in four independent lanes: math.Max is a call per element,
+// which took as long as the rest of a temperature-sampled token, and one
+// running maximum waits on the previous comparison.
 func maxOf[F float32 | float64](v []F) float64 {
-	mx, nan := math.Inf(-1), false
-	for _, x := range v {
-		if f := float64(x); f > mx {
-			mx = f
-		} else if f != f {
-			nan = true
+	inf := math.Inf(-1)
+	m0, m1, m2, m3 := inf, inf, inf, inf
+	nan := false
+	i := 0
+	for ; i+4 <= len(v); i += 4 {
+		b := v[i : i+4 : i+4]
+		f0, f1, f2, f3 := float64(b[0]), float64(b[1]), float64(b[2]), float64(b[3])
+		// One comparison each in the common case (not larger, not NaN).
+		if !(f0 <= m0) {
+			m0, nan = max(m0, f0), nan || f0 != f0
+		}
+		if !(f1 <= m1) {
+			m1, nan = max(m1, f1), nan || f1 != f1
+		}
+		if !(f2 <= m2) {
+			m2, nan = max(m2, f2), nan || f2 != f2
+		}
+		if !(f3 <= m3) {
+			m3, nan = max(m3, f3), nan || f3 != f3
+		}
+	}
+	for ; i < len(v); i++ {
+		if f := float64(v[i]); !(f <= m0) {
+			m0, nan = max(m0, f), nan || f != f
 		}
 	}
 	if nan {
 		return math.NaN()
 	}
-	return mx
+	return max(max(m0, m1), max(m2, m3))
 }
 
 // rank appends the candidate token ids to cand, ordered by probability
@@ -200,6 +225,35 @@ func minP(cand []int32, p []float64, minP float64) []int32 {
 		}
 	}
 	return kept
+}
+
+// drawAll picks from every token by inverse CDF at u in [0, 1) of p's
+// mass total (ExpShift's sum of p), and returns the token with its log
+// probability: draw without a candidate list, the temperature-only
+// sampling RL rollouts use. The cumulative mass is added eight tokens at a
+// time, then token by token inside the block where it passes u·total: a
+// sequential sum waits on each add, and the result differs from it only
+// where u·total falls within rounding of a boundary between tokens.
+func drawAll(p []float64, total, u float64) (int32, float32) {
+	u *= total
+	tok := len(p) - 1
+	var cum float64
+	i := 0
+	for ; i+8 <= len(p); i += 8 {
+		b := p[i : i+8 : i+8]
+		s := ((b[0] + b[1]) + (b[2] + b[3])) + ((b[4] + b[5]) + (b[6] + b[7]))
+		if u < cum+s {
+			break
+		}
+		cum += s
+	}
+	for ; i < len(p); i++ {
+		if cum += p[i]; u < cum {
+			tok = i
+			break
+		}
+	}
+	return int32(tok), float32(math.Log(p[tok] / total))
 }
 
 // draw picks from the candidates in their order by inverse CDF at u in

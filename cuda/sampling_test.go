@@ -420,3 +420,34 @@ func TestMaxOf(t *testing.T) {
 		require.True(t, math.IsNaN(maxOf(v)), "%v", v)
 	}
 }
+
+// TestDrawAll: the blocked inverse CDF picks the token a token-by-token
+// one picks, zero-mass tokens never, at every u on a fine grid, for lengths
+// around the block of 8 (masses are small integers: every sum is exact).
+func TestDrawAll(t *testing.T) {
+	for _, n := range []int{1, 7, 8, 9, 16, 19, 64} {
+		p := make([]float64, n)
+		var total float64
+		for i := range p {
+			p[i] = float64((i * 7) % 5) // 0 every fifth token
+			total += p[i]
+		}
+		if total == 0 {
+			p[0], total = 1, 1
+		}
+		for k := 0; k < 1000; k++ {
+			u := float64(k) / 1000
+			want, cum := n-1, 0.0
+			for i, v := range p {
+				if cum += v; u*total < cum {
+					want = i
+					break
+				}
+			}
+			tok, lp := drawAll(p, total, u)
+			require.Equal(t, int32(want), tok, "n=%d u=%v", n, u)
+			require.Positive(t, p[tok])
+			require.Equal(t, float32(math.Log(p[tok]/total)), lp)
+		}
+	}
+}
