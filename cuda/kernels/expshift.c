@@ -22,10 +22,10 @@ static const double log2e = 1.4426950408889634;
 // fdlibm's split of ln 2: ln2hi has 32 significant bits, so n·ln2hi is
 // exact for every n here, and ln2hi + ln2lo is ln 2 to 2^-85.
 static const double ln2hi = 6.93147180369123816490e-01, ln2lo = 1.90821492927058770002e-10;
-// 1/k! for k = 13 down to 2 (1/1! and 1/0! are the last two Horner steps).
-static const double c13 = 1.0 / 6227020800.0, c12 = 1.0 / 479001600.0, c11 = 1.0 / 39916800.0,
-                    c10 = 1.0 / 3628800.0, c9 = 1.0 / 362880.0, c8 = 1.0 / 40320.0, c7 = 1.0 / 5040.0,
-                    c6 = 1.0 / 720.0, c5 = 1.0 / 120.0, c4 = 1.0 / 24.0, c3 = 1.0 / 6.0, c2 = 0.5;
+// 1/k!, k = 0 … 13: the Taylor coefficients.
+static const double coef[14] = {1.0, 1.0, 1.0 / 2, 1.0 / 6, 1.0 / 24, 1.0 / 120, 1.0 / 720, 1.0 / 5040,
+                                1.0 / 40320, 1.0 / 362880, 1.0 / 3628800, 1.0 / 39916800, 1.0 / 479001600,
+                                1.0 / 6227020800.0};
 
 enum { PARTS = 32 };
 
@@ -35,19 +35,9 @@ static inline double exp_one(double x) {
 	double n = nearbyint(x * log2e);
 	double r = fma(-n, ln2hi, x);
 	r = fma(-n, ln2lo, r);
-	double p = fma(c13, r, c12);
-	p = fma(p, r, c11);
-	p = fma(p, r, c10);
-	p = fma(p, r, c9);
-	p = fma(p, r, c8);
-	p = fma(p, r, c7);
-	p = fma(p, r, c6);
-	p = fma(p, r, c5);
-	p = fma(p, r, c4);
-	p = fma(p, r, c3);
-	p = fma(p, r, c2);
-	p = fma(p, r, 1.0);
-	p = fma(p, r, 1.0);
+	double p = coef[13];
+#pragma GCC unroll 13
+	for (int k = 12; k >= 0; k--) p = fma(p, r, coef[k]);
 	return ldexp(p, (int)n);
 }
 
@@ -80,19 +70,9 @@ AGV_AVX512 static inline __m512d exp512(__m512d x) {
 	__m512d n = _mm512_roundscale_pd(_mm512_mul_pd(x, _mm512_set1_pd(log2e)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
 	__m512d r = _mm512_fnmadd_pd(n, _mm512_set1_pd(ln2hi), x);
 	r = _mm512_fnmadd_pd(n, _mm512_set1_pd(ln2lo), r);
-	__m512d p = _mm512_fmadd_pd(_mm512_set1_pd(c13), r, _mm512_set1_pd(c12));
-	p = _mm512_fmadd_pd(p, r, _mm512_set1_pd(c11));
-	p = _mm512_fmadd_pd(p, r, _mm512_set1_pd(c10));
-	p = _mm512_fmadd_pd(p, r, _mm512_set1_pd(c9));
-	p = _mm512_fmadd_pd(p, r, _mm512_set1_pd(c8));
-	p = _mm512_fmadd_pd(p, r, _mm512_set1_pd(c7));
-	p = _mm512_fmadd_pd(p, r, _mm512_set1_pd(c6));
-	p = _mm512_fmadd_pd(p, r, _mm512_set1_pd(c5));
-	p = _mm512_fmadd_pd(p, r, _mm512_set1_pd(c4));
-	p = _mm512_fmadd_pd(p, r, _mm512_set1_pd(c3));
-	p = _mm512_fmadd_pd(p, r, _mm512_set1_pd(c2));
-	p = _mm512_fmadd_pd(p, r, _mm512_set1_pd(1.0));
-	p = _mm512_fmadd_pd(p, r, _mm512_set1_pd(1.0));
+	__m512d p = _mm512_set1_pd(coef[13]);
+#pragma GCC unroll 13
+	for (int k = 12; k >= 0; k--) p = _mm512_fmadd_pd(p, r, _mm512_set1_pd(coef[k]));
 	return _mm512_scalef_pd(p, n);
 }
 
@@ -133,19 +113,9 @@ AGV_AVX2 static inline __m256d exp256(__m256d x) {
 	}
 	__m256d r = _mm256_fnmadd_pd(n, _mm256_set1_pd(ln2hi), x);
 	r = _mm256_fnmadd_pd(n, _mm256_set1_pd(ln2lo), r);
-	__m256d p = _mm256_fmadd_pd(_mm256_set1_pd(c13), r, _mm256_set1_pd(c12));
-	p = _mm256_fmadd_pd(p, r, _mm256_set1_pd(c11));
-	p = _mm256_fmadd_pd(p, r, _mm256_set1_pd(c10));
-	p = _mm256_fmadd_pd(p, r, _mm256_set1_pd(c9));
-	p = _mm256_fmadd_pd(p, r, _mm256_set1_pd(c8));
-	p = _mm256_fmadd_pd(p, r, _mm256_set1_pd(c7));
-	p = _mm256_fmadd_pd(p, r, _mm256_set1_pd(c6));
-	p = _mm256_fmadd_pd(p, r, _mm256_set1_pd(c5));
-	p = _mm256_fmadd_pd(p, r, _mm256_set1_pd(c4));
-	p = _mm256_fmadd_pd(p, r, _mm256_set1_pd(c3));
-	p = _mm256_fmadd_pd(p, r, _mm256_set1_pd(c2));
-	p = _mm256_fmadd_pd(p, r, _mm256_set1_pd(1.0));
-	p = _mm256_fmadd_pd(p, r, _mm256_set1_pd(1.0));
+	__m256d p = _mm256_set1_pd(coef[13]);
+#pragma GCC unroll 13
+	for (int k = 12; k >= 0; k--) p = _mm256_fmadd_pd(p, r, _mm256_set1_pd(coef[k]));
 	// n + 1023 in the exponent field: 2^n exactly, and p·2^n is exact
 	// (a normal result, no rounding), as ldexp's.
 	__m128i ni = _mm256_cvtpd_epi32(n);
