@@ -233,10 +233,15 @@ func minP(cand []int32, p []float64, minP float64) []int32 {
 // sampling RL rollouts use. The cumulative mass is added eight tokens at a
 // time, then token by token inside the block where it passes u·total: a
 // sequential sum waits on each add, and the result differs from it only
-// where u·total falls within rounding of a boundary between tokens.
+// where u·total falls within rounding of a boundary between tokens. Where
+// rounding leaves u·total past the last cumulative sum, the token is the
+// last one with mass.
 func drawAll(p []float64, total, u float64) (int32, float32) {
 	u *= total
 	tok := len(p) - 1
+	for tok > 0 && p[tok] == 0 {
+		tok--
+	}
 	var cum float64
 	i := 0
 	for ; i+8 <= len(p); i += 8 {

@@ -450,4 +450,11 @@ func TestDrawAll(t *testing.T) {
 			require.Equal(t, float32(math.Log(p[tok]/total)), lp)
 		}
 	}
+	// A total a little above the masses' sum (another summation order's
+	// rounding) and u near 1: past every cumulative sum, the last token
+	// with mass, not a zero-mass one.
+	p := []float64{1, 2, 0, 0}
+	tok, lp := drawAll(p, math.Nextafter(3, 4), math.Nextafter(1, 0))
+	require.Equal(t, int32(1), tok)
+	require.False(t, math.IsInf(float64(lp), 0))
 }

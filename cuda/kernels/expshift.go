@@ -15,8 +15,9 @@ import "fmt"
 // differ in the last bit now and then) and the sum is taken in 32 partial
 // sums added in a fixed tree, so the result does not depend on the CPU: the
 // AVX-512, AVX2 and generic paths give the same bits. At Qwen3's vocabulary
-// this is about a tenth of the time of a math.Exp loop, which was most of a
-// sampled token's CPU time.
+// it runs 13× faster than a math.Exp loop with AVX-512, 6× with AVX2
+// (BenchmarkExpShift); the generic path calls libm's fma and is slower
+// than math.Exp, as the other kernels' generic paths are slow.
 func ExpShift(dst, x []float64, m float64) float64 {
 	return expShift(Detect(), dst, x, m)
 }
