@@ -113,7 +113,8 @@ func temperature(p, z []float64, t float64) float64 {
 // maxOf is math.Max over v (−Inf for none, NaN if any is NaN) with plain
 // comparisons in four independent lanes: math.Max is a call per element,
 // which took as long as the rest of a temperature-sampled token, and one
-// running maximum waits on the previous comparison.
+// running maximum (slices.Max's too) waits on the previous comparison:
+// slices.Max took 12× as long at 151,936 values.
 func maxOf[F float32 | float64](v []F) float64 {
 	inf := math.Inf(-1)
 	m0, m1, m2, m3 := inf, inf, inf, inf

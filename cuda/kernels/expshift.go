@@ -11,8 +11,9 @@ import "fmt"
 // softmax's numerators and normalizer in float64, with m the maximum. dst
 // may be nil (the sum alone); otherwise len(dst) = len(x).
 //
-// Each exp is within 1 ulp of the true value (as Go's math.Exp; the two
-// differ in the last bit now and then) and the sum is taken in 32 partial
+// Each exp is within 1 ulp of the true value (0.79 at worst against a
+// 300-bit exp, where Go's math.Exp on amd64 reaches 1.12; the two differ
+// in the last bit or two now and then) and the sum is taken in 32 partial
 // sums added in a fixed tree, so the result does not depend on the CPU: the
 // AVX-512, AVX2 and generic paths give the same bits. At Qwen3's vocabulary
 // it runs 13× faster than a math.Exp loop with AVX-512, 6× with AVX2

@@ -71,9 +71,6 @@ func TestExpShiftPaths(t *testing.T) {
 	for _, m := range []float64{0, 3.5, -2} {
 		for _, n := range []int{0, 1, 7, 31, 32, 33, 63, 64, 65, 100, 1000, len(all)} {
 			x := all[len(all)-n:]
-			if n == len(all) {
-				x = all
-			}
 			var want []float64
 			var wantSum float64
 			for l, lv := range expLevels() {
