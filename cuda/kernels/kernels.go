@@ -43,7 +43,11 @@ func (l Level) String() string {
 }
 
 // Detect returns the best level this CPU supports.
-func Detect() Level { return Level(C.agl_cpu_level()) }
+func Detect() Level { return detected }
+
+// detected is the CPU's level, read once: Detect is called per sampled
+// token (ExpShift) and per embedding row, and the CPU does not change.
+var detected = Level(C.agl_cpu_level())
 
 // Panel is the number of output columns packed together.
 const Panel = C.AGL_PANEL
