@@ -26,24 +26,25 @@ func runDemo(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	// Errors carry no "demo:" of their own: runMain prefixes "agentrl demo: ".
 	if *n < 1 {
-		return fmt.Errorf("demo: -n must be ≥ 1, got %d", *n)
+		return fmt.Errorf("-n must be ≥ 1, got %d", *n)
 	}
 	if *threads < 1 {
-		return fmt.Errorf("demo: -threads must be ≥ 1, got %d", *threads)
+		return fmt.Errorf("-threads must be ≥ 1, got %d", *threads)
 	}
 	dir := *model
 	if dir == "" {
 		d, err := arith.MaterializeEmbedded()
 		if err != nil {
-			return fmt.Errorf("demo: %w", err)
+			return err
 		}
 		defer os.RemoveAll(d)
 		dir = d
 	}
 	res, err := arith.RunDemo(ctx, dir, *n, *threads)
 	if err != nil {
-		return fmt.Errorf("demo: %w", err)
+		return err
 	}
 	if err := arith.PrintDemo(stdout, res); err != nil {
 		return err
@@ -51,14 +52,14 @@ func runDemo(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 	if *out != "" {
 		f, err := os.Create(*out)
 		if err != nil {
-			return fmt.Errorf("demo: %w", err)
+			return err
 		}
 		err = trajectory.WriteJSONL(f, res.Trajectories)
 		if cerr := f.Close(); err == nil {
 			err = cerr
 		}
 		if err != nil {
-			return fmt.Errorf("demo: write %s: %w", *out, err)
+			return fmt.Errorf("write %s: %w", *out, err)
 		}
 		fmt.Fprintf(stdout, "wrote %d trajectories to %s\n", len(res.Trajectories), *out)
 	}

@@ -45,14 +45,20 @@ func TestDemo(t *testing.T) {
 }
 
 func TestDemoFlags(t *testing.T) {
-	for _, args := range [][]string{
-		{"demo", "-n", "0"},
-		{"demo", "-threads", "0"},
-		{"demo", "-model", filepath.Join(t.TempDir(), "missing")},
-		{"demo", "-bogus"},
+	missing := filepath.Join(t.TempDir(), "missing")
+	for _, tt := range []struct {
+		args []string
+		want string // the start of stderr
+	}{
+		// runMain names the command once: the errors carry no "demo:" of their own.
+		{[]string{"demo", "-n", "0"}, "agentrl demo: -n must be ≥ 1, got 0\n"},
+		{[]string{"demo", "-threads", "0"}, "agentrl demo: -threads must be ≥ 1, got 0\n"},
+		{[]string{"demo", "-model", missing}, "agentrl demo: "},
+		{[]string{"demo", "-bogus"}, "flag provided but not defined: -bogus"},
 	} {
 		var stdout, stderr bytes.Buffer
-		require.NotEqual(t, 0, runMain(context.Background(), args, nil, &stdout, &stderr), "%v", args)
-		require.NotEmpty(t, stderr.String())
+		require.NotEqual(t, 0, runMain(context.Background(), tt.args, nil, &stdout, &stderr), "%v", tt.args)
+		require.True(t, strings.HasPrefix(stderr.String(), tt.want), "%v: stderr %q, want it to start with %q", tt.args, stderr.String(), tt.want)
+		require.NotContains(t, stderr.String(), "demo: demo:", "%v", tt.args)
 	}
 }
