@@ -157,7 +157,7 @@ func runBenchEngine(ctx context.Context, args []string, _ io.Reader, stdout, std
 			ratios = append(ratios, rate/(b.lastBW/weightBytes))
 		}
 	}
-	dec1, err := b.decodeRate(ctx, 1, *decodeN)
+	dec1, dec1Pre, err := b.decodeRate(ctx, 1, *decodeN)
 	b.before, b.after = nil, nil
 	if err != nil {
 		return err
@@ -170,7 +170,7 @@ func runBenchEngine(ctx context.Context, args []string, _ io.Reader, stdout, std
 	// prompt position only.
 	prefillFLOP := prefillFLOPs(cfg, *prefillN, 1)
 	b.shared = *shared // the aggregate decode only: batch-1 above took fresh prompts
-	decN, err := b.decodeRate(ctx, *conc, *decodeN)
+	decN, decNPre, err := b.decodeRate(ctx, *conc, *decodeN)
 	aggWhat := fmt.Sprintf(" after %d tokens", b.context)
 	if b.shared {
 		aggWhat = fmt.Sprintf(", samples of one %d-token prompt", b.context)
@@ -183,14 +183,17 @@ func runBenchEngine(ctx context.Context, args []string, _ io.Reader, stdout, std
 		return err
 	}
 
+	// A rate that had to include the prefill says so (streamedRate).
+	dec1Note, decNNote := prefillNote(dec1Pre), prefillNote(decNPre)
+
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 	if dev == model.CUDA {
 		fmt.Fprintf(stdout, "model %s: %s, %.1fM parameters (%.0f MB read per token, fp32), on the CUDA device, loaded in %.2f s\n\n",
 			*mf.dir, cfg.ModelType, float64(cfg.NumParams())/1e6, weightBytes/1e6, loadTime.Seconds())
 		fmt.Fprintln(tw, "measurement\tvalue\treference\tratio")
-		fmt.Fprintf(tw, "batch-1 decode\t%.1f tok/s\t\t\n", dec1)
+		fmt.Fprintf(tw, "batch-1 decode\t%.1f tok/s%s\t\t\n", dec1, dec1Note)
 		fmt.Fprintf(tw, "prefill %d tokens\t%.1f tok/s = %.1f GFLOP/s\t\t\n", *prefillN, pre, pre/float64(*prefillN)*prefillFLOP/1e9)
-		fmt.Fprintf(tw, "aggregate decode, %d sequences%s\t%.1f tok/s\tbatch-1 %.1f tok/s\t%.2f×\n", *conc, aggWhat, decN, dec1, decN/dec1)
+		fmt.Fprintf(tw, "aggregate decode, %d sequences%s\t%.1f tok/s%s\tbatch-1 %.1f tok/s\t%.2f×\n", *conc, aggWhat, decN, decNNote, dec1, decN/dec1)
 		fmt.Fprintf(tw, "multi-turn prefix cache (group of 8 × 4 turns)\t%.1f%% computed\tprompt tokens\t%.1f%% cached\n", 100*computed, 100*hit)
 		return tw.Flush()
 	}
@@ -207,13 +210,21 @@ func runBenchEngine(ctx context.Context, args []string, _ io.Reader, stdout, std
 	fmt.Fprintf(tw, "memory bandwidth (read, all threads)\t%.1f GB/s\t\t\n", bw/1e9)
 	fmt.Fprintf(tw, "FMA peak (registers only, all threads)\t%.1f GFLOP/s\t\t\n", fma/1e9)
 	fmt.Fprintf(tw, "GEMM kernel (%d×%d×%d)\t%.1f GFLOP/s\tFMA peak\t%.2f\n", *prefillN, 2*cfg.IntermediateSize, cfg.HiddenSize, peak/1e9, peak/fma)
-	fmt.Fprintf(tw, "batch-1 decode\t%.1f tok/s\tbandwidth bound %.1f tok/s\t%.2f (%.2f measured rep by rep)\n", dec1, bound, dec1/bound, medianOf(ratios))
+	fmt.Fprintf(tw, "batch-1 decode\t%.1f tok/s%s\tbandwidth bound %.1f tok/s\t%.2f (%.2f measured rep by rep)\n", dec1, dec1Note, bound, dec1/bound, medianOf(ratios))
 	preFLOPS := pre / float64(*prefillN) * prefillFLOP // prompts/s × FLOP per prompt
 	fmt.Fprintf(tw, "prefill %d tokens\t%.1f tok/s = %.1f GFLOP/s\tGEMM kernel %.1f GFLOP/s\t%.2f (%.2f of FMA peak)\n",
 		*prefillN, pre, preFLOPS/1e9, peak/1e9, preFLOPS/peak, preFLOPS/fma)
-	fmt.Fprintf(tw, "aggregate decode, %d sequences%s\t%.1f tok/s\tbatch-1 %.1f tok/s\t%.2f×\n", *conc, aggWhat, decN, dec1, decN/dec1)
+	fmt.Fprintf(tw, "aggregate decode, %d sequences%s\t%.1f tok/s%s\tbatch-1 %.1f tok/s\t%.2f×\n", *conc, aggWhat, decN, decNNote, dec1, decN/dec1)
 	fmt.Fprintf(tw, "multi-turn prefix cache (group of 8 × 4 turns)\t%.1f%% computed\tprompt tokens\t%.1f%% cached\n", 100*computed, 100*hit)
 	return tw.Flush()
+}
+
+// prefillNote marks a decode rate that includes the prefill.
+func prefillNote(withPrefill bool) string {
+	if withPrefill {
+		return " (prefill included)"
+	}
+	return ""
 }
 
 // modelFlags are the flags that say which model a benchmark loads and how.
@@ -325,19 +336,23 @@ func (b *engineBench) prompt(n int) []int32 {
 }
 
 // decodeRate returns the aggregate decode rate of conc concurrent greedy
-// sequences generating n tokens each: time(n tokens) − time(1 token), so
-// the prefill is excluded; median over reps. With b.shared the conc
-// sequences are samples of one prompt (a GRPO group): the prompt is
-// computed once before the timed runs, every sequence then finds its full
-// blocks in the prefix cache, and each samples at temperature 1 with a seed
-// of its own.
-func (b *engineBench) decodeRate(ctx context.Context, conc, n int) (float64, error) {
-	run := func(prompts [][]int32, maxNew int) (time.Duration, error) {
-		start := time.Now()
+// sequences generating n tokens each, median over reps, and whether any
+// repetition's rate had to include the prefill (streamedRate). Each
+// sequence is streamed and timed within its own run, so the prompts'
+// prefill is left out without subtracting the times of two runs: that
+// difference, time(n tokens) − time(1 token), came out negative for a
+// model whose decode steps take less than the runs' noise. With b.shared
+// the conc sequences are samples of one prompt (a GRPO group): the prompt
+// is computed once before the timed run, every sequence then finds its
+// full blocks in the prefix cache, and each samples at temperature 1 with
+// a seed of its own.
+func (b *engineBench) decodeRate(ctx context.Context, conc, n int) (float64, bool, error) {
+	run := func(prompts [][]int32) ([]streamed, error) {
 		var wg sync.WaitGroup
+		seqs := make([]streamed, len(prompts))
 		errs := make([]error, len(prompts))
 		for i, p := range prompts {
-			params := server.SamplingParams{MaxNewTokens: maxNew}
+			params := server.SamplingParams{MaxNewTokens: n}
 			if b.shared {
 				seed := uint64(i)
 				params.Temperature, params.Seed = 1, &seed
@@ -345,15 +360,11 @@ func (b *engineBench) decodeRate(ctx context.Context, conc, n int) (float64, err
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				out, err := b.e.Generate(ctx, server.GenerateRequest{PromptIDs: p, Params: params})
-				if err == nil && len(out.TokenIDs) != maxNew {
-					err = fmt.Errorf("generated %d tokens, want %d", len(out.TokenIDs), maxNew)
-				}
-				errs[i] = err
+				seqs[i], errs[i] = stream(ctx, b.e, p, params)
 			}()
 		}
 		wg.Wait()
-		return time.Since(start), errors.Join(errs...)
+		return seqs, errors.Join(errs...)
 	}
 	// prompts returns conc prompts: fresh random ones (no prefix-cache
 	// advantage), or one shared prompt, already computed.
@@ -373,34 +384,111 @@ func (b *engineBench) decodeRate(ctx context.Context, conc, n int) (float64, err
 		return ps, err
 	}
 	var rates []float64
+	withPrefill := false
 	for r := 0; r < b.reps; r++ {
 		ps, err := prompts()
 		if err != nil {
-			return 0, err
-		}
-		t1, err := run(ps, 1)
-		if err != nil {
-			return 0, err
-		}
-		if !b.shared {
-			if ps, err = prompts(); err != nil {
-				return 0, err
-			}
+			return 0, false, err
 		}
 		if b.before != nil {
 			b.before()
 		}
-		tn, err := run(ps, n)
+		seqs, err := run(ps)
 		if err != nil {
-			return 0, err
+			return 0, false, err
 		}
-		rate := float64(conc*(n-1)) / (tn - t1).Seconds()
+		rate, pre, err := streamedRate(seqs)
+		if err != nil {
+			return 0, false, err
+		}
+		withPrefill = withPrefill || pre
 		rates = append(rates, rate)
 		if b.after != nil {
 			b.after(rate)
 		}
 	}
-	return medianOf(rates), nil
+	return medianOf(rates), withPrefill, nil
+}
+
+// streamed is one streamed sequence's timing: when its request was sent,
+// and when each run of tokens reached the caller with how many it held.
+type streamed struct {
+	start  time.Time
+	at     []time.Time
+	tokens []int
+}
+
+// stream generates params.MaxNewTokens tokens from prompt on e, recording
+// when each run of them arrives.
+func stream(ctx context.Context, e *cuda.Engine, prompt []int32, params server.SamplingParams) (streamed, error) {
+	s := streamed{start: time.Now()}
+	got := 0
+	_, err := e.GenerateStream(ctx, server.GenerateRequest{PromptIDs: prompt, Params: params}, func(c server.Chunk) error {
+		s.at = append(s.at, time.Now())
+		s.tokens = append(s.tokens, len(c.TokenIDs))
+		got += len(c.TokenIDs)
+		return nil
+	})
+	if err != nil {
+		return s, err
+	}
+	if got != params.MaxNewTokens {
+		return s, fmt.Errorf("decode: generated %d tokens, want %d", got, params.MaxNewTokens)
+	}
+	return s, nil
+}
+
+// streamedRate is the decode rate of sequences streamed side by side: the
+// tokens that reached their callers while every sequence was past its
+// first run of tokens (its prompt's prefill done) and none had received
+// its last, over that window. For one sequence that is the tokens after
+// the first run over the time from it to the last. When there is no such
+// window (the steps outpaced a reader so much that all its tokens came in
+// one run, or a sequence finished before another had started decoding),
+// it is all the tokens over the time from the first request to the last
+// token, the prefill included, and withPrefill is true.
+func streamedRate(seqs []streamed) (rate float64, withPrefill bool, err error) {
+	if len(seqs) == 0 {
+		return 0, false, errors.New("decode: no sequences")
+	}
+	var from, to, first, last time.Time // the window; the whole run
+	total := 0
+	for i, s := range seqs {
+		if len(s.at) == 0 {
+			return 0, false, fmt.Errorf("decode: sequence %d received no tokens", i)
+		}
+		t0, t1 := s.at[0], s.at[len(s.at)-1]
+		if i == 0 || t0.After(from) {
+			from = t0
+		}
+		if i == 0 || t1.Before(to) {
+			to = t1
+		}
+		if i == 0 || s.start.Before(first) {
+			first = s.start
+		}
+		if i == 0 || t1.After(last) {
+			last = t1
+		}
+		for _, k := range s.tokens {
+			total += k
+		}
+	}
+	in := 0
+	for _, s := range seqs {
+		for j, t := range s.at {
+			if t.After(from) && !t.After(to) {
+				in += s.tokens[j]
+			}
+		}
+	}
+	if in > 0 {
+		return float64(in) / to.Sub(from).Seconds(), false, nil
+	}
+	if d := last.Sub(first); d > 0 {
+		return float64(total) / d.Seconds(), true, nil
+	}
+	return 0, false, errors.New("decode: the clock did not advance over the run")
 }
 
 // prefill returns prompt tokens per second for one n-token prompt.

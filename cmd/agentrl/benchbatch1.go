@@ -8,7 +8,6 @@ import (
 	"io"
 	"math/rand/v2"
 	"strings"
-	"time"
 
 	"github.com/agentrl/agentrl/cuda"
 	"github.com/agentrl/agentrl/server"
@@ -28,9 +27,8 @@ func init() {
 //
 // A measurement streams one greedy sequence from a fresh random prompt of
 // --context tokens (16 by default) and times its tokens from the first to the last, as
-// llamacpp_batch1.mjs times llama.cpp's: the prompt's prefill is left out
-// within one run (bench engine's difference of two runs can come out
-// negative for a model so small that the runs' noise outweighs them).
+// llamacpp_batch1.mjs times llama.cpp's and bench engine times its decode
+// rows: the prompt's prefill is left out within one run.
 //
 // Protocol, one line each way: it prints "ready" once loaded, then reads
 // lines; "decode" (or an empty line) answers "batch1 RATE tok/s", "quit"
@@ -118,28 +116,13 @@ func runBenchBatch1(ctx context.Context, args []string, stdin io.Reader, stdout,
 // tokens after the first chunk over the time from that chunk to the last.
 // When the steps outpace this reader so much that every token comes in the
 // first chunk (a model too small to stream apart), it is all n tokens over
-// the time from the request to the last, the prompt's prefill included.
+// the time from the request to the last, the prompt's prefill included
+// (streamedRate).
 func streamedDecodeRate(ctx context.Context, e *cuda.Engine, prompt []int32, n int) (float64, error) {
-	var got, first int
-	start := time.Now()
-	var t0, t1 time.Time
-	_, err := e.GenerateStream(ctx, server.GenerateRequest{PromptIDs: prompt, Params: server.SamplingParams{MaxNewTokens: n}},
-		func(c server.Chunk) error {
-			if got == 0 {
-				t0, first = time.Now(), len(c.TokenIDs)
-			}
-			got += len(c.TokenIDs)
-			t1 = time.Now()
-			return nil
-		})
+	s, err := stream(ctx, e, prompt, server.SamplingParams{MaxNewTokens: n})
 	if err != nil {
 		return 0, err
 	}
-	if got != n {
-		return 0, fmt.Errorf("batch-1 decode: generated %d tokens, want %d", got, n)
-	}
-	if first == n {
-		return float64(n) / t1.Sub(start).Seconds(), nil
-	}
-	return float64(n-first) / t1.Sub(t0).Seconds(), nil
+	rate, _, err := streamedRate([]streamed{s})
+	return rate, err
 }

@@ -108,6 +108,10 @@ func TestBenchEngine(t *testing.T) {
 		require.Contains(t, out, row)
 	}
 	require.Contains(t, out, "fp32 weights")
+	// No rate or ratio is negative: on a model this small the decode rows
+	// used to subtract the times of two runs whose noise outweighed their
+	// difference ("-13953.4 tok/s", "-10.32×").
+	require.NotRegexp(t, `[\s(]-[0-9]`, out)
 	code, out, errOut = runCmd(t, "bench", "engine", "--model", dir, "--reps", "1", "--decode-tokens", "4",
 		"--prefill-tokens", "16", "--concurrency", "2", "--bandwidth-bytes", "1048576", "--weights", "bf16", "--kv-memory", "1048576")
 	require.Equal(t, 0, code, errOut)
