@@ -61,3 +61,46 @@ func TestDocSnippetsHaveExamples(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestDocSnippetsAreExamples: in the packages listed, every code line of
+// the package doc's sketch appears, as written, in the package's tests
+// (its runnable Example), so the compiler checks the sketch: no name in it
+// is undefined or out of date. Comment lines of a sketch are exempt, and
+// so is leading white space.
+func TestDocSnippetsAreExamples(t *testing.T) {
+	for _, dir := range []string{"trainer"} {
+		doc, err := os.ReadFile(filepath.Join(dir, "doc.go"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		tests, err := filepath.Glob(filepath.Join(dir, "*_test.go"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		have := map[string]bool{}
+		for _, f := range tests {
+			src, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, l := range strings.Split(string(src), "\n") {
+				have[strings.TrimSpace(l)] = true
+			}
+		}
+		n := 0
+		for _, l := range strings.Split(string(doc), "\n") {
+			code, ok := strings.CutPrefix(l, "//\t")
+			code = strings.TrimSpace(code)
+			if !ok || code == "" || strings.HasPrefix(code, "//") {
+				continue
+			}
+			n++
+			if !have[code] {
+				t.Errorf("%s/doc.go's sketch line %q is in none of %s/*_test.go: the compiler does not check it", dir, code, dir)
+			}
+		}
+		if n == 0 {
+			t.Errorf("%s/doc.go shows no code", dir)
+		}
+	}
+}

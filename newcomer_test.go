@@ -18,9 +18,10 @@ import (
 // TestNewcomer walks the first hour of a new user from a fresh clone of the
 // committed repository (not the working tree): the README's "Try it"
 // commands, run as written (the clone URL replaced by this checkout, as
-// there may be no network), must work and print the demo's table; the
-// examples build and run with no flags; every command and subcommand of
-// the built binary answers --help with exit status 0, its usage and flags.
+// there may be no network), must work and print the demo's table; so must
+// its "Use it from your module" commands and program; the examples build
+// and run with no flags; every command and subcommand of the built binary
+// answers --help with exit status 0, its usage and flags.
 //
 // It needs git and the go command and skips outside a git checkout (e.g.
 // in a module cache or an unpacked archive) and with -short.
@@ -72,6 +73,7 @@ func TestNewcomer(t *testing.T) {
 		t.Fatalf("README's Try it should clone, cd into the clone and go run the demo; got %q", cmds)
 	}
 	checkDemo(t, demoOut)
+	checkUseFromModule(ctx, t, string(readme), root, gitBin, goBin)
 
 	// The examples build, and each runs from the clone with no flags.
 	run(ctx, t, clone, goBin, "build", "./examples/...")
@@ -121,12 +123,74 @@ func goCommand(t *testing.T) string {
 	return p
 }
 
+// checkUseFromModule runs the README's "Use it from your module" commands
+// as written, in a fresh directory, with its main.go: a module of the
+// user's own that reaches a clone through a replace directive must tidy,
+// build and print what the README says. The go command runs with no
+// network (GOPROXY=off: the modules agentrl needs are in the module cache
+// once it has been built; GOSUMDB=off: a user's go command checks the new
+// go.sum lines against sum.golang.org, which a test cannot reach).
+func checkUseFromModule(ctx context.Context, t *testing.T, readme, root, gitBin, goBin string) {
+	t.Helper()
+	const heading = "## Use it from your module"
+	sec := readme[strings.Index(readme, "\n"+heading+"\n"):]
+	mainGo, ok := codeBlock(sec, "go")
+	if !ok {
+		t.Fatalf("README's %q has no go block", heading)
+	}
+	m := regexp.MustCompile("It prints `([^`]+)`").FindStringSubmatch(sec)
+	if m == nil {
+		t.Fatalf("README's %q does not say what the program prints", heading)
+	}
+	env := append(os.Environ(), "GOPROXY=off", "GOSUMDB=off")
+	dir := t.TempDir()
+	var out string
+	for _, line := range shellBlock(t, readme, heading) {
+		f := strings.Fields(line)
+		switch {
+		case len(f) == 3 && f[0] == "git" && f[1] == "clone":
+			run(ctx, t, dir, gitBin, "clone", "--quiet", "--no-hardlinks", root, filepath.Join(dir, strings.TrimSuffix(filepath.Base(f[2]), ".git")))
+		case len(f) == 5 && f[0] == "mkdir" && f[2] == "&&" && f[3] == "cd" && f[1] == f[4]:
+			dir = filepath.Join(dir, f[1])
+			if err := os.Mkdir(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte(mainGo), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		case len(f) >= 2 && f[0] == "go":
+			out = runEnv(ctx, t, dir, env, goBin, f[1:]...)
+		default:
+			t.Fatalf("README's %q has a command this test does not know how to check: %q", heading, line)
+		}
+	}
+	if got := strings.TrimSpace(out); got != m[1] {
+		t.Errorf("README's %q program printed %q, the README says %q", heading, got, m[1])
+	}
+}
+
+// codeBlock returns the body of the first ```lang block in doc.
+func codeBlock(doc, lang string) (string, bool) {
+	_, rest, ok := strings.Cut(doc, "```"+lang+"\n")
+	if !ok {
+		return "", false
+	}
+	body, _, ok := strings.Cut(rest, "```")
+	return body, ok
+}
+
 // run runs name with args in dir and returns its stdout and stderr
 // together; a non-zero exit fails the test.
 func run(ctx context.Context, t *testing.T, dir, name string, args ...string) string {
 	t.Helper()
+	return runEnv(ctx, t, dir, nil, name, args...)
+}
+
+// runEnv is run with the environment env (nil: this process's).
+func runEnv(ctx context.Context, t *testing.T, dir string, env []string, name string, args ...string) string {
+	t.Helper()
 	cmd := exec.CommandContext(ctx, name, args...)
-	cmd.Dir = dir
+	cmd.Dir, cmd.Env = dir, env
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {

@@ -15,8 +15,12 @@ import (
 // Options tune a Parser.
 type Options struct {
 	// ThinkAware makes the parser ignore tool calls written inside
-	// <think>…</think> and return that text as Result.Reasoning (see
-	// splitThink for the exact rules, including a missing opening tag).
+	// <think>…</think> and return that text as Result.Reasoning, several
+	// blocks joined by "\n". A "</think>" with no "<think>" before it ends a
+	// block that began in the prompt (Qwen3 thinking templates end the
+	// generation prompt with "<think>\n"), so everything before it is
+	// reasoning; a "<think>" never closed makes the rest of the turn
+	// reasoning (a turn cut off while thinking has no calls).
 	ThinkAware bool
 	// Tools, when set, lists the tools the model may call: a call to any
 	// other name is returned as a ParseError, and qwen3_coder converts

@@ -103,9 +103,9 @@ func broadcast(seq []float64, mask []int32, rows, cols int) Matrix {
 
 // GRPO computes group-relative outcome advantages: each row's sequence score
 // (the sum of its token-level rewards) minus its group's mean, divided by the
-// group's unbiased std + 1e-6 when normByStd (GRPO) or not (Dr.GRPO),
-// broadcast over the row's masked tokens. A group of one gets mean 0 and std
-// 1, as in verl.
+// group's unbiased std + 1e-6, broadcast over the row's masked tokens
+// (DrGRPO leaves the division out). A group of one gets mean 0 and std 1, as
+// in verl.
 func GRPO(rewards Matrix, mask []int32, groups []string) (Matrix, error) {
 	return grpo(rewards, mask, groups, true)
 }

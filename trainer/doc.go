@@ -13,9 +13,13 @@
 //	scores := trainer.FromBatch(batch.TokenLevelScores, batch)
 //	adv, err := trainer.GRPO(scores, batch.ResponseMask, batch.GroupIDs)
 //	old := trainer.FromBatch(batch.RolloutLogprobs, batch)
+//	// logprobs: the trained policy's per-token logprobs of batch.Responses
+//	// ([B,R] float32, from its forward pass over the batch)
+//	logprob := trainer.FromBatch(logprobs, batch)
 //	res, err := trainer.PolicyLoss(trainer.PolicyInputs{Old: old, LogProb: logprob, Advantages: adv, Mask: batch.ResponseMask},
 //		trainer.PPOConfig{ClipLow: 0.2, ClipHigh: 0.28, ClipC: 3, Agg: trainer.TokenMean})
 //	// res.Loss, res.Grad (d loss / d logprob), res.ClipFrac, ...
 //
-// The package's Example runs this on a collated batch of two trajectories.
+// The package's Example runs this on a collated batch of two trajectories
+// (TestDocSnippetsAreExamples keeps every line of the sketch in it).
 package trainer

@@ -2,6 +2,7 @@ package trainer_test
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/agentrl/agentrl/trainer"
 	"github.com/agentrl/agentrl/trajectory"
@@ -35,7 +36,11 @@ func Example() {
 		return
 	}
 	old := trainer.FromBatch(batch.RolloutLogprobs, batch)
-	res, err := trainer.PolicyLoss(trainer.PolicyInputs{Old: old, LogProb: old, Advantages: adv, Mask: batch.ResponseMask},
+	// A first, on-policy step: the trained policy is still the rollout
+	// policy, so its logprobs are the rollout's.
+	logprobs := slices.Clone(batch.RolloutLogprobs)
+	logprob := trainer.FromBatch(logprobs, batch)
+	res, err := trainer.PolicyLoss(trainer.PolicyInputs{Old: old, LogProb: logprob, Advantages: adv, Mask: batch.ResponseMask},
 		trainer.PPOConfig{ClipLow: 0.2, ClipHigh: 0.28, ClipC: 3, Agg: trainer.TokenMean})
 	if err != nil {
 		fmt.Println(err)

@@ -33,7 +33,8 @@ type Timing struct {
 
 // Trajectory is one rollout in token space, the unit the trainer consumes.
 //
-// The contract (DESIGN.md): ResponseMask[i] is 1 exactly where ResponseIDs[i]
+// The contract (README.md, "The trajectory contract"): ResponseMask[i] is 1
+// exactly where ResponseIDs[i]
 // was sampled by the policy; Logprobs, when present, is aligned with
 // ResponseIDs and 0 wherever the mask is 0; PromptIDs ++ ResponseIDs is the
 // sequence the engine saw last. Build trajectories with a Builder so the mask
