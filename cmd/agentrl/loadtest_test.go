@@ -25,8 +25,8 @@ import (
 	"github.com/agentrl/agentrl/server/httpapi"
 )
 
-// TestLoadServe is the HTTP server's load test (BENCHMARKS.md, "HTTP server
-// under load"): serve's handler on the in-process engine with a tiny model,
+// TestLoadServe is the HTTP server's load test (BENCHMARKS.md, "server: load
+// test and request-body memory"): serve's handler on the in-process engine with a tiny model,
 // on loopback, takes 2,000 generation requests at concurrency 500 while 100
 // slow-body clients hold connections open and 300 clients disconnect
 // mid-request; health checks must keep answering, the heap stay under a

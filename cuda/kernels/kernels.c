@@ -428,9 +428,9 @@ AGV_INLINE const char* kv_row(kv_rows c, int64_t slot) { return c.base + slot * 
 // that does not follow its predecessor in memory are prefetched, 16 KB
 // ahead (32 fp32 rows of head size 128): scattered blocks were read 1.4×
 // (fp32) and 2.3× (bf16) faster on one thread, while prefetching contiguous
-// blocks too cost 3–4 % (BENCHMARKS.md, session 14). A prefill chunk's rows are not
-// prefetched: its tokens read the same rows one after another, from cache
-// after the first.
+// blocks too cost 3–4 % (BENCHMARKS.md, "cuda: decode over long contexts").
+// A prefill chunk's rows are not prefetched: its tokens read the same rows
+// one after another, from cache after the first.
 typedef struct {
 	slot_iter it;
 	int64_t p, n; // the next position to prefetch, and the end

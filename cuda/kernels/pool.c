@@ -9,7 +9,7 @@
 // product and a third and fourth thread competing for the two cores. The
 // same products, kernel and chunking driven by one cgo call and a helper
 // thread here read 1.2–1.8× as many bytes per second (a 1.7B-shape bf16
-// step: 48 vs 41 and 72 vs 40 GB/s in two sittings; 46,000 against 800
+// step: 48 vs 41 and 72 vs 40 GB/s in two runs; 46,000 against 800
 // context switches in 30 steps). With one thread in a cgo call the other
 // P stays idle, and sysmon leaves a call alone while a P is idle.
 //

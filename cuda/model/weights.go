@@ -564,7 +564,8 @@ func (m *Model) loadMapped(set *safetensors.Set, dir string) error {
 // matrix's pages are released once it is compressed (they stay in the
 // page cache). So the peak is about the compressed weights and one bf16
 // matrix: at the 1.7B shape 3.1 GB with a 0.5 GB KV cache, where the
-// whole mapping resident beside them made 5.9 (BENCHMARKS.md, session 15).
+// whole mapping resident beside them made 5.9 (BENCHMARKS.md, "cuda:
+// loading and memory").
 // Copied, both are in memory while compressing: pack once instead
 // (WritePacked) to load without either.
 func (m *Model) loadCompressed(set *safetensors.Set, dir string) error {
