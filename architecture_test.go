@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"os"
 	"os/exec"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -18,7 +21,8 @@ const module = "github.com/agentrl/agentrl"
 // the longest match wins) the packages of this module it may import.
 // Tests may import more (test helpers such as server/servertest); these
 // rules are about the code a user links. A package no rule matches fails
-// the test: a new package gets a line here and in ARCHITECTURE.md.
+// the test: a new package gets a line here and in ARCHITECTURE.md, and
+// TestArchitectureDocAgrees fails unless the two say the same.
 var importRules = map[string][]string{
 	"":                nil, // the module's doc package
 	"chat":            nil,
@@ -28,7 +32,7 @@ var importRules = map[string][]string{
 	"tokenizer/jinja": nil,
 	"tokenizer/...":   {"chat", "tokenizer"},
 	"parser/...":      {"chat", "parser"},
-	"tool/...":        {"chat", "tool", "tool/...", "internal/yamlline"},
+	"tool/...":        {"chat", "tool/...", "internal/yamlline"},
 	"server":          nil,
 	"server/httpapi":  {"server", "server/internal/wire", "chat", "tokenizer", "parser"},
 	"server/sglang":   {"server", "server/internal/httpclient", "server/internal/wire"},
@@ -210,4 +214,176 @@ func permits(allowed []string, dep string) bool {
 		}
 	}
 	return false
+}
+
+// docRules parses the dependency-rule block of ARCHITECTURE.md (the first
+// code block after "## Dependency rules"): each line holds one or more
+// rules separated by ';', a rule is "a, b ──▶ c, d" (any run of ─ before
+// ▶, or ->), text in parentheses is a comment (it may run onto the next
+// lines), an indented line without an arrow continues the previous rule's
+// list. "anything" is "*", "nothing of ours" the empty list, and the root
+// package is named "agentrl". Lines it cannot read are errors, so that a
+// rule the test would skip cannot slip in.
+func docRules(doc string) (map[string][]string, error) {
+	_, rest, ok := strings.Cut(doc, "\n## Dependency rules\n")
+	if !ok {
+		return nil, errors.New(`no "## Dependency rules" section`)
+	}
+	_, rest, ok = strings.Cut(rest, "```\n")
+	if !ok {
+		return nil, errors.New("no code block in the dependency rules section")
+	}
+	block, _, ok := strings.Cut(rest, "```")
+	if !ok {
+		return nil, errors.New("the dependency rules' code block is not closed")
+	}
+	arrow := regexp.MustCompile(`\s*(─+▶|->)\s*`)
+	list := func(s string) []string {
+		var out []string
+		for _, f := range strings.Split(s, ",") {
+			f = strings.Trim(strings.TrimSpace(f), "`")
+			f = strings.ReplaceAll(f, "/*", "/...")
+			if f == "agentrl" {
+				f = ""
+			}
+			if f != "" || strings.TrimSpace(s) == "agentrl" {
+				out = append(out, f)
+			}
+		}
+		return out
+	}
+	rules := map[string][]string{}
+	var last []string // the importers of the previous rule, for continuations
+	depth := 0
+	for n, line := range strings.Split(block, "\n") {
+		// Drop comments, which may span lines.
+		var b strings.Builder
+		for _, r := range line {
+			switch {
+			case r == '(':
+				depth++
+			case r == ')' && depth > 0:
+				depth--
+			case depth == 0:
+				b.WriteRune(r)
+			}
+		}
+		text := strings.TrimRight(b.String(), " \t")
+		if strings.TrimSpace(text) == "" {
+			continue
+		}
+		if !arrow.MatchString(text) {
+			if last == nil || !strings.HasPrefix(text, " ") {
+				return nil, fmt.Errorf("ARCHITECTURE.md rule block line %d: %q has no arrow and continues no rule", n+1, line)
+			}
+			for _, imp := range last {
+				rules[imp] = append(rules[imp], list(text)...)
+			}
+			continue
+		}
+		for _, part := range strings.Split(text, ";") {
+			lr := arrow.Split(part, -1)
+			if len(lr) != 2 {
+				return nil, fmt.Errorf("ARCHITECTURE.md rule block line %d: %q is not \"importers ──▶ imported\"", n+1, part)
+			}
+			var deps []string
+			switch r := strings.TrimSpace(lr[1]); r {
+			case "anything":
+				deps = []string{"*"}
+			case "nothing of ours", "nothing":
+			default:
+				deps = list(r)
+			}
+			last = list(lr[0])
+			if len(last) == 0 {
+				return nil, fmt.Errorf("ARCHITECTURE.md rule block line %d: %q names no importer", n+1, part)
+			}
+			for _, imp := range last {
+				if _, dup := rules[imp]; dup {
+					return nil, fmt.Errorf("ARCHITECTURE.md rule block line %d: %q has a second rule", n+1, imp)
+				}
+				rules[imp] = slices.Clone(deps)
+			}
+		}
+	}
+	return rules, nil
+}
+
+// TestArchitectureDocAgrees: ARCHITECTURE.md's rule block and importRules
+// name the same packages with the same allowed imports (as sets).
+func TestArchitectureDocAgrees(t *testing.T) {
+	data, err := os.ReadFile("ARCHITECTURE.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := docRules(string(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range ruleDiff(doc, importRules) {
+		t.Error(d)
+	}
+}
+
+// ruleDiff lists how the doc's rules and the test's table differ.
+func ruleDiff(doc, table map[string][]string) []string {
+	sorted := func(s []string) []string {
+		s = slices.Clone(s)
+		slices.Sort(s)
+		return slices.Compact(s)
+	}
+	var out []string
+	for pkg, want := range table {
+		got, ok := doc[pkg]
+		switch {
+		case !ok:
+			out = append(out, fmt.Sprintf("%q: in importRules, no rule line in ARCHITECTURE.md", pkg))
+		case !slices.Equal(sorted(got), sorted(want)):
+			out = append(out, fmt.Sprintf("%q: ARCHITECTURE.md allows %v, importRules %v", pkg, sorted(got), sorted(want)))
+		}
+	}
+	for pkg := range doc {
+		if _, ok := table[pkg]; !ok {
+			out = append(out, fmt.Sprintf("%q: a rule line in ARCHITECTURE.md, none in importRules", pkg))
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestDocRulesParsing pins the parser on the forms the doc uses, and shows
+// that a drift either way is reported.
+func TestDocRulesParsing(t *testing.T) {
+	doc := "x\n## Dependency rules\n\ntext\n```\n" +
+		"a, b/* ──▶ anything (a comment\n" +
+		"                     that goes on)\n" +
+		"c ─▶ a, `b/...` (why);  d -> nothing of ours\n" +
+		"e ──▶ a,\n" +
+		"      c\n" +
+		"agentrl ──▶ nothing of ours\n" +
+		"```\nafter\n```\nz ──▶ y\n```\n"
+	got, err := docRules(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]string{"a": {"*"}, "b/...": {"*"}, "c": {"a", "b/..."}, "d": nil, "e": {"a", "c"}, "": nil}
+	if d := ruleDiff(got, want); len(d) > 0 {
+		t.Fatalf("parsed %v: %v", got, d)
+	}
+	// Drift: a package only in the table, one only in the doc, and a
+	// differing list are each reported.
+	drift := map[string][]string{"a": {"*"}, "b/...": {"*"}, "c": {"a"}, "d": nil, "": nil, "f": nil}
+	if d := ruleDiff(got, drift); len(d) != 3 {
+		t.Fatalf("drift reported as %v, want 3 differences", d)
+	}
+	for _, bad := range []string{
+		"x\n## Dependency rules\n```\na b\n```\n",           // no arrow, no rule to continue
+		"x\n## Dependency rules\n```\na ──▶ b ──▶ c\n```\n", // two arrows
+		"x\n## Dependency rules\n```\na ──▶ b\na ──▶ c\n```\n",
+		"x\n## Dependency rules\nno block\n",
+	} {
+		if _, err := docRules(bad); err == nil {
+			t.Errorf("docRules accepted %q", bad)
+		}
+	}
 }

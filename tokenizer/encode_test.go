@@ -69,6 +69,10 @@ func TestDecodeGolden(t *testing.T) {
 		t.Run(filepath.Base(c.file), func(t *testing.T) {
 			tok := c.tok(t)
 			for i, r := range readJSONL[decodeRecord](t, c.file) {
+				// A record is a real case: ids to decode, and text unless
+				// every id is a special token being skipped.
+				require.NotEmpty(t, r.IDs, "record %d has no ids", i)
+				require.True(t, r.Text != "" || r.SkipSpecial, "record %d decodes to nothing without skip_special", i)
 				got, err := tok.Decode(r.IDs, r.SkipSpecial)
 				require.NoError(t, err)
 				require.Equal(t, r.Text, got, "record %d: %v skip=%v", i, r.IDs, r.SkipSpecial)

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -17,7 +18,8 @@ import (
 )
 
 // Shared test data lives next to the repository: ../shared from the repo
-// root. Tests that need it skip when it is absent (CI always has it).
+// root. Tests that need it skip when it is absent, except under CI=1,
+// where it must be there (see needShared).
 const (
 	sharedGolden = "../../shared/golden"
 	llamaDir     = "../../shared/testdata/tokenizers/llama3_1"
@@ -65,7 +67,7 @@ func qwen(t testing.TB) *Tokenizer {
 func llama(t testing.TB) *Tokenizer {
 	t.Helper()
 	if _, err := os.Stat(filepath.Join(llamaDir, "tokenizer.json")); err != nil {
-		t.Skip("Llama-3.1 tokenizer not present in ../shared/testdata/tokenizers")
+		needShared(t, "Llama-3.1 tokenizer not present in ../shared/testdata/tokenizers")
 	}
 	llamaOnce.Do(func() { llamaTok, llamaErr = Load(llamaDir) })
 	require.NoError(t, llamaErr)
@@ -105,12 +107,27 @@ func readGunzip(t testing.TB, src string) []byte {
 	return b
 }
 
-// readJSONL decodes each line of a JSONL file into a new T.
+// needShared skips a test whose ../shared data is absent, or fails it
+// under CI=1: CI always has the shared data, so a missing file there is a
+// broken setup, not a reason to check less.
+func needShared(t testing.TB, msg string) {
+	t.Helper()
+	if os.Getenv("CI") != "" {
+		t.Fatalf("%s (CI=1: the shared test data must be present)", msg)
+	}
+	t.Skip(msg)
+}
+
+// readJSONL decodes each line of a JSONL file into a new T. A golden
+// under ../shared that is absent skips the test (see needShared); a
+// committed one (testdata/) that is absent, or any file without a record,
+// fails it, so that a lost or emptied golden cannot pass by checking
+// nothing.
 func readJSONL[T any](t testing.TB, path string) []T {
 	t.Helper()
 	f, err := os.Open(path)
-	if os.IsNotExist(err) {
-		t.Skipf("%s not present", path)
+	if os.IsNotExist(err) && strings.HasPrefix(path, sharedGolden) {
+		needShared(t, path+" not present")
 	}
 	require.NoError(t, err)
 	defer f.Close()
@@ -126,6 +143,9 @@ func readJSONL[T any](t testing.TB, path string) []T {
 		out = append(out, v)
 	}
 	require.NoError(t, sc.Err())
+	if len(out) == 0 {
+		t.Fatalf("%s has no records", path)
+	}
 	return out
 }
 

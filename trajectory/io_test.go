@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -224,13 +225,7 @@ func FuzzSafetensorsReader(f *testing.F) {
 // rm_scores on the last valid token, masked means, non_tensor_batch and
 // meta_info. It needs python3 with torch (Debian: python3-torch).
 func TestSafetensorsLoadedByTorch(t *testing.T) {
-	py := "/usr/bin/python3"
-	if _, err := os.Stat(py); err != nil {
-		py = "python3"
-	}
-	if out, err := exec.Command(py, "-c", "import torch").CombinedOutput(); err != nil {
-		t.Skipf("python3 with torch is not available (install python3-torch to run this test): %v: %s", err, out)
-	}
+	py := torchPython(t)
 	for _, c := range []struct {
 		name   string
 		mutate func(tr *Trajectory, i int)
@@ -260,6 +255,102 @@ func TestSafetensorsLoadedByTorch(t *testing.T) {
 			out, err := exec.Command(py, "testdata/check_torch.py", path).CombinedOutput()
 			require.NoError(t, err, string(out))
 			require.Contains(t, string(out), "ok: torch")
+			// verl's own postprocessing of the same trajectories gives
+			// the same tensors (prompts cut to their last 6 tokens,
+			// responses to 9, as verl's agent loops cut them).
+			verlMatches(t, py, path, trajs, 151643)
 		})
 	}
+}
+
+// TestVerlPostprocessCatchesFaults: the comparison with verl's
+// postprocessing fails, naming the tensor, on each fault a collator could
+// make (the mutations are on agentrl's batch, the trajectories are left
+// alone).
+func TestVerlPostprocessCatchesFaults(t *testing.T) {
+	py := torchPython(t)
+	trajs := sampleTrajectories(t)[:16]
+	for i, tr := range trajs {
+		tr.Reward = f64(float64(i%3) - 0.5)
+	}
+	opts := CollateOptions{PromptLen: 6, ResponseLen: 9, PadTokenID: 151643, TruncatePrompts: true}
+	// A row with padding on both sides to put faults in.
+	row := -1
+	for i, tr := range trajs {
+		if len(tr.PromptIDs) < 6 && len(tr.ResponseIDs) > 0 && len(tr.ResponseIDs) < 9 {
+			row = i
+			break
+		}
+	}
+	require.GreaterOrEqual(t, row, 0)
+	for _, c := range []struct {
+		name, tensor string
+		fault        func(b *Batch)
+	}{
+		{"positions counted from 1", "position_ids", func(b *Batch) {
+			for k := range b.PromptLen + b.ResponseLen {
+				b.PositionIDs[row*(b.PromptLen+b.ResponseLen)+k]++
+			}
+		}},
+		{"mask 1 on response padding", "response_mask", func(b *Batch) { b.ResponseMask[row*b.ResponseLen+b.ResponseLen-1] = 1 }},
+		{"prompt padded with 0, not the pad id", "prompts", func(b *Batch) { b.Prompts[row*b.PromptLen] = 0 }},
+		{"score on the first response token", "rm_scores", func(b *Batch) {
+			r := b.TokenLevelScores[row*b.ResponseLen : (row+1)*b.ResponseLen]
+			var s float32
+			for k := range r {
+				s, r[k] = s+r[k], 0
+			}
+			r[0] = s + 1
+		}},
+		{"log-prob on padding", "rollout_log_probs", func(b *Batch) { b.RolloutLogprobs[row*b.ResponseLen+b.ResponseLen-1] = -1 }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			b, err := Collate(trajs, opts)
+			require.NoError(t, err)
+			c.fault(b)
+			path := filepath.Join(t.TempDir(), "batch.safetensors")
+			var buf bytes.Buffer
+			require.NoError(t, b.WriteSafetensors(&buf))
+			require.NoError(t, os.WriteFile(path, buf.Bytes(), 0o644))
+			jsonl := filepath.Join(t.TempDir(), "trajs.jsonl")
+			buf.Reset()
+			require.NoError(t, WriteJSONL(&buf, trajs))
+			require.NoError(t, os.WriteFile(jsonl, buf.Bytes(), 0o644))
+			out, err := exec.Command(py, "testdata/verl_postprocess.py", path, jsonl, "151643").CombinedOutput()
+			require.Error(t, err, "the fault passed: %s", out)
+			require.Contains(t, string(out), "FAIL: "+c.tensor, string(out))
+		})
+	}
+}
+
+// torchPython is the python3 that has torch; without one the test skips,
+// and fails under CI=1 (.ci/deps.sh installs python3-torch).
+func torchPython(t *testing.T) string {
+	t.Helper()
+	py := "/usr/bin/python3"
+	if _, err := os.Stat(py); err != nil {
+		py = "python3"
+	}
+	if out, err := exec.Command(py, "-c", "import torch").CombinedOutput(); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("CI must have python3-torch (.ci/deps.sh installs it): %v: %s", err, out)
+		}
+		t.Skipf("python3 with torch is not available (install python3-torch to run this test): %v: %s", err, out)
+	}
+	return py
+}
+
+// verlMatches runs verl's postprocessing, ported to PyTorch
+// (testdata/verl_postprocess.py, from verl's agent_loop.py), on trajs and
+// requires the batch at path to equal its tensors exactly.
+func verlMatches(t *testing.T, py, path string, trajs []*Trajectory, padID int32) {
+	t.Helper()
+	jsonl := filepath.Join(t.TempDir(), "trajs.jsonl")
+	var buf bytes.Buffer
+	require.NoError(t, WriteJSONL(&buf, trajs))
+	require.NoError(t, os.WriteFile(jsonl, buf.Bytes(), 0o644))
+	out, err := exec.Command(py, "testdata/verl_postprocess.py", path, jsonl, strconv.Itoa(int(padID))).CombinedOutput()
+	require.NoError(t, err, string(out))
+	require.Contains(t, string(out), "match verl's postprocessing")
+	t.Log(strings.TrimSpace(string(out)))
 }

@@ -139,8 +139,13 @@ func (t *Trajectory) Validate() error {
 	if t.NumTurns < 0 {
 		return &FieldError{"num_turns", -1, fmt.Sprintf("negative: %d", t.NumTurns)}
 	}
-	if t.ToolCalls < 0 || t.ToolErrors < 0 || t.NumPreempted < 0 {
-		return &FieldError{"tool_calls", -1, fmt.Sprintf("negative counter: tool_calls %d, tool_errors %d, num_preempted %d", t.ToolCalls, t.ToolErrors, t.NumPreempted)}
+	for _, c := range []struct {
+		field string
+		n     int
+	}{{"tool_calls", t.ToolCalls}, {"tool_errors", t.ToolErrors}, {"num_preempted", t.NumPreempted}} {
+		if c.n < 0 {
+			return &FieldError{c.field, -1, fmt.Sprintf("negative counter: %d", c.n)}
+		}
 	}
 	if t.ToolErrors > t.ToolCalls {
 		return &FieldError{"tool_errors", -1, fmt.Sprintf("%d > tool_calls %d", t.ToolErrors, t.ToolCalls)}

@@ -68,7 +68,9 @@ func TestValidateErrorsNameFieldAndPosition(t *testing.T) {
 		{"inf reward", Trajectory{Reward: f64(math.Inf(1))}, "reward: not finite"},
 		{"versions", Trajectory{MinWeightVersion: 3, MaxWeightVersion: 2}, "min_weight_version: 3 > max_weight_version 2"},
 		{"turns", Trajectory{NumTurns: -1}, "num_turns: negative"},
-		{"counter", Trajectory{NumPreempted: -1}, "tool_calls: negative counter"},
+		{"tool_calls counter", Trajectory{ToolCalls: -1}, "tool_calls: negative counter: -1"},
+		{"tool_errors counter", Trajectory{ToolCalls: 1, ToolErrors: -2}, "tool_errors: negative counter: -2"},
+		{"num_preempted counter", Trajectory{NumPreempted: -1}, "num_preempted: negative counter: -1"},
 		{"tool errors", Trajectory{ToolCalls: 1, ToolErrors: 2}, "tool_errors: 2 > tool_calls 1"},
 	}
 	for _, c := range cases {

@@ -160,6 +160,7 @@ func runRollout(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		return err
 	}
 	env.Tokenizer = tok
+	opts.Collate.PadTokenID = verlPadTokenID(tok)
 	if err := checkLoops(reg, env, agents); err != nil {
 		return err
 	}
@@ -602,4 +603,19 @@ func stopCounts(m map[trajectory.StopReason]int) slog.Attr {
 		attrs = append(attrs, slog.Int(k, m[trajectory.StopReason(k)]))
 	}
 	return slog.Group("stop_reasons", attrs...)
+}
+
+// verlPadTokenID is the id verl pads batches with: its tokenizer.pad
+// fills with tokenizer.pad_token_id, which verl's hf_tokenizer
+// (verl/utils/tokenizer/tokenizer.py, set_pad_token_id) sets to the EOS id
+// when the tokenizer has no pad token; 0 when it has neither.
+func verlPadTokenID(tok *tokenizer.Tokenizer) int32 {
+	for _, name := range []string{"pad_token", "eos_token"} {
+		if s, ok := tok.SpecialToken(name); ok {
+			if id, ok := tok.TokenID(s); ok {
+				return id
+			}
+		}
+	}
+	return 0
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -57,9 +58,9 @@ func readBatch(t *testing.T, path string) *trajectory.Batch {
 }
 
 // checkBatch checks the batch against the trajectories row by row, in
-// verl's layout, and runs verl's trainer index operations on it with
-// PyTorch when python3-torch is installed.
-func checkBatch(t *testing.T, b *trajectory.Batch, trajs []*trajectory.Trajectory, samples map[int]agentloop.Sample) {
+// verl's layout, runs verl's trainer index operations on it with PyTorch,
+// and compares it with verl's own postprocessing of the trajectories.
+func checkBatch(t *testing.T, b *trajectory.Batch, trajs []*trajectory.Trajectory, samples map[int]agentloop.Sample, tokDir string) {
 	t.Helper()
 	require.Equal(t, len(trajs), b.Size)
 	P, R := b.PromptLen, b.ResponseLen
@@ -97,15 +98,63 @@ func checkBatch(t *testing.T, b *trajectory.Batch, trajs []*trajectory.Trajector
 	}
 	py := "/usr/bin/python3"
 	if out, err := exec.Command(py, "-c", "import torch").CombinedOutput(); err != nil {
-		t.Logf("skipping the PyTorch check (install python3-torch to run it): %v: %s", err, out)
-		return
+		if os.Getenv("CI") != "" {
+			t.Fatalf("CI must have python3-torch (.ci/deps.sh installs it): %v: %s", err, out)
+		}
+		t.Skipf("the PyTorch checks need python3-torch: %v: %s", err, out)
 	}
-	path := filepath.Join(t.TempDir(), "b.safetensors")
+	dir := t.TempDir()
+	path := filepath.Join(dir, "b.safetensors")
 	var buf bytes.Buffer
 	require.NoError(t, b.WriteSafetensors(&buf))
 	require.NoError(t, os.WriteFile(path, buf.Bytes(), 0o644))
 	out, err := exec.Command(py, "../../trajectory/testdata/check_torch.py", path).CombinedOutput()
 	require.NoError(t, err, string(out))
+	// verl's own postprocessing (agent_loop.py's _agent_loop_postprocess
+	// and _postprocess, ported to PyTorch) of the same trajectories, with
+	// the pad id verl takes from the tokenizer, must give these tensors.
+	jsonl := filepath.Join(dir, "trajs.jsonl")
+	buf.Reset()
+	require.NoError(t, trajectory.WriteJSONL(&buf, trajs))
+	require.NoError(t, os.WriteFile(jsonl, buf.Bytes(), 0o644))
+	out, err = exec.Command(py, "../../trajectory/testdata/verl_postprocess.py", path, jsonl, strconv.Itoa(hfPadTokenID(t, tokDir))).CombinedOutput()
+	require.NoError(t, err, string(out))
+	t.Log(strings.TrimSpace(string(out)))
+}
+
+// hfPadTokenID is the tokenizer's pad_token_id as transformers gives it
+// to verl: tokenizer_config.json's pad_token looked up in tokenizer.json's
+// added tokens (read here as plain JSON, not through agentrl's tokenizer).
+func hfPadTokenID(t *testing.T, dir string) int {
+	t.Helper()
+	var cfg struct {
+		PadToken json.RawMessage `json:"pad_token"`
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "tokenizer_config.json"))
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(data, &cfg))
+	var name string
+	if json.Unmarshal(cfg.PadToken, &name) != nil {
+		var obj struct{ Content string }
+		require.NoError(t, json.Unmarshal(cfg.PadToken, &obj))
+		name = obj.Content
+	}
+	var tj struct {
+		AddedTokens []struct {
+			ID      int
+			Content string
+		} `json:"added_tokens"`
+	}
+	data, err = os.ReadFile(filepath.Join(dir, "tokenizer.json"))
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(data, &tj))
+	for _, a := range tj.AddedTokens {
+		if a.Content == name {
+			return a.ID
+		}
+	}
+	t.Fatalf("pad token %q is not an added token of %s", name, dir)
+	return 0
 }
 
 func samplesByIndex(t *testing.T, paths ...string) map[int]agentloop.Sample {
@@ -184,7 +233,7 @@ func TestVerlConformance(t *testing.T) {
 		b := readBatch(t, batch)
 		require.Equal(t, 1024, b.PromptLen) // data.max_prompt_length of verl's config
 		require.Equal(t, 16, b.ResponseLen)
-		checkBatch(t, b, trajs, samples)
+		checkBatch(t, b, trajs, samples, tokDir)
 	})
 
 	t.Run("interaction config, scripted engine", func(t *testing.T) {
@@ -227,7 +276,7 @@ func TestVerlConformance(t *testing.T) {
 		require.Equal(t, 1.0, score)
 		samples := samplesByIndex(t, interData)
 		b := readBatch(t, batch)
-		checkBatch(t, b, trajs, samples)
+		checkBatch(t, b, trajs, samples, tokDir)
 		require.Equal(t, 1024, b.PromptLen)
 		require.Equal(t, 1024, b.ResponseLen)
 	})

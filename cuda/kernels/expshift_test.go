@@ -63,8 +63,11 @@ func ulps(a, b float64) int64 {
 
 // TestExpShiftPaths: every level computes the same bits, element by
 // element and in the sum, at every length (the vector paths' tails), with
-// and without dst; each element is within 1 ulp of Go's math.Exp and the
-// sum within 1e-15 of math.Exp's values summed in order.
+// and without dst; each element is within 2 ulp of Go's math.Exp and the
+// sum within 1e-15 of math.Exp's values summed in order. The doc's claim,
+// 1 ulp of the true exp, is TestExpShiftFaithful's check against a 300-bit
+// exp; math.Exp on amd64 is itself up to 1.12 ulp off, so 1 + 1.12 ulp
+// (2 in whole ulps) is the most this cross-check can ask.
 func TestExpShiftPaths(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	all := expInputs(r, 20000)

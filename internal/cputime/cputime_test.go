@@ -32,3 +32,29 @@ func TestProcessCountsWork(t *testing.T) {
 	}
 	_ = x
 }
+
+// TestPerCallScales: work 8 times as long measures 8 times as long per
+// call, within a factor of two either way, whatever the machine's load:
+// the property the linear-time tests build on.
+func TestPerCallScales(t *testing.T) {
+	if Thread() == 0 {
+		t.Skip("no per-thread CPU clock on this platform")
+	}
+	work := func(n int) func() {
+		return func() {
+			x := 1.0
+			for range n {
+				x = x*1.0000001 + 1e-9
+			}
+			sink = x
+		}
+	}
+	small, big := PerCall(work(200_000)), PerCall(work(1_600_000))
+	r := float64(big) / float64(small)
+	t.Logf("%v, %v: %.1f×", small, big, r)
+	if r < 4 || r > 16 {
+		t.Fatalf("8× the work measured %.1f× the CPU time per call", r)
+	}
+}
+
+var sink float64

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
@@ -41,26 +42,46 @@ func TestLargeBodyAllocatesAboutItsIDs(t *testing.T) {
 	s, err := New(oneTokenEngine{}, Config{})
 	require.NoError(t, err)
 
-	for _, path := range []string{"/generate", "/inference/v1/generate", "/v1/completions"} {
-		b := body
-		if path != "/generate" {
-			key := map[string]string{"/inference/v1/generate": `"token_ids":[`, "/v1/completions": `"prompt":[`}[path]
-			b = bytes.Replace(body, []byte(`"sampling_params":{"max_new_tokens":1},"input_ids":[`), []byte(key), 1)
-		}
+	// allocated is what serving one request with body b to path allocates.
+	allocated := func(h http.Handler, path string, b []byte) uint64 {
 		req := httptest.NewRequest(http.MethodPost, "http://127.0.0.1"+path, bytes.NewReader(b))
 		req.Header.Set("Content-Type", "application/json")
 		rec := httptest.NewRecorder()
 		runtime.GC()
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
-		s.ServeHTTP(rec, req)
+		h.ServeHTTP(rec, req)
 		runtime.ReadMemStats(&after)
 		require.Equal(t, 200, rec.Code, rec.Body.String())
-		alloc := after.TotalAlloc - before.TotalAlloc
+		return after.TotalAlloc - before.TotalAlloc
+	}
+	// The bound is the documented 1.06× (SECURITY.md, BENCHMARKS.md) with
+	// room for the response and the recorder; holding the body whole even
+	// once more costs a second 1×.
+	const bound = 1.10
+	for _, path := range []string{"/generate", "/inference/v1/generate", "/v1/completions"} {
+		b := body
+		if path != "/generate" {
+			key := map[string]string{"/inference/v1/generate": `"token_ids":[`, "/v1/completions": `"prompt":[`}[path]
+			b = bytes.Replace(body, []byte(`"sampling_params":{"max_new_tokens":1},"input_ids":[`), []byte(key), 1)
+		}
+		alloc := allocated(s, path, b)
 		t.Logf("%s: body %d MB, allocated %.1f MB (%.2f× the body; the ids alone are %d MB)",
 			path, len(b)>>20, float64(alloc)/(1<<20), float64(alloc)/float64(len(b)), n*4>>20)
-		require.Less(t, alloc, uint64(2*len(b)), "%s allocated %d bytes for a %d-byte body", path, alloc, len(b))
+		require.Less(t, float64(alloc), bound*float64(len(b)), "%s allocated %d bytes for a %d-byte body", path, alloc, len(b))
 	}
+
+	// The fault the bound catches: a handler that reads the body whole
+	// before decoding it (what the server did before the streaming decode).
+	whole := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		data, err := io.ReadAll(r.Body)
+		require.NoError(t, err)
+		r.Body = io.NopCloser(bytes.NewReader(data))
+		s.ServeHTTP(w, r)
+	})
+	alloc := allocated(whole, "/generate", body)
+	t.Logf("reading the body whole first: %.2f× the body", float64(alloc)/float64(len(body)))
+	require.Greater(t, float64(alloc), bound*float64(len(body)), "the bound does not catch a whole-body read")
 }
 
 func TestReadBodySplit(t *testing.T) {
