@@ -227,6 +227,18 @@ func TestAdversarialInputsStayLinear(t *testing.T) {
 			"<｜DSML｜function_calls><｜DSML｜invoke name=\"f\">" + strings.Repeat("<｜DSML｜parameter name=\"a\" string=\"false\">", n),
 			"<｜DSML｜function_calls>" + strings.Repeat("<｜DSML｜invoke name=\"f\"></｜DSML｜invoke>", calls) + "</｜DSML｜function_calls>",
 		},
+		"deepseek_v4": {
+			strings.Repeat("<｜DSML｜tool_calls>", n),
+			strings.Repeat("<｜DSML｜function_calls><｜DSML｜ calls>", n),
+			"<｜DSML｜tool_calls><｜DSML｜invoke name=\"f\">" + strings.Repeat("<｜DSML｜parameter name=\"a\" string=\"false\">x", n),
+			"<｜DSML｜tool_calls>" + strings.Repeat("<｜DSML｜invoke name=\"f\"><｜DSML｜parameter name=\"a\">1", calls) + "</｜DSML｜tool_calls>",
+		},
+		"deepseek_v41": {
+			strings.Repeat("<｜DSML｜ calls>", n),
+			strings.Repeat("<｜DSML｜ calls><｜DSML｜ invoke name=\"f\">", n),
+			"<｜DSML｜ calls><｜DSML｜ invoke name=\"f\">" + strings.Repeat("<｜DSML｜ parameter name=\"a\" string=\"true\">", n),
+			"<｜DSML｜ calls>" + strings.Repeat("<｜DSML｜ invoke name=\"f\"></｜DSML｜ invoke>", calls) + "</｜DSML｜ calls>",
+		},
 		"mistral": {
 			strings.Repeat("[TOOL_CALLS]", n),
 			strings.Repeat(`[TOOL_CALLS]f[ARGS]{"a": `, n),
@@ -297,5 +309,21 @@ func FuzzDeepseekV32(f *testing.F) {
 		"<｜DSML｜function_calls>\n<｜DSML｜invoke name=\"f\">\n<｜DSML｜parameter name=\"s\" string=\"true\">x</｜DSML｜parameter>\n<｜DSML｜parameter name=\"o\" string=\"false\">{\"a\": 1}</｜DSML｜parameter>\n</｜DSML｜invoke>\n</｜DSML｜function_calls>",
 		"<｜DSML｜function_calls><｜DSML｜invoke name=\"",
 		"<｜DSML｜tool_calls><｜DSML｜invoke name=\"f\"><｜DSML｜parameter name=\"a\">",
+	})
+}
+
+func FuzzDeepseekV4(f *testing.F) {
+	fuzzFormat(f, "deepseek_v4", []string{
+		"<｜DSML｜tool_calls>\n<｜DSML｜invoke name=\"f\">\n<｜DSML｜parameter name=\"s\" string=\"true\">x</｜DSML｜parameter>\n</｜DSML｜invoke>\n</｜DSML｜tool_calls>",
+		"<｜DSML｜tool_calls><｜DSML｜invoke name=\"f\"><｜DSML｜parameter name=\"a\" string=\"true\">x<｜DSML｜parameter name=\"b\">1</｜DSML｜tool_calls>",
+		"<｜DSML｜function_calls><｜DSML｜ calls>",
+	})
+}
+
+func FuzzDeepseekV41(f *testing.F) {
+	fuzzFormat(f, "deepseek_v41", []string{
+		"\n\n<｜DSML｜ calls>\n<｜DSML｜ invoke name=\"f\">\n<｜DSML｜ parameter name=\"o\" string=\"false\">{\"a\": 1}</｜DSML｜ parameter>\n</｜DSML｜ invoke>\n</｜DSML｜ calls>",
+		"<｜DSML｜ calls><｜DSML｜ invoke name=\"",
+		"<｜DSML｜tool_calls><｜DSML｜invoke name=\"f\"></｜DSML｜invoke></｜DSML｜tool_calls>",
 	})
 }

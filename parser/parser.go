@@ -80,6 +80,8 @@ var formats = map[string]func() format{
 	"pythonic":     func() format { return pythonic{} },
 	"mistral":      func() format { return mistral{} },
 	"deepseek_v32": func() format { return deepseekV32{} },
+	"deepseek_v4":  func() format { return deepseekV4{} },
+	"deepseek_v41": func() format { return deepseekV41{} },
 }
 
 // aliases maps other spellings of the format names to them: verl's
@@ -100,7 +102,9 @@ var aliases = map[string]string{
 	"glm":             "glm45",        // SGLang
 	"glm46":           "glm45",
 	"kimik2":          "kimi_k2",
-	"llama4_pythonic": "pythonic", // vLLM
+	"llama4_pythonic": "pythonic",     // vLLM
+	"deepseekv4":      "deepseek_v4",  // SGLang
+	"deepseekv41":     "deepseek_v41", // SGLang
 }
 
 // Aliases returns the other accepted spellings of the format names, each

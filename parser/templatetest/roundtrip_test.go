@@ -98,6 +98,7 @@ func TestRoundTripThroughTokenizer(t *testing.T) {
 			ThinkAware bool              `json:"think_aware"`
 			Text       string            `json:"text"`
 			Header     string            `json:"header"`
+			Encoder    string            `json:"encoder"`
 			Messages   []chat.Message    `json:"messages"`
 			Tools      []chat.ToolSchema `json:"tools"`
 			Calls      []struct {
@@ -107,6 +108,13 @@ func TestRoundTripThroughTokenizer(t *testing.T) {
 		}
 		require.NoError(t, json.Unmarshal(sc.Bytes(), &rec))
 		t.Run(rec.Format+"/"+rec.Case, func(t *testing.T) {
+			if rec.Encoder != "" {
+				// The model's chat format is published as a Python
+				// encoder, not a template: package parser's own
+				// round trip checks these turns; there is nothing here
+				// to render them with.
+				t.Skipf("%s has no chat template (its turns come from %s)", rec.Format, rec.Encoder)
+			}
 			tk := load(rec.Format)
 			full, err := tk.ApplyChatTemplate(tokenizer.ChatContext{Messages: rec.Messages, Tools: rec.Tools})
 			require.NoError(t, err)

@@ -1443,3 +1443,115 @@ sgo("test_streaming_text_then_tool_call",
     calls=[("get_weather", {"city": "Beijing", "unit": "celsius"})], content="I'll look that up.")
 
 write()
+
+# ------------------------------------------------ deepseek_v4 / deepseek_v41 (vLLM)
+COMMITS[(VLLM, "tests/tool_parsers/test_deepseekv4_tool_parser.py")] = "023f36c62e71a247a9bacb7eb4cea5d55505cb63"
+COMMITS[(VLLM, "tests/parser/engine/test_deepseek_v4.py")] = "0114e8484da27e4fedcac873fec05d480a494204"
+COMMITS[(VLLM, "tests/parser/engine/test_deepseek_v41.py")] = "02579a5f38c5ed5211c01da7207a5c6fbc921423"
+V4 = "vllm_deepseek_v4.jsonl"
+V41 = "vllm_deepseek_v41.jsonl"
+P = "tests/tool_parsers/test_deepseekv4_tool_parser.py"
+TC_START, TC_END = "<｜DSML｜tool_calls>", "</｜DSML｜tool_calls>"
+INV_START, INV_END = '<｜DSML｜invoke name="', "</｜DSML｜invoke>"
+PARAM_START, PARAM_END = '<｜DSML｜parameter name="', "</｜DSML｜parameter>"
+
+
+def v4_build_tool_call(func_name, params):
+    # build_tool_call in the peer's test
+    param_strs = "".join(f'{PARAM_START}{k}" string="true">{v}{PARAM_END}\n' for k, v in params.items())
+    return f'{TC_START}\n{INV_START}{func_name}">\n{param_strs}{INV_END}\n{TC_END}'
+
+
+case(V4, "deepseek_v4", VLLM, P, "test_extract_tool_calls",
+     "Let me check. " + v4_build_tool_call("get_weather", {"location": "Beijing", "unit": "celsius"}),
+     calls=[("get_weather", {"location": "Beijing", "unit": "celsius"})], content="Let me check.")
+FC = v4_build_tool_call("search", {"query": "vllm"}).replace("tool_calls", "function_calls")
+case(V4, "deepseek_v4", VLLM, P, "test_function_calls_block_is_not_accepted", FC, content=FC, errors=1,
+     deliberate="vLLM keeps a V3.2 <｜DSML｜function_calls> block as content and says nothing; agentrl keeps it as content too and reports one error naming deepseek_v32, so that a model served with the wrong format is noticed")
+case(V4, "deepseek_v4", VLLM, P, "test_streaming_extracts_complete_invokes",
+     v4_build_tool_call("search", {"query": "deepseek v4"}), calls=[("search", {"query": "deepseek v4"})], content="")
+
+# TestArgConverter exercises the peer's parameter converter on the text of
+# an invoke's body; here each body is wrapped in one invoke of one block
+# and parsed whole.
+P = "tests/parser/engine/test_deepseek_v4.py"
+
+
+def v4_param(name, is_str, value):
+    return f'<｜DSML｜parameter name="{name}" string="{is_str}">{value}</｜DSML｜parameter>'
+
+
+def v4_invoke(raw, name="f"):
+    return f'{TC_START}{INV_START}{name}">{raw}{INV_END}{TC_END}'
+
+
+def v4_raw(*params):
+    return "\n" + "\n".join(v4_param(*p) for p in params) + "\n"
+
+
+for test, params, want in [
+    ("test_string_param", [("city", "true", "杭州")], {"city": "杭州"}),
+    ("test_string_with_spaces_and_quotes", [("msg", "true", 'He said "hello world"')], {"msg": 'He said "hello world"'}),
+    ("test_integer_param", [("count", "false", "42")], {"count": 42}),
+    ("test_float_param", [("ratio", "false", "3.14")], {"ratio": 3.14}),
+    ("test_bool_param", [("flag", "false", "true")], {"flag": True}),
+    ("test_array_param", [("items", "false", '["a", "b", "c"]')], {"items": ["a", "b", "c"]}),
+    ("test_object_param", [("opts", "false", '{"key": "val"}')], {"opts": {"key": "val"}}),
+    ("test_mixed_types", [("location", "true", "Tokyo"), ("limit", "false", "10"), ("active", "false", "false")],
+     {"location": "Tokyo", "limit": 10, "active": False}),
+    ("test_invalid_json_fallback", [("data", "false", "[broken")], {"data": "[broken"}),
+    ("test_chinese_chars_preserved_in_json", [("query", "true", "你好世界")], {"query": "你好世界"}),
+    ("test_null_string_false", [("val", "false", "null")], {"val": None}),
+    ("test_string_true_not_json_parsed", [("n", "true", "42")], {"n": "42"}),
+]:
+    case(V4, "deepseek_v4", VLLM, P, "TestArgConverter." + test, v4_invoke(v4_raw(*params)), calls=[("f", want)], content="")
+case(V4, "deepseek_v4", VLLM, P, "TestArgConverter.test_empty_args", v4_invoke(""), calls=[("f", {})],
+     arguments_exact=["{}"], content="")
+case(V4, "deepseek_v4", VLLM, P, "TestArgConverter.test_next_parameter_prefix_implicitly_closes_previous",
+     v4_invoke('<｜DSML｜parameter name="city" string="true">Tokyo\n<｜DSML｜parameter name='), errors=1, content="",
+     deliberate="the peer drops the dangling '<｜DSML｜parameter name=' and keeps city='Tokyo\\n'; agentrl reports the call, whose last parameter is cut off, as one error for the model to fix")
+case(V4, "deepseek_v4", VLLM, P, "TestArgConverter.test_implicit_close_preserves_malformed_text",
+     v4_invoke('<｜DSML｜parameter name="city" string="true">Tokyo</｜DSML｜parameter\n'
+               '<｜DSML｜parameter name="unit" string="true">celsius</｜DSML｜parameter>'),
+     calls=[("f", {"city": "Tokyo</｜DSML｜parameter\n", "unit": "celsius"})], content="")
+case(V4, "deepseek_v4", VLLM, P, "TestImplicitParameterClose.test_non_streaming_recovers_next_parameter",
+     f'{TC_START}{INV_START}get_weather">\n<｜DSML｜parameter name="location" string="true">Paris '
+     f'<｜DSML｜parameter name="date" string="true">tomorrow</｜DSML｜parameter>{INV_END}{TC_END}',
+     calls=[("get_weather", {"location": "Paris ", "date": "tomorrow"})], content="")
+case(V4, "deepseek_v4", VLLM, P, "TestMissingInvokeEnd.test_non_streaming",
+     f'{TC_START}{INV_START}get_weather">\n{v4_param("location", "true", "NYC")}\n{TC_END}',
+     calls=[("get_weather", {"location": "NYC"})], content="")
+case(V4, "deepseek_v4", VLLM, P, "TestMissingInvokeEnd.test_streaming_with_trailing_content",
+     f'{TC_START}{INV_START}get_weather">\n{v4_param("location", "true", "NYC")}\n{TC_END}Done.',
+     calls=[("get_weather", {"location": "NYC"})], content="Done.")
+
+P = "tests/parser/engine/test_deepseek_v41.py"
+CALLS41 = (
+    '\n\n<｜DSML｜ calls>\n<｜DSML｜ invoke name="get_weather">\n'
+    '<｜DSML｜ parameter name="city" string="true">杭州</｜DSML｜ parameter>\n'
+    '<｜DSML｜ parameter name="count" string="false">42</｜DSML｜ parameter>\n'
+    '</｜DSML｜ invoke>\n<｜DSML｜ invoke name="add">\n'
+    '<｜DSML｜ parameter name="x" string="false">1.5</｜DSML｜ parameter>\n'
+    '<｜DSML｜ parameter name="y" string="false">2.25</｜DSML｜ parameter>\n'
+    "</｜DSML｜ invoke>\n</｜DSML｜ calls>"
+)
+WANT41 = [("get_weather", {"city": "杭州", "count": 42}), ("add", {"x": 1.5, "y": 2.25})]
+for thinking in (False, True):
+    pre = "Plan.</think>" if thinking else ""
+    case(V41, "deepseek_v41", VLLM, P, f"test_registered_adapters_parse_parallel_calls_across_chunks[thinking={thinking}]",
+         pre + "Checking." + CALLS41, calls=WANT41, content="Checking.", think_aware=True)
+    case(V41, "deepseek_v41", VLLM, P, f"test_registered_adapters_parse_complete_output[thinking={thinking}]",
+         pre + CALLS41, calls=WANT41, content="", think_aware=True)
+for text in ("</think>12", "Plan.</think>12"):
+    case(V41, "deepseek_v41", VLLM, P, f"test_reasoning_adapter_controls_and_usage[{text}]", text, content="12", think_aware=True)
+# test_python_argument_conversion_and_partial_values, its complete
+# parameters (the last one is cut off mid-value: a streaming case)
+case(V41, "deepseek_v41", VLLM, P, "test_python_argument_conversion_and_partial_values",
+     '<｜DSML｜ calls><｜DSML｜ invoke name="f">'
+     '<｜DSML｜ parameter name="object" string="false">{"a": [true, null]}</｜DSML｜ parameter>'
+     '<｜DSML｜ parameter name="bad" string="false">[broken</｜DSML｜ parameter>'
+     '<｜DSML｜ parameter name="bare">7</｜DSML｜ parameter>'
+     "</｜DSML｜ invoke></｜DSML｜ calls>",
+     calls=[("f", {"object": {"a": [True, None]}, "bad": "[broken", "bare": 7})], content="")
+
+write()
