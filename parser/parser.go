@@ -103,6 +103,8 @@ var aliases = map[string]string{
 	"glm46":           "glm45",
 	"kimik2":          "kimi_k2",
 	"llama4_pythonic": "pythonic",     // vLLM
+	"qwen35_coder":    "qwen3_coder",  // vLLM's Qwen3.5 parser: Qwen3CoderToolParser with its own streaming
+	"step3p5":         "qwen3_coder",  // vLLM's Step-3.5 parser reads the same XML; SGLang maps it to Qwen3CoderDetector
 	"deepseekv4":      "deepseek_v4",  // SGLang
 	"deepseekv41":     "deepseek_v41", // SGLang
 }

@@ -1555,3 +1555,50 @@ case(V41, "deepseek_v41", VLLM, P, "test_python_argument_conversion_and_partial_
      calls=[("f", {"object": {"a": [True, None]}, "bad": "[broken", "bare": 7})], content="")
 
 write()
+
+# ------------------------------------------------ step3p5 (vLLM): qwen3_coder's XML
+COMMITS[(VLLM, "tests/tool_parsers/test_step3p5_tool_parser.py")] = "0847a95f7ff542cb8c7e8b517841c5a29d84ff1f"
+P = "tests/tool_parsers/test_step3p5_tool_parser.py"
+ST = "vllm_step3p5.jsonl"
+STEP_TOOLS = [
+    tool("get_current_weather", {"city": {"type": "string"}, "state": {"type": "string"},
+                                 "unit": {"type": "string", "enum": ["fahrenheit", "celsius"]}}),
+    tool("calculate_area", {"shape": {"type": "string"}, "dimensions": {"type": "object"}, "precision": {"type": "integer"}}),
+]
+
+
+def step_call(name, *params):
+    return ("<tool_call>\n<function=" + name + ">\n" + "".join(f"<parameter={k}>\n{v}\n</parameter>\n" for k, v in params)
+            + "</function>\n</tool_call>")
+
+
+DALLAS = step_call("get_current_weather", ("city", "Dallas"), ("state", "TX"), ("unit", "fahrenheit"))
+W_DALLAS = ("get_current_weather", {"city": "Dallas", "state": "TX", "unit": "fahrenheit"})
+RECT = step_call("calculate_area", ("shape", "rectangle"), ("dimensions", '{"width": 10, \n "height": 20}'), ("precision", "2"))
+W_RECT = ("calculate_area", {"shape": "rectangle", "dimensions": {"width": 10, "height": 20}, "precision": 2})
+CIRCLE = step_call("calculate_area", ("shape", "circle"), ("dimensions", '{"radius": 15.5}'), ("precision", "3"))
+W_CIRCLE = ("calculate_area", {"shape": "circle", "dimensions": {"radius": 15.5}, "precision": 3})
+ORLANDO = step_call("get_current_weather", ("city", "Orlando"), ("state", "FL"), ("unit", "fahrenheit"))
+W_ORLANDO = ("get_current_weather", {"city": "Orlando", "state": "FL", "unit": "fahrenheit"})
+case(ST, "step3p5", VLLM, P, "test_extract_tool_calls_no_tools", "This is a test response without any tool calls",
+     content="This is a test response without any tool calls", tools=STEP_TOOLS)
+for tid, text, calls, content in [
+    ("single_tool", DALLAS, [W_DALLAS], ""),
+    ("single_tool_with_content", "Sure! Let me check the weather for you." + DALLAS, [W_DALLAS], "Sure! Let me check the weather for you."),
+    ("single_tool_multiline_param", RECT, [W_RECT], ""),
+    ("parallel_tools", DALLAS + "\n" + ORLANDO, [W_DALLAS, W_ORLANDO], ""),
+    ("tool_with_typed_params", "Let me calculate that area for you." + CIRCLE, [W_CIRCLE], "Let me calculate that area for you."),
+]:
+    case(ST, "step3p5", VLLM, P, f"test_extract_tool_calls[{tid}]", text, calls=calls, content=content, tools=STEP_TOOLS)
+case(ST, "step3p5", VLLM, P, "test_extract_tool_calls_fallback_no_tags",
+     "<function=get_current_weather>\n<parameter=city>\nDallas\n</parameter>\n<parameter=state>\nTX\n</parameter>\n</function>",
+     calls=[("get_current_weather", {"city": "Dallas", "state": "TX"})], tools=STEP_TOOLS)
+TYPES_TOOL = [tool("test_types", {"int_param": {"type": "integer"}, "float_param": {"type": "float"}, "bool_param": {"type": "boolean"},
+                                  "str_param": {"type": "string"}, "obj_param": {"type": "object"}})]
+case(ST, "step3p5", VLLM, P, "test_extract_tool_calls_type_conversion",
+     step_call("test_types", ("int_param", "42"), ("float_param", "3.14"), ("bool_param", "true"), ("str_param", "hello world"),
+               ("obj_param", '{"key": "value"}')),
+     calls=[("test_types", {"int_param": 42, "float_param": 3.14, "bool_param": True, "str_param": "hello world",
+                            "obj_param": {"key": "value"}})], tools=TYPES_TOOL)
+
+write()
