@@ -26,6 +26,9 @@
 //   - deepseek_v41: DeepSeek-V4.1's spaced DSML: <｜DSML｜ calls>,
 //     <｜DSML｜ invoke name="NAME">, <｜DSML｜ parameter …>; each DSML format
 //     reports another's block as an error naming the right format
+//   - minimax_m2: <minimax:tool_call><invoke name="NAME"><parameter
+//     name="K">V</parameter></invoke></minimax:tool_call>, values typed by
+//     the tool schema
 //
 // verl's, vLLM's and SGLang's names for the same formats are accepted too
 // (Aliases: "gpt-oss" and "openai" for gpt_oss, "qwen25" for hermes, …).

@@ -44,6 +44,12 @@ type dsmlDialect struct {
 	// block's closing tag. Both readings are the only ones the text
 	// allows, so nothing is guessed.
 	lenient bool
+	// ends are the end-of-turn markers dropped from the end of a turn.
+	ends []string
+	// schemaValues converts each value by its parameter's type in the
+	// tool schema, as qwen3_coder does, instead of by the DSML string
+	// attribute.
+	schemaValues bool
 }
 
 var (
@@ -52,22 +58,59 @@ var (
 		opens:  []string{dsmlCalls, dsmlToolCalls}, closes: []string{dsmlCallsEnd, dsmlToolCallsEd},
 		invoke: dsmlInvoke, invokeEnd: dsmlInvokeEnd, param: dsmlParam, paramEnd: dsmlParamEnd,
 		foreign: []string{dsml41Calls}, foreignFor: []string{"deepseek_v41"},
+		ends: []string{dsEOS},
 	}
 	dsmlV4 = &dsmlDialect{
 		format: "deepseek_v4",
 		opens:  []string{dsmlToolCalls}, closes: []string{dsmlToolCallsEd},
 		invoke: dsmlInvoke, invokeEnd: dsmlInvokeEnd, param: dsmlParam, paramEnd: dsmlParamEnd,
 		foreign: []string{dsml41Calls, dsmlCalls}, foreignFor: []string{"deepseek_v41", "deepseek_v32"},
-		lenient: true,
+		lenient: true, ends: []string{dsEOS},
 	}
 	dsmlV41 = &dsmlDialect{
 		format: "deepseek_v41",
 		opens:  []string{dsml41Calls}, closes: []string{dsml41CallsEnd},
 		invoke: dsml41Invoke, invokeEnd: dsml41InvokeEnd, param: dsml41Param, paramEnd: dsml41ParamEnd,
 		foreign: []string{dsmlToolCalls, dsmlCalls}, foreignFor: []string{"deepseek_v4", "deepseek_v32"},
-		lenient: true,
+		lenient: true, ends: []string{dsEOS},
 	}
 )
+
+const (
+	minimaxCalls     = "<minimax:tool_call>"
+	minimaxCallsEnd  = "</minimax:tool_call>"
+	minimaxInvoke    = "<invoke name=\""
+	minimaxInvokeEnd = "</invoke>"
+	minimaxParam     = "<parameter name=\""
+	minimaxParamEnd  = "</parameter>"
+	minimaxEOT       = "[e~["
+)
+
+// dsmlMiniMax is MiniMax-M2's spelling of the same grammar: DSML without
+// the "｜DSML｜" prefix and without the string attribute.
+var dsmlMiniMax = &dsmlDialect{
+	format: "minimax_m2",
+	opens:  []string{minimaxCalls}, closes: []string{minimaxCallsEnd},
+	invoke: minimaxInvoke, invokeEnd: minimaxInvokeEnd, param: minimaxParam, paramEnd: minimaxParamEnd,
+	ends: []string{minimaxEOT}, schemaValues: true,
+}
+
+// minimaxM2 parses MiniMax-M2's calls:
+//
+//	<minimax:tool_call>
+//	<invoke name="NAME">
+//	<parameter name="K">V</parameter>
+//	</invoke>
+//	</minimax:tool_call>
+//
+// A value is its exact text, converted by its parameter's type in the tool
+// schema as qwen3_coder converts values (vLLM's minimax_m2 parser: with no
+// schema every value stays a string). The arguments are written as
+// Python's json.dumps writes them. Text outside the blocks is content; a
+// trailing "[e~[" (MiniMax's end of turn) is not.
+type minimaxM2 struct{}
+
+func (minimaxM2) parse(text string, r *Result, v *validator) { dsmlMiniMax.parse(text, r, v) }
 
 // deepseekV32 parses DeepSeek-V3.2's DSML calls:
 //
@@ -117,7 +160,7 @@ type deepseekV41 struct{}
 func (deepseekV41) parse(text string, r *Result, v *validator) { dsmlV41.parse(text, r, v) }
 
 func (d *dsmlDialect) parse(text string, r *Result, v *validator) {
-	text = trimEnd(text, dsEOS)
+	text = trimEnd(text, d.ends...)
 	markers := append(append([]string(nil), d.opens...), d.foreign...)
 	var content strings.Builder
 	content.Grow(len(text))
@@ -164,7 +207,7 @@ func (d *dsmlDialect) block(s, closer string, r *Result, v *validator) string {
 			return s[len(closer):]
 		case strings.HasPrefix(s, d.invoke):
 			which := r.ordinal()
-			name, args, n, msg := d.invokeCall(s, closer)
+			name, args, n, msg := d.invokeCall(s, closer, v)
 			if msg != "" {
 				r.addError("%s: %s", which, msg)
 				if n >= len(s) {
@@ -189,7 +232,7 @@ func (d *dsmlDialect) block(s, closer string, r *Result, v *validator) string {
 
 // invokeCall parses one invoke (<｜DSML｜invoke …>…</｜DSML｜invoke>) at
 // the start of s: the name, the arguments as JSON, and the bytes used.
-func (d *dsmlDialect) invokeCall(s, closer string) (name, args string, n int, msg string) {
+func (d *dsmlDialect) invokeCall(s, closer string, v *validator) (name, args string, n int, msg string) {
 	i := len(d.invoke)
 	q := strings.IndexByte(s[i:], '"')
 	if q < 0 || !strings.HasPrefix(s[i+q:], "\">") {
@@ -198,6 +241,10 @@ func (d *dsmlDialect) invokeCall(s, closer string) (name, args string, n int, ms
 	name = s[i : i+q]
 	if !validFuncName(name) {
 		return "", "", d.skip(s), fmt.Sprintf("invalid function name %s", snippet(name))
+	}
+	var tool *toolInfo
+	if v.tools != nil {
+		tool = v.tools[name]
 	}
 	params := newPyDict()
 	i += q + 2
@@ -234,7 +281,11 @@ func (d *dsmlDialect) invokeCall(s, closer string) (name, args string, n int, ms
 			if end < 0 {
 				return name, "", len(s), fmt.Sprintf("function %q: unclosed parameter %q: missing %s", name, key, d.paramEnd)
 			}
-			params.set(key, dsmlValue(rest[j:j+end], kind))
+			if d.schemaValues {
+				params.set(key, tool.convert(key, rest[j:j+end]))
+			} else {
+				params.set(key, dsmlValue(rest[j:j+end], kind))
+			}
 			i += j + end
 			if strings.HasPrefix(rest[j+end:], d.paramEnd) {
 				i += len(d.paramEnd)

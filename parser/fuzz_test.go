@@ -239,6 +239,13 @@ func TestAdversarialInputsStayLinear(t *testing.T) {
 			"<｜DSML｜ calls><｜DSML｜ invoke name=\"f\">" + strings.Repeat("<｜DSML｜ parameter name=\"a\" string=\"true\">", n),
 			"<｜DSML｜ calls>" + strings.Repeat("<｜DSML｜ invoke name=\"f\"></｜DSML｜ invoke>", calls) + "</｜DSML｜ calls>",
 		},
+		"minimax_m2": {
+			strings.Repeat("<minimax:tool_call>", n),
+			strings.Repeat("<minimax:tool_call><invoke name=\"f\">", n),
+			"<minimax:tool_call><invoke name=\"f\">" + strings.Repeat("<parameter name=\"i\">1", n),
+			"<minimax:tool_call>" + strings.Repeat("<invoke name=\"f\"><parameter name=\"s\">x</parameter></invoke>", calls) + "</minimax:tool_call>",
+			strings.Repeat("[e~[", n),
+		},
 		"mistral": {
 			strings.Repeat("[TOOL_CALLS]", n),
 			strings.Repeat(`[TOOL_CALLS]f[ARGS]{"a": `, n),
@@ -325,5 +332,13 @@ func FuzzDeepseekV41(f *testing.F) {
 		"\n\n<｜DSML｜ calls>\n<｜DSML｜ invoke name=\"f\">\n<｜DSML｜ parameter name=\"o\" string=\"false\">{\"a\": 1}</｜DSML｜ parameter>\n</｜DSML｜ invoke>\n</｜DSML｜ calls>",
 		"<｜DSML｜ calls><｜DSML｜ invoke name=\"",
 		"<｜DSML｜tool_calls><｜DSML｜invoke name=\"f\"></｜DSML｜invoke></｜DSML｜tool_calls>",
+	})
+}
+
+func FuzzMiniMaxM2(f *testing.F) {
+	fuzzFormat(f, "minimax_m2", []string{
+		"<think>\nr\n</think>\n\nhi\n<minimax:tool_call>\n<invoke name=\"f\">\n<parameter name=\"i\">1</parameter>\n<parameter name=\"o\">{\"a\": [1]}</parameter>\n</invoke>\n</minimax:tool_call>\n[e~[\n",
+		"<minimax:tool_call><invoke name=\"",
+		"<minimax:tool_call><invoke name=\"f\"><parameter name=\"a\">",
 	})
 }

@@ -82,6 +82,7 @@ var formats = map[string]func() format{
 	"deepseek_v32": func() format { return deepseekV32{} },
 	"deepseek_v4":  func() format { return deepseekV4{} },
 	"deepseek_v41": func() format { return deepseekV41{} },
+	"minimax_m2":   func() format { return minimaxM2{} },
 }
 
 // aliases maps other spellings of the format names to them: verl's
@@ -105,6 +106,8 @@ var aliases = map[string]string{
 	"llama4_pythonic": "pythonic",     // vLLM
 	"qwen35_coder":    "qwen3_coder",  // vLLM's Qwen3.5 parser: Qwen3CoderToolParser with its own streaming
 	"step3p5":         "qwen3_coder",  // vLLM's Step-3.5 parser reads the same XML; SGLang maps it to Qwen3CoderDetector
+	"minimax-m2":      "minimax_m2",   // SGLang
+	"minimax":         "minimax_m2",   // verl's tool parser for MiniMax's XML
 	"deepseekv4":      "deepseek_v4",  // SGLang
 	"deepseekv41":     "deepseek_v41", // SGLang
 }

@@ -33,6 +33,7 @@ var templateFiles = map[string]string{
 	"pythonic":     "llama3.2_pythonic.jinja",
 	"mistral":      "mistral_parallel.jinja",
 	"deepseek_v32": "deepseek_v32.jinja",
+	"minimax_m2":   "minimax_m2.jinja",
 }
 
 // eosTokens are the end-of-sequence tokens templates write themselves

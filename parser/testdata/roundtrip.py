@@ -275,6 +275,21 @@ def main():
         text = turn(d32, [USER, msg], "")
         emit("deepseek_v32", case, text, [(n, dumps(a)) for n, a in calls], content=content, reasoning=rc, think=True)
 
+    # minimax_m2: MiniMax-M2's template with Unsloth's fixes, as llama.cpp
+    # keeps it (values as text, non-strings as JSON; ends turns with [e~[)
+    mm = load(local_template("minimax_m2.jinja"))
+    h = "]~b]ai\n"
+    for case, content, rc, calls in [
+        ("one call", "", "", [("get_weather", B)]),
+        ("content, reasoning and two calls", "Let me check.", "Two cities.", [("get_weather", A), ("run", C)]),
+        ("no arguments", "", "", [("now", D)]),
+    ]:
+        msg = {"role": "assistant", "content": content, "tool_calls": [call(n, a) for n, a in calls]}
+        if rc:
+            msg["reasoning_content"] = rc
+        text = turn(mm, [USER, msg], h, tools=CODER_TOOLS)
+        emit("minimax_m2", case, text, [(n, dumps(a)) for n, a in calls], content=content, reasoning=rc, think=True, tools=CODER_TOOLS)
+
     # deepseek_v4, deepseek_v41: DeepSeek publishes these chat formats as a
     # Python encoder, not a Jinja template. ds4_turn transcribes the
     # assistant branch of the encoder's render_message (thinking mode, the

@@ -1602,3 +1602,63 @@ case(ST, "step3p5", VLLM, P, "test_extract_tool_calls_type_conversion",
                             "obj_param": {"key": "value"}})], tools=TYPES_TOOL)
 
 write()
+
+# ------------------------------------------------ minimax_m2 (vLLM)
+COMMITS[(VLLM, "tests/tool_parsers/test_minimax_m2_tool_parser.py")] = "0c927c3451653f28e60cd552cff13ddc3c9ff49e"
+P = "tests/tool_parsers/test_minimax_m2_tool_parser.py"
+MM = "vllm_minimax_m2.jsonl"
+
+
+def vmm(test, chunks, **kw):
+    # the peer streams the chunks; the turn is their concatenation
+    case(MM, "minimax_m2", VLLM, P, test, "".join(chunks), **kw)
+
+
+SEATTLE = '<minimax:tool_call><invoke name="get_weather"><parameter name="city">Seattle</parameter></invoke></minimax:tool_call>'
+vmm("TestContentStreaming.test_plain_content", ["Hello ", "world"], content="Hello world")
+vmm("TestContentStreaming.test_content_before_tool_call", ["Let me check. ", SEATTLE],
+    calls=[("get_weather", {"city": "Seattle"})], content="Let me check.")
+vmm("TestSingleInvoke.test_incremental_chunks", ["<minimax:tool_call>", '<invoke name="get_weather">',
+    '<parameter name="city">Seattle</parameter>', "</invoke></minimax:tool_call>"],
+    calls=[("get_weather", {"city": "Seattle"})], content="")
+vmm("TestSingleInvoke.test_single_chunk_complete", [SEATTLE], calls=[("get_weather", {"city": "Seattle"})])
+vmm("TestSingleInvoke.test_multiple_params", ["<minimax:tool_call>", '<invoke name="get_weather">',
+    '<parameter name="city">Seattle</parameter>', '<parameter name="days">5</parameter>', "</invoke></minimax:tool_call>"],
+    calls=[("get_weather", {"city": "Seattle", "days": "5"})])
+vmm("TestMultipleInvokes.test_two_invokes_incremental", ["<minimax:tool_call>",
+    '<invoke name="search_web"><parameter name="query">OpenAI</parameter></invoke>',
+    '<invoke name="search_web"><parameter name="query">Gemini</parameter></invoke>', "</minimax:tool_call>"],
+    calls=[("search_web", {"query": "OpenAI"}), ("search_web", {"query": "Gemini"})])
+vmm("TestMultipleInvokes.test_two_invokes_in_single_delta", ["<minimax:tool_call>",
+    '<invoke name="fn_a"><parameter name="x">1</parameter></invoke><invoke name="fn_b"><parameter name="y">2</parameter></invoke>',
+    "</minimax:tool_call>"], calls=[("fn_a", {"x": "1"}), ("fn_b", {"y": "2"})])
+vmm("TestMultipleInvokes.test_different_functions", ["<minimax:tool_call>",
+    '<invoke name="get_weather"><parameter name="city">NYC</parameter></invoke>',
+    '<invoke name="get_stock"><parameter name="ticker">AAPL</parameter></invoke>', "</minimax:tool_call>"],
+    calls=[("get_weather", {"city": "NYC"}), ("get_stock", {"ticker": "AAPL"})])
+vmm("TestInternalState.test_prev_tool_call_arr_single",
+    ['<minimax:tool_call><invoke name="fn"><parameter name="a">1</parameter></invoke></minimax:tool_call>'],
+    calls=[("fn", {"a": "1"})])
+vmm("TestInternalState.test_prev_tool_call_arr_multiple", ["<minimax:tool_call>",
+    '<invoke name="search"><parameter name="q">hello</parameter></invoke>',
+    '<invoke name="search"><parameter name="q">world</parameter></invoke>', "</minimax:tool_call>"],
+    calls=[("search", {"q": "hello"}), ("search", {"q": "world"})])
+vmm("TestDeltaMessageFormat.test_tool_call_fields",
+    ['<minimax:tool_call><invoke name="fn"><parameter name="k">v</parameter></invoke></minimax:tool_call>'],
+    calls=[("fn", {"k": "v"})])
+vmm("TestLargeChunks.test_header_and_params_in_separate_chunks", ['<minimax:tool_call><invoke name="get_weather">',
+    '<parameter name="city">Seattle</parameter><parameter name="days">5</parameter></invoke></minimax:tool_call>'],
+    calls=[("get_weather", {"city": "Seattle", "days": "5"})])
+NICK = [tool("update_profile", {"nickname": {"anyOf": [{"type": "string"}, {"type": "null"}]}})]
+vmm("TestAnyOfNullableParam.test_anyof_nullable_param_non_null_value",
+    ['<minimax:tool_call><invoke name="update_profile"><parameter name="nickname">Alice</parameter></invoke></minimax:tool_call>'],
+    tools=NICK, calls=[("update_profile", {"nickname": "Alice"})])
+vmm("TestAnyOfNullableParam.test_anyof_nullable_param_null_value",
+    ['<minimax:tool_call><invoke name="update_profile"><parameter name="nickname">null</parameter></invoke></minimax:tool_call>'],
+    tools=NICK, calls=[("update_profile", {"nickname": None})])
+vmm("TestAnyOfNullableParam.test_anyof_nullable_param_object_value",
+    ['<minimax:tool_call><invoke name="update_settings"><parameter name="config">{"theme": "dark", "fontSize": 14}</parameter></invoke></minimax:tool_call>'],
+    tools=[tool("update_settings", {"config": {"anyOf": [{"type": "object"}, {"type": "null"}]}})],
+    calls=[("update_settings", {"config": {"theme": "dark", "fontSize": 14}})])
+
+write()
