@@ -29,6 +29,8 @@
 //   - minimax_m2: <minimax:tool_call><invoke name="NAME"><parameter
 //     name="K">V</parameter></invoke></minimax:tool_call>, values typed by
 //     the tool schema
+//   - seed_oss: qwen3_coder's XML inside <seed:tool_call>…</seed:tool_call>
+//     (ByteDance Seed-OSS), reasoning in <seed:think>…</seed:think>
 //
 // verl's, vLLM's and SGLang's names for the same formats are accepted too
 // (Aliases: "gpt-oss" and "openai" for gpt_oss, "qwen25" for hermes, …).

@@ -246,6 +246,13 @@ func TestAdversarialInputsStayLinear(t *testing.T) {
 			"<minimax:tool_call>" + strings.Repeat("<invoke name=\"f\"><parameter name=\"s\">x</parameter></invoke>", calls) + "</minimax:tool_call>",
 			strings.Repeat("[e~[", n),
 		},
+		"seed_oss": {
+			strings.Repeat(`<seed:tool_call><function=f><parameter=a>`, n),
+			"<function=f>" + strings.Repeat(`<parameter=a>x</parameter>`, calls) + "</function>",
+			"<seed:tool_call><function=f><parameter=s>" + strings.Repeat("</parameter>x\n", n),
+			strings.Repeat("<seed:think>", n) + strings.Repeat("</seed:think>", n),
+			strings.Repeat("<seed:tool_call>", n),
+		},
 		"mistral": {
 			strings.Repeat("[TOOL_CALLS]", n),
 			strings.Repeat(`[TOOL_CALLS]f[ARGS]{"a": `, n),
@@ -340,5 +347,13 @@ func FuzzMiniMaxM2(f *testing.F) {
 		"<think>\nr\n</think>\n\nhi\n<minimax:tool_call>\n<invoke name=\"f\">\n<parameter name=\"i\">1</parameter>\n<parameter name=\"o\">{\"a\": [1]}</parameter>\n</invoke>\n</minimax:tool_call>\n[e~[\n",
 		"<minimax:tool_call><invoke name=\"",
 		"<minimax:tool_call><invoke name=\"f\"><parameter name=\"a\">",
+	})
+}
+
+func FuzzSeedOSS(f *testing.F) {
+	fuzzFormat(f, "seed_oss", []string{
+		"<seed:think>r<seed:tool_call><function=f></function></seed:tool_call></seed:think>\n<seed:tool_call>\n<function=f>\n<parameter=o>{'a': 1}</parameter>\n<parameter=b>True</parameter>\n</function>\n</seed:tool_call><seed:eos>",
+		"<seed:tool_call><function=",
+		"</seed:think><seed:tool_call><function=f><parameter=i>1",
 	})
 }

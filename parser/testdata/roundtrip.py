@@ -290,6 +290,22 @@ def main():
         text = turn(mm, [USER, msg], h, tools=CODER_TOOLS)
         emit("minimax_m2", case, text, [(n, dumps(a)) for n, a in calls], content=content, reasoning=rc, think=True, tools=CODER_TOOLS)
 
+    # seed_oss: ByteDance Seed-OSS's template as llama.cpp keeps it (values
+    # written with Python's str(), so objects as Python reprs; reasoning in
+    # <seed:think>)
+    so = load(local_template("seed_oss.jinja"))
+    h = "<seed:bos>assistant"
+    for case, content, rc, calls in [
+        ("one call", "", "", [("get_weather", B)]),
+        ("content, reasoning and two calls", "Let me check.", "Two cities.", [("get_weather", A), ("run", C)]),
+        ("no arguments", "", "", [("now", D)]),
+    ]:
+        msg = {"role": "assistant", "content": content, "tool_calls": [call(n, a) for n, a in calls]}
+        if rc:
+            msg["reasoning_content"] = rc
+        text = turn(so, [USER, msg], h, tools=CODER_TOOLS)
+        emit("seed_oss", case, text, [(n, dumps(a)) for n, a in calls], content=content, reasoning=rc, think=True, tools=CODER_TOOLS)
+
     # deepseek_v4, deepseek_v41: DeepSeek publishes these chat formats as a
     # Python encoder, not a Jinja template. ds4_turn transcribes the
     # assistant branch of the encoder's render_message (thinking mode, the

@@ -1662,3 +1662,63 @@ vmm("TestAnyOfNullableParam.test_anyof_nullable_param_object_value",
     calls=[("update_settings", {"config": {"theme": "dark", "fontSize": 14}})])
 
 write()
+
+# ------------------------------------------------ seed_oss (vLLM)
+COMMITS[(VLLM, "tests/tool_parsers/test_seed_oss_tool_parser.py")] = "0f120751344c09af442c1800020908d2b7ff71f2"
+P = "tests/tool_parsers/test_seed_oss_tool_parser.py"
+SO = "vllm_seed_oss.jsonl"
+SEED_TOOLS = [tool("get_weather", {"location": {"type": "string"}, "unit": {"type": "string"}})]
+THINK_AS_REASONING = ("vLLM's tool parser returns the <seed:think> block as content (its reasoning parser splits it off "
+                      "later); with ThinkAware agentrl returns it as Reasoning, so content is empty, and ignores a call "
+                      "written inside it, as vLLM does")
+case(SO, "seed_oss", VLLM, P, "test_extract_tool_calls_no_tools", "This is a test response without any tool calls",
+     content="This is a test response without any tool calls")
+SEED_CALL = "<seed:tool_call>\n<function=get_weather>\n<parameter=location>Barcelona, Spain</parameter>\n</function>\n</seed:tool_call>"
+THINK_512 = (
+    """<seed:think>The user\'s current thinking budget is 512.</seed:cot_budget_reflect>\nLet me analyze the """
+    """question. The user wants to know the weather in Barcelona, Spain. Looking at the functions available, """
+    """there\'s a get_weather function that can retrieve the current temperature for a given location. \n\nFirst, """
+    """check the parameters required by get_weather: location is mandatory (needs city and country), and unit is """
+    """optional. The user provided "Barcelona Spain" as the location, which fits the required format (city, """
+    """country). \n<seed:cot_budget_reflect>I have used 131 tokens, and there are 381 tokens remaining for use."""
+    """</seed:cot_budget_reflect>\n Since the unit isn\'t specified, the function will default to Celsius, which """
+    """is fine. \n\nThere\'s no need to ask for more information because the location is clear. So I should call """
+    """the get_weather function with location set to "Barcelona, Spain" (adding a comma for clarity, though the """
+    """user\'s input has a space, but the function might accept either; to be safe, using the standard format """
+    """with a comma).\n<seed:cot_budget_reflect>I have used 257 tokens, and there are 255 tokens remaining for """
+    """use.</seed:cot_budget_reflect>\n The unit parameter can be omitted since it\'s optional.</seed:think>\n"""
+)
+THINK_UNLIMITED = (
+    """<seed:think>\nGot it, let\'s see. The user asked for the weather in Barcelona, Spain. """
+    """First, I need to remember the function I can use: get_weather. The function requires a """
+    """location (city and country) which is "Barcelona, Spain" here, and unit is optional. Since """
+    """the user didn\'t specify the unit, the default in the function is Celsius, right? Wait, """
+    """let me check the function docstring again. Oh, the function says unit is optional, and """
+    """returns temperature in Celsius. So I should call get_weather with location "Barcelona, """
+    """Spain" and maybe omit unit or set to Celsius. Let me format the function call correctly. """
+    """The format is <seed:tool_call>\n<function=get_weather>\n<parameter=location>Barcelona, """
+    """Spain</parameter>\n<parameter=unit>celsius</parameter>\n</function>\n</seed:tool_call>. """
+    """Wait, but does the unit parameter accept "celsius"? The docstring says unit is the unit """
+    """of temperature, but the return is in Celsius anyway. Maybe even if I don\'t pass unit, """
+    """it\'s okay, but to be explicit, maybe pass "celsius". Let me go with that. So the function """
+    """call should be as above. Then wait for the result to come back and tell the user the """
+    """temperature in Celsius.</seed:think>"""
+)
+BARCELONA = ("get_weather", {"location": "Barcelona, Spain"})
+BARCELONA_C = ("get_weather", {"location": "Barcelona, Spain", "unit": "celsius"})
+SEED_UNIT_CALL = ("<seed:tool_call>\n<function=get_weather>\n<parameter=location>"
+                  "Barcelona, Spain</parameter>\n<parameter=unit>celsius</parameter>\n</function>\n</seed:tool_call>")
+case(SO, "seed_oss", VLLM, P, "test_extract_tool_calls[tool_call_0_thinking_budget]", SEED_CALL,
+     calls=[BARCELONA], arguments_exact=['{"location": "Barcelona, Spain"}'], content="", tools=SEED_TOOLS)
+case(SO, "seed_oss", VLLM, P, "test_extract_tool_calls[tool_call_512_thinkg_budget]", THINK_512 + SEED_CALL,
+     calls=[BARCELONA], content="", tools=SEED_TOOLS, think_aware=True, deliberate=THINK_AS_REASONING)
+case(SO, "seed_oss", VLLM, P, "test_extract_tool_calls[tool_call_unlimited_thinking_budget]", THINK_UNLIMITED + SEED_UNIT_CALL,
+     calls=[BARCELONA_C], arguments_exact=['{"location": "Barcelona, Spain", "unit": "celsius"}'], content="",
+     tools=SEED_TOOLS, think_aware=True, deliberate=THINK_AS_REASONING)
+# test_streaming_tool_calls's 0-budget case: the empty think block and its two budget tags
+case(SO, "seed_oss", VLLM, P, "test_streaming_tool_calls[tool_call_0_thinking_budget]",
+     "<seed:think>\n</seed:cot_budget_reflect>\n</seed:cot_budget_reflect>\n"
+     "The current thinking budget is 0, so I will directly start answering the question.\n</seed:think>\n" + SEED_CALL,
+     calls=[BARCELONA], content="", tools=SEED_TOOLS, think_aware=True, deliberate=THINK_AS_REASONING)
+
+write()
