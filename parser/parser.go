@@ -103,6 +103,7 @@ var aliases = map[string]string{
 	"glm4_moe":        "glm45",        // vLLM
 	"glm":             "glm45",        // SGLang
 	"glm46":           "glm45",
+	"glm47":           "glm45", // vLLM, SGLang: GLM-4.7 and GLM-5 write the same calls without the newlines
 	"kimik2":          "kimi_k2",
 	"llama4_pythonic": "pythonic",     // vLLM
 	"qwen35_coder":    "qwen3_coder",  // vLLM's Qwen3.5 parser: Qwen3CoderToolParser with its own streaming

@@ -1722,3 +1722,75 @@ case(SO, "seed_oss", VLLM, P, "test_streaming_tool_calls[tool_call_0_thinking_bu
      calls=[BARCELONA], content="", tools=SEED_TOOLS, think_aware=True, deliberate=THINK_AS_REASONING)
 
 write()
+
+# ------------------------------------------------ glm47 (vLLM, SGLang): glm45's grammar, compact
+COMMITS[(VLLM, "tests/tool_parsers/test_glm47_moe_tool_parser.py")] = "0ce879769db6d7503db0ecdfb5b503b080720347"
+COMMITS[(SGL, "test/registered/function_call/test_glm47_moe_detector.py")] = "143dd88794a729b254341dfd124f0513e6864a71"
+P = "tests/tool_parsers/test_glm47_moe_tool_parser.py"
+G47 = "vllm_glm47.jsonl"
+G47_TOOLS = [tool("get_current_date", top={}), tool("get_weather", {"city": {"type": "string"}, "date": {"type": "string"}})]
+
+
+def vg47(test, text, **kw):
+    case(G47, "glm47", VLLM, P, "TestGlm47ExtractToolCalls." + test, text, tools=G47_TOOLS, **kw)
+
+
+vg47("test_no_tool_call", "This is a plain response.", content="This is a plain response.")
+vg47("test_zero_arg_inline", "<tool_call>get_current_date</tool_call>", calls=[("get_current_date", {})], content="")
+vg47("test_zero_arg_newline", "<tool_call>get_current_date\n</tool_call>", calls=[("get_current_date", {})])
+vg47("test_args_same_line", "<tool_call>get_weather<arg_key>city</arg_key><arg_value>Beijing</arg_value></tool_call>",
+     calls=[("get_weather", {"city": "Beijing"})])
+vg47("test_args_with_newlines", "<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Beijing</arg_value>\n</tool_call>",
+     calls=[("get_weather", {"city": "Beijing"})])
+vg47("test_content_before", "Checking.<tool_call>get_current_date</tool_call>", calls=[("get_current_date", {})], content="Checking.")
+vg47("test_multiple", "<tool_call>get_weather<arg_key>city</arg_key><arg_value>Beijing</arg_value></tool_call>"
+     "<tool_call>get_weather<arg_key>city</arg_key><arg_value>Shanghai</arg_value></tool_call>",
+     calls=[("get_weather", {"city": "Beijing"}), ("get_weather", {"city": "Shanghai"})])
+vg47("test_empty_content_none", "<tool_call>get_current_date</tool_call>", calls=[("get_current_date", {})], content="")
+vg47("test_whitespace_content_none", "  \n  <tool_call>get_current_date</tool_call>", calls=[("get_current_date", {})], content="")
+
+P = "test/registered/function_call/test_glm47_moe_detector.py"
+SG47 = "sglang_glm47.jsonl"
+SG47_TOOLS = [tool("get_weather", {"city": {"type": "string"}, "date": {"type": "string"}})]
+
+
+def sg47(test, text, tools=SG47_TOOLS, **kw):
+    case(SG47, "glm47", SGL, P, "TestGlm47MoeDetector." + test, text, tools=tools, **kw)
+
+
+BJ = "<tool_call>get_weather<arg_key>city</arg_key><arg_value>Beijing</arg_value><arg_key>date</arg_key><arg_value>2024-06-27</arg_value></tool_call>"
+SH = "<tool_call>get_weather<arg_key>city</arg_key><arg_value>Shanghai</arg_value><arg_key>date</arg_key><arg_value>2024-06-28</arg_value></tool_call>"
+sg47("test_single_tool_call", BJ, calls=[("get_weather", {"city": "Beijing", "date": "2024-06-27"})],
+     arguments_exact=['{"city": "Beijing", "date": "2024-06-27"}'], content="")
+sg47("test_multiple_tool_calls", BJ + SH, calls=[("get_weather", {"city": "Beijing", "date": "2024-06-27"}),
+                                                  ("get_weather", {"city": "Shanghai", "date": "2024-06-28"})],
+     arguments_exact=['{"city": "Beijing", "date": "2024-06-27"}', '{"city": "Shanghai", "date": "2024-06-28"}'], content="")
+sg47("test_no_arg_function_non_streaming", "<tool_call>list_filenames</tool_call>", tools=[tool("list_filenames", {})],
+     calls=[("list_filenames", {})])
+sg47("test_invalid_tool_call", "<tool_call>invalid_func<arg_key>city</arg_key><arg_value>Beijing</arg_value></tool_call>", errors=1,
+     deliberate="SGLang drops the call to an unknown tool silently; agentrl reports it as an error that lists the tools")
+TODO_TOOLS = [tool("todo_write", {"todos": {"type": "array"}})]
+TODOS = ('[{"id": "1", "task": "Check for hard-coded issues in the backend code", "status": "in_progress"}, '
+         '{"id": "2", "task": "Check for hard-coded issues in the frontend code", "status": "pending"}, '
+         '{"id": "3", "task": "Check for code violating the Single Responsibility Principle", "status": "pending"}, '
+         '{"id": "4", "task": "Generate a rectification proposal report", "status": "pending"}]')
+sg47("test_array_argument_with_escaped_json[normal]",
+     "<tool_call>todo_write<arg_key>todos</arg_key><arg_value>" + TODOS + "</arg_value>\n</tool_call>", tools=TODO_TOOLS,
+     calls=[("todo_write", {"todos": json.loads(TODOS)})])
+sg47("test_array_argument_with_escaped_json[windows path]",
+     '<tool_call>todo_write<arg_key>todos</arg_key><arg_value>[{"id": "1", "task": "Check file at C:\\\\Users\\\\test.txt", "status": "pending"}]</arg_value></tool_call>',
+     tools=TODO_TOOLS, calls=[("todo_write", {"todos": [{"id": "1", "task": "Check file at C:\\Users\\test.txt", "status": "pending"}]})])
+sg47("test_array_argument_with_escaped_json[literal backslash-n]",
+     '<tool_call>todo_write<arg_key>todos</arg_key><arg_value>[{"id": "1", "task": "Print \\\\n to see newline","status": "pending"}]</arg_value></tool_call>',
+     tools=TODO_TOOLS, calls=[("todo_write", {"todos": [{"id": "1", "task": "Print \\n to see newline", "status": "pending"}]})])
+sg47("test_mtp_func_and_string_split",
+     "I'll create a task.<tool_call>create_task<arg_key>title</arg_key><arg_value>Go to Beijing</arg_value>"
+     "<arg_key>location</arg_key><arg_value>San Francisco</arg_value></tool_call>",
+     tools=[tool("create_task", {"title": {"type": "string"}, "location": {"type": "string"}})],
+     calls=[("create_task", {"title": "Go to Beijing", "location": "San Francisco"})], content="I'll create a task.")
+sg47("test_mtp_noarg_and_multiple_calls",
+     "<tool_call>list_files</tool_call><tool_call>get_weather<arg_key>city</arg_key><arg_value>Beijing</arg_value></tool_call>",
+     tools=[tool("list_files", {}), tool("get_weather", {"city": {"type": "string"}})],
+     calls=[("list_files", {}), ("get_weather", {"city": "Beijing"})])
+
+write()
