@@ -21,6 +21,16 @@
 //   - mistral: [TOOL_CALLS][{"name": ..., "arguments": {...}}] or
 //     [TOOL_CALLS]NAME[ARGS]{...}
 //   - pythonic: [f(a=1, b='x'), g()] (Llama-3.2 and Llama-4 pythonic)
+//   - deepseek_v4: DeepSeek-V4's DSML, V3.2's invokes inside
+//     <｜DSML｜tool_calls>…</｜DSML｜tool_calls>
+//   - deepseek_v41: DeepSeek-V4.1's spaced DSML: <｜DSML｜ calls>,
+//     <｜DSML｜ invoke name="NAME">, <｜DSML｜ parameter …>; each DSML format
+//     reports another's block as an error naming the right format
+//   - minimax_m2: <minimax:tool_call><invoke name="NAME"><parameter
+//     name="K">V</parameter></invoke></minimax:tool_call>, values typed by
+//     the tool schema
+//   - seed_oss: qwen3_coder's XML inside <seed:tool_call>…</seed:tool_call>
+//     (ByteDance Seed-OSS), reasoning in <seed:think>…</seed:think>
 //
 // verl's, vLLM's and SGLang's names for the same formats are accepted too
 // (Aliases: "gpt-oss" and "openai" for gpt_oss, "qwen25" for hermes, …).

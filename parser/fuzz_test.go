@@ -200,3 +200,35 @@ func FuzzDeepseekV32(f *testing.F) {
 		"<｜DSML｜tool_calls><｜DSML｜invoke name=\"f\"><｜DSML｜parameter name=\"a\">",
 	})
 }
+
+func FuzzDeepseekV4(f *testing.F) {
+	fuzzFormat(f, "deepseek_v4", []string{
+		"<｜DSML｜tool_calls>\n<｜DSML｜invoke name=\"f\">\n<｜DSML｜parameter name=\"s\" string=\"true\">x</｜DSML｜parameter>\n</｜DSML｜invoke>\n</｜DSML｜tool_calls>",
+		"<｜DSML｜tool_calls><｜DSML｜invoke name=\"f\"><｜DSML｜parameter name=\"a\" string=\"true\">x<｜DSML｜parameter name=\"b\">1</｜DSML｜tool_calls>",
+		"<｜DSML｜function_calls><｜DSML｜ calls>",
+	})
+}
+
+func FuzzDeepseekV41(f *testing.F) {
+	fuzzFormat(f, "deepseek_v41", []string{
+		"\n\n<｜DSML｜ calls>\n<｜DSML｜ invoke name=\"f\">\n<｜DSML｜ parameter name=\"o\" string=\"false\">{\"a\": 1}</｜DSML｜ parameter>\n</｜DSML｜ invoke>\n</｜DSML｜ calls>",
+		"<｜DSML｜ calls><｜DSML｜ invoke name=\"",
+		"<｜DSML｜tool_calls><｜DSML｜invoke name=\"f\"></｜DSML｜invoke></｜DSML｜tool_calls>",
+	})
+}
+
+func FuzzMiniMaxM2(f *testing.F) {
+	fuzzFormat(f, "minimax_m2", []string{
+		"<think>\nr\n</think>\n\nhi\n<minimax:tool_call>\n<invoke name=\"f\">\n<parameter name=\"i\">1</parameter>\n<parameter name=\"o\">{\"a\": [1]}</parameter>\n</invoke>\n</minimax:tool_call>\n[e~[\n",
+		"<minimax:tool_call><invoke name=\"",
+		"<minimax:tool_call><invoke name=\"f\"><parameter name=\"a\">",
+	})
+}
+
+func FuzzSeedOSS(f *testing.F) {
+	fuzzFormat(f, "seed_oss", []string{
+		"<seed:think>r<seed:tool_call><function=f></function></seed:tool_call></seed:think>\n<seed:tool_call>\n<function=f>\n<parameter=o>{'a': 1}</parameter>\n<parameter=b>True</parameter>\n</function>\n</seed:tool_call><seed:eos>",
+		"<seed:tool_call><function=",
+		"</seed:think><seed:tool_call><function=f><parameter=i>1",
+	})
+}

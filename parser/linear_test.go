@@ -87,6 +87,32 @@ func adversarialTexts(n int) map[string][]string {
 			"<｜DSML｜function_calls><｜DSML｜invoke name=\"f\">" + strings.Repeat("<｜DSML｜parameter name=\"a\" string=\"false\">", n),
 			"<｜DSML｜function_calls>" + strings.Repeat("<｜DSML｜invoke name=\"f\"></｜DSML｜invoke>", calls) + "</｜DSML｜function_calls>",
 		},
+		"deepseek_v4": {
+			strings.Repeat("<｜DSML｜tool_calls>", n),
+			strings.Repeat("<｜DSML｜function_calls><｜DSML｜ calls>", n),
+			"<｜DSML｜tool_calls><｜DSML｜invoke name=\"f\">" + strings.Repeat("<｜DSML｜parameter name=\"a\" string=\"false\">x", n),
+			"<｜DSML｜tool_calls>" + strings.Repeat("<｜DSML｜invoke name=\"f\"><｜DSML｜parameter name=\"a\">1", calls) + "</｜DSML｜tool_calls>",
+		},
+		"deepseek_v41": {
+			strings.Repeat("<｜DSML｜ calls>", n),
+			strings.Repeat("<｜DSML｜ calls><｜DSML｜ invoke name=\"f\">", n),
+			"<｜DSML｜ calls><｜DSML｜ invoke name=\"f\">" + strings.Repeat("<｜DSML｜ parameter name=\"a\" string=\"true\">", n),
+			"<｜DSML｜ calls>" + strings.Repeat("<｜DSML｜ invoke name=\"f\"></｜DSML｜ invoke>", calls) + "</｜DSML｜ calls>",
+		},
+		"minimax_m2": {
+			strings.Repeat("<minimax:tool_call>", n),
+			strings.Repeat("<minimax:tool_call><invoke name=\"f\">", n),
+			"<minimax:tool_call><invoke name=\"f\">" + strings.Repeat("<parameter name=\"i\">1", n),
+			"<minimax:tool_call>" + strings.Repeat("<invoke name=\"f\"><parameter name=\"s\">x</parameter></invoke>", calls) + "</minimax:tool_call>",
+			strings.Repeat("[e~[", n),
+		},
+		"seed_oss": {
+			strings.Repeat(`<seed:tool_call><function=f><parameter=a>`, n),
+			"<function=f>" + strings.Repeat(`<parameter=a>x</parameter>`, calls) + "</function>",
+			"<seed:tool_call><function=f><parameter=s>" + strings.Repeat("</parameter>x\n", n),
+			strings.Repeat("<seed:think>", n) + strings.Repeat("</seed:think>", n),
+			strings.Repeat("<seed:tool_call>", n),
+		},
 		"mistral": {
 			strings.Repeat("[TOOL_CALLS]", n),
 			strings.Repeat(`[TOOL_CALLS]f[ARGS]{"a": `, n),

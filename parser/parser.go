@@ -84,6 +84,10 @@ var formats = map[string]func() format{
 	"pythonic":     func() format { return pythonic{} },
 	"mistral":      func() format { return mistral{} },
 	"deepseek_v32": func() format { return deepseekV32{} },
+	"deepseek_v4":  func() format { return deepseekV4{} },
+	"deepseek_v41": func() format { return deepseekV41{} },
+	"minimax_m2":   func() format { return minimaxM2{} },
+	"seed_oss":     func() format { return seedOSS{} },
 }
 
 // aliases maps other spellings of the format names to them: verl's
@@ -103,8 +107,16 @@ var aliases = map[string]string{
 	"glm4_moe":        "glm45",        // vLLM
 	"glm":             "glm45",        // SGLang
 	"glm46":           "glm45",
+	"glm47":           "glm45", // vLLM, SGLang: GLM-4.7 and GLM-5 write the same calls without the newlines
 	"kimik2":          "kimi_k2",
-	"llama4_pythonic": "pythonic", // vLLM
+	"llama4_pythonic": "pythonic",     // vLLM
+	"qwen35_coder":    "qwen3_coder",  // vLLM's Qwen3.5 parser: Qwen3CoderToolParser with its own streaming
+	"step3p5":         "qwen3_coder",  // vLLM's Step-3.5 parser reads the same XML; SGLang maps it to Qwen3CoderDetector
+	"minimax-m2":      "minimax_m2",   // SGLang
+	"seed":            "seed_oss",     // verl's tool parser for Seed-OSS
+	"minimax":         "minimax_m2",   // verl's tool parser for MiniMax's XML
+	"deepseekv4":      "deepseek_v4",  // SGLang
+	"deepseekv41":     "deepseek_v41", // SGLang
 }
 
 // Aliases returns the other accepted spellings of the format names, each
@@ -148,20 +160,31 @@ func New(format string, opts Options) (Parser, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &parser{f: f(), think: opts.ThinkAware && format != "gpt_oss", v: v}, nil
+	p := &parser{f: f(), think: opts.ThinkAware && format != "gpt_oss", v: v, thinkOpen: thinkOpen, thinkClose: thinkClose}
+	if tags, ok := thinkTags[format]; ok {
+		p.thinkOpen, p.thinkClose = tags[0], tags[1]
+	}
+	return p, nil
+}
+
+// thinkTags are the reasoning tags of the formats whose models do not
+// write <think>…</think>.
+var thinkTags = map[string][2]string{
+	"seed_oss": {seedThinkOpen, seedThinkClose},
 }
 
 type parser struct {
-	f     format
-	think bool
-	v     *validator
+	f                     format
+	think                 bool
+	thinkOpen, thinkClose string
+	v                     *validator
 }
 
 func (p *parser) Parse(text string, _ []int32) Result {
 	var r Result
 	if p.think {
 		var reasoning string
-		text, reasoning = splitThink(text)
+		text, reasoning = splitThinkTags(text, p.thinkOpen, p.thinkClose)
 		r.Reasoning = reasoning
 	}
 	p.f.parse(text, &r, p.v)

@@ -53,13 +53,19 @@ const (
 type qwen3Coder struct{}
 
 func (qwen3Coder) parse(text string, r *Result, v *validator) {
-	text = trimEnd(text, "<|im_end|>", "<|endoftext|>")
+	parseQwenXML(trimEnd(text, "<|im_end|>", "<|endoftext|>"), hermesOpen, hermesClose, r, v)
+}
+
+// parseQwenXML parses the <function=…> calls of qwen3_coder's XML, in
+// wrappers spelled open and close (<tool_call>…</tool_call> for Qwen,
+// <seed:tool_call>…</seed:tool_call> for Seed-OSS).
+func parseQwenXML(text, open, close string, r *Result, v *validator) {
 	var content strings.Builder
 	content.Grow(len(text))
-	sc := &qcScanner{s: text, fallbackAt: -2, closeAt: -2}
+	sc := &qcScanner{s: text, open: open, close: close, fallbackAt: -2, closeAt: -2}
 	pos := 0
 	for {
-		i := indexAny(text[pos:], hermesOpen, qcFuncOpen)
+		i := indexAny(text[pos:], open, qcFuncOpen)
 		if i < 0 {
 			content.WriteString(text[pos:])
 			break
@@ -67,26 +73,26 @@ func (qwen3Coder) parse(text string, r *Result, v *validator) {
 		content.WriteString(text[pos : pos+i])
 		pos += i
 		which := r.ordinal()
-		if strings.HasPrefix(text[pos:], hermesOpen) {
-			pos += len(hermesOpen)
+		if strings.HasPrefix(text[pos:], open) {
+			pos += len(open)
 			pos += len(text[pos:]) - len(strings.TrimLeft(text[pos:], jsonSpace))
 			if !strings.HasPrefix(text[pos:], qcFuncOpen) {
-				r.addError("%s: expected <function=NAME> after <tool_call>, got %s", which, snippet(text[pos:]))
-				pos = resync(text, pos)
+				r.addError("%s: expected <function=NAME> after %s, got %s", which, open, snippet(text[pos:]))
+				pos = sc.resync(pos)
 				continue
 			}
 		}
 		name, args, n, msg := sc.function(pos, v)
 		if msg != "" {
 			r.addError("%s: %s", which, msg)
-			pos = resync(text, n)
+			pos = sc.resync(n)
 			continue
 		}
 		v.check(r, which, name, args)
 		pos = n
 		// The </tool_call> closing the wrapper, if there is one.
-		if t := strings.TrimLeft(text[pos:], jsonSpace); strings.HasPrefix(t, hermesClose) {
-			pos = len(text) - len(t) + len(hermesClose)
+		if t := strings.TrimLeft(text[pos:], jsonSpace); strings.HasPrefix(t, close) {
+			pos = len(text) - len(t) + len(close)
 		}
 	}
 	r.Content = content.String()
@@ -96,13 +102,14 @@ func (qwen3Coder) parse(text string, r *Result, v *validator) {
 // s[at:]: at the next <tool_call> or <function=> if one comes first (the
 // model started a new call without closing this one), else after the next
 // </tool_call>, else nowhere (the rest belonged to the broken call).
-func resync(s string, at int) int {
-	i := indexAny(s[at:], hermesClose, hermesOpen, qcFuncOpen)
+func (sc *qcScanner) resync(at int) int {
+	s := sc.s
+	i := indexAny(s[at:], sc.close, sc.open, qcFuncOpen)
 	switch {
 	case i < 0:
 		return len(s)
-	case strings.HasPrefix(s[at+i:], hermesClose):
-		return at + i + len(hermesClose)
+	case strings.HasPrefix(s[at+i:], sc.close):
+		return at + i + len(sc.close)
 	}
 	return at + i
 }
@@ -113,7 +120,8 @@ func resync(s string, at int) int {
 // without finding one, later values use only the forgotten-tag rule, and
 // the position of the next line-start tag is kept for reuse.
 type qcScanner struct {
-	s string
+	s           string
+	open, close string // the wrapper tags
 	// noPairs is set once a search for a closing </parameter> reached the
 	// end of the text.
 	noPairs bool
@@ -177,7 +185,7 @@ func (sc *qcScanner) function(at int, v *validator) (name, args string, n int, m
 			i = next
 		case rest == "":
 			return name, "", len(s), fmt.Sprintf("function %q: unclosed <function=%s>: missing </function>", name, name)
-		case strings.HasPrefix(rest, hermesOpen) || strings.HasPrefix(rest, qcFuncOpen):
+		case strings.HasPrefix(rest, sc.open) || strings.HasPrefix(rest, qcFuncOpen):
 			return name, "", i, fmt.Sprintf("function %q: unclosed <function=%s>: missing </function> before the next call", name, name)
 		default:
 			return name, "", i, fmt.Sprintf("function %q: expected <parameter=NAME> or </function>, got %s", name, snippet(rest))
@@ -260,7 +268,7 @@ func (sc *qcScanner) valueEnd(start int, tool *toolInfo) (end, next int) {
 func (sc *qcScanner) structuralAfterClose(i int, tool *toolInfo) bool {
 	t := strings.TrimLeft(sc.s[i:], jsonSpace)
 	switch {
-	case t == "", strings.HasPrefix(t, qcFuncClose), strings.HasPrefix(t, hermesClose):
+	case t == "", strings.HasPrefix(t, qcFuncClose), strings.HasPrefix(t, sc.close):
 		return true
 	case strings.HasPrefix(t, qcParamOpen):
 		return tool.knownParamTag(t)
@@ -324,7 +332,7 @@ func (sc *qcScanner) nextLineStartTag(from int, tool *toolInfo) int {
 		}
 		i += k + 1
 		t := s[i:]
-		if strings.HasPrefix(t, qcFuncClose) || strings.HasPrefix(t, hermesOpen) || strings.HasPrefix(t, qcFuncOpen) ||
+		if strings.HasPrefix(t, qcFuncClose) || strings.HasPrefix(t, sc.open) || strings.HasPrefix(t, qcFuncOpen) ||
 			(strings.HasPrefix(t, qcParamOpen) && tool.knownParamTag(t)) {
 			at = i
 			break

@@ -19,6 +19,12 @@ const (
 //   - A "<think>" that is never closed makes the rest of the text
 //     reasoning: a turn cut off while thinking has no calls.
 func splitThink(text string) (rest, reasoning string) {
+	return splitThinkTags(text, thinkOpen, thinkClose)
+}
+
+// splitThinkTags is splitThink for a model whose reasoning tags are
+// thinkOpen and thinkClose (Seed-OSS writes <seed:think>…</seed:think>).
+func splitThinkTags(text, thinkOpen, thinkClose string) (rest, reasoning string) {
 	if !strings.Contains(text, thinkClose) && !strings.Contains(text, thinkOpen) {
 		return text, ""
 	}

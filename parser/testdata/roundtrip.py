@@ -102,6 +102,27 @@ def turn(tmpl, messages, header, tools=None, extra=None):
     return rest[len(header):]
 
 
+DSML = "｜DSML｜"
+DS_EOS = "<｜end▁of▁sentence｜>"
+
+
+def ds4_turn(content, reasoning, calls, block, invoke, param):
+    """The encoder's assistant message: "{reasoning}</think>{content}" then,
+    with calls, "\n\n" and the block, then the end-of-sentence token."""
+    def to_json(v):
+        return json.dumps(v, ensure_ascii=False)
+
+    def arguments(args):
+        return "\n".join(f'<{DSML}{param} name="{k}" string="{"true" if isinstance(v, str) else "false"}">'
+                         f'{v if isinstance(v, str) else to_json(v)}</{DSML}{param}>' for k, v in args.items())
+
+    tc = ""
+    if calls:
+        invokes = [f'<{DSML}{invoke} name="{n}">\n{arguments(a)}\n</{DSML}{invoke}>' for n, a in calls]
+        tc = "\n\n" + f"<{DSML}{block}>\n" + "\n".join(invokes) + f"\n</{DSML}{block}>"
+    return reasoning + "</think>" + content + tc + DS_EOS
+
+
 def main():
     out = []
 
@@ -253,6 +274,59 @@ def main():
         msg = {"role": "assistant", "content": content, "reasoning_content": rc, "tool_calls": [call(n, a) for n, a in calls]}
         text = turn(d32, [USER, msg], "")
         emit("deepseek_v32", case, text, [(n, dumps(a)) for n, a in calls], content=content, reasoning=rc, think=True)
+
+    # minimax_m2: MiniMax-M2's template with Unsloth's fixes, as llama.cpp
+    # keeps it (values as text, non-strings as JSON; ends turns with [e~[)
+    mm = load(local_template("minimax_m2.jinja"))
+    h = "]~b]ai\n"
+    for case, content, rc, calls in [
+        ("one call", "", "", [("get_weather", B)]),
+        ("content, reasoning and two calls", "Let me check.", "Two cities.", [("get_weather", A), ("run", C)]),
+        ("no arguments", "", "", [("now", D)]),
+    ]:
+        msg = {"role": "assistant", "content": content, "tool_calls": [call(n, a) for n, a in calls]}
+        if rc:
+            msg["reasoning_content"] = rc
+        text = turn(mm, [USER, msg], h, tools=CODER_TOOLS)
+        emit("minimax_m2", case, text, [(n, dumps(a)) for n, a in calls], content=content, reasoning=rc, think=True, tools=CODER_TOOLS)
+
+    # seed_oss: ByteDance Seed-OSS's template as llama.cpp keeps it (values
+    # written with Python's str(), so objects as Python reprs; reasoning in
+    # <seed:think>)
+    so = load(local_template("seed_oss.jinja"))
+    h = "<seed:bos>assistant"
+    for case, content, rc, calls in [
+        ("one call", "", "", [("get_weather", B)]),
+        ("content, reasoning and two calls", "Let me check.", "Two cities.", [("get_weather", A), ("run", C)]),
+        ("no arguments", "", "", [("now", D)]),
+    ]:
+        msg = {"role": "assistant", "content": content, "tool_calls": [call(n, a) for n, a in calls]}
+        if rc:
+            msg["reasoning_content"] = rc
+        text = turn(so, [USER, msg], h, tools=CODER_TOOLS)
+        emit("seed_oss", case, text, [(n, dumps(a)) for n, a in calls], content=content, reasoning=rc, think=True, tools=CODER_TOOLS)
+
+    # deepseek_v4, deepseek_v41: DeepSeek publishes these chat formats as a
+    # Python encoder, not a Jinja template. ds4_turn transcribes the
+    # assistant branch of the encoder's render_message (thinking mode, the
+    # turn after the last user message), as vLLM vendors it:
+    # vllm/tokenizers/deepseek_v4_encoding.py at
+    # 591f7b5eab1ab5be7e9a893926ebaa486974fea6 and
+    # vllm/tokenizers/deepseek_v41_encoding.py at
+    # 6394ab4d1ab21fad703c6f9163612b5c7f9a2512. The records say "encoder"
+    # so that the Go template test knows there is no template to render.
+    for fmt, block, invoke, param in [("deepseek_v4", "tool_calls", "invoke", "parameter"),
+                                      ("deepseek_v41", " calls", " invoke", " parameter")]:
+        for case, content, rc, calls in [
+            ("one call", "", "", [("get_weather", B)]),
+            ("content, reasoning and two calls", "Let me check.", "Two cities.", [("get_weather", A), ("run", C)]),
+            ("no arguments", "", "", [("now", D)]),
+        ]:
+            text = ds4_turn(content, rc, calls, block, invoke, param)
+            LAST.update(messages=[USER, {"role": "assistant", "content": content, "reasoning_content": rc,
+                                         "tool_calls": [call(n, a) for n, a in calls]}], header="")
+            emit(fmt, case, text, [(n, dumps(a)) for n, a in calls], content=content, reasoning=rc, think=True)
+            out[-1]["encoder"] = fmt + "_encoding.py"
 
     for rec in out:
         sys.stdout.write(json.dumps(rec, ensure_ascii=False) + "\n")

@@ -1443,3 +1443,354 @@ sgo("test_streaming_text_then_tool_call",
     calls=[("get_weather", {"city": "Beijing", "unit": "celsius"})], content="I'll look that up.")
 
 write()
+
+# ------------------------------------------------ deepseek_v4 / deepseek_v41 (vLLM)
+COMMITS[(VLLM, "tests/tool_parsers/test_deepseekv4_tool_parser.py")] = "023f36c62e71a247a9bacb7eb4cea5d55505cb63"
+COMMITS[(VLLM, "tests/parser/engine/test_deepseek_v4.py")] = "0114e8484da27e4fedcac873fec05d480a494204"
+COMMITS[(VLLM, "tests/parser/engine/test_deepseek_v41.py")] = "02579a5f38c5ed5211c01da7207a5c6fbc921423"
+V4 = "vllm_deepseek_v4.jsonl"
+V41 = "vllm_deepseek_v41.jsonl"
+P = "tests/tool_parsers/test_deepseekv4_tool_parser.py"
+TC_START, TC_END = "<｜DSML｜tool_calls>", "</｜DSML｜tool_calls>"
+INV_START, INV_END = '<｜DSML｜invoke name="', "</｜DSML｜invoke>"
+PARAM_START, PARAM_END = '<｜DSML｜parameter name="', "</｜DSML｜parameter>"
+
+
+def v4_build_tool_call(func_name, params):
+    # build_tool_call in the peer's test
+    param_strs = "".join(f'{PARAM_START}{k}" string="true">{v}{PARAM_END}\n' for k, v in params.items())
+    return f'{TC_START}\n{INV_START}{func_name}">\n{param_strs}{INV_END}\n{TC_END}'
+
+
+case(V4, "deepseek_v4", VLLM, P, "test_extract_tool_calls",
+     "Let me check. " + v4_build_tool_call("get_weather", {"location": "Beijing", "unit": "celsius"}),
+     calls=[("get_weather", {"location": "Beijing", "unit": "celsius"})], content="Let me check.")
+FC = v4_build_tool_call("search", {"query": "vllm"}).replace("tool_calls", "function_calls")
+case(V4, "deepseek_v4", VLLM, P, "test_function_calls_block_is_not_accepted", FC, content=FC, errors=1,
+     deliberate="vLLM keeps a V3.2 <｜DSML｜function_calls> block as content and says nothing; agentrl keeps it as content too and reports one error naming deepseek_v32, so that a model served with the wrong format is noticed")
+case(V4, "deepseek_v4", VLLM, P, "test_streaming_extracts_complete_invokes",
+     v4_build_tool_call("search", {"query": "deepseek v4"}), calls=[("search", {"query": "deepseek v4"})], content="")
+
+# TestArgConverter exercises the peer's parameter converter on the text of
+# an invoke's body; here each body is wrapped in one invoke of one block
+# and parsed whole.
+P = "tests/parser/engine/test_deepseek_v4.py"
+
+
+def v4_param(name, is_str, value):
+    return f'<｜DSML｜parameter name="{name}" string="{is_str}">{value}</｜DSML｜parameter>'
+
+
+def v4_invoke(raw, name="f"):
+    return f'{TC_START}{INV_START}{name}">{raw}{INV_END}{TC_END}'
+
+
+def v4_raw(*params):
+    return "\n" + "\n".join(v4_param(*p) for p in params) + "\n"
+
+
+for test, params, want in [
+    ("test_string_param", [("city", "true", "杭州")], {"city": "杭州"}),
+    ("test_string_with_spaces_and_quotes", [("msg", "true", 'He said "hello world"')], {"msg": 'He said "hello world"'}),
+    ("test_integer_param", [("count", "false", "42")], {"count": 42}),
+    ("test_float_param", [("ratio", "false", "3.14")], {"ratio": 3.14}),
+    ("test_bool_param", [("flag", "false", "true")], {"flag": True}),
+    ("test_array_param", [("items", "false", '["a", "b", "c"]')], {"items": ["a", "b", "c"]}),
+    ("test_object_param", [("opts", "false", '{"key": "val"}')], {"opts": {"key": "val"}}),
+    ("test_mixed_types", [("location", "true", "Tokyo"), ("limit", "false", "10"), ("active", "false", "false")],
+     {"location": "Tokyo", "limit": 10, "active": False}),
+    ("test_invalid_json_fallback", [("data", "false", "[broken")], {"data": "[broken"}),
+    ("test_chinese_chars_preserved_in_json", [("query", "true", "你好世界")], {"query": "你好世界"}),
+    ("test_null_string_false", [("val", "false", "null")], {"val": None}),
+    ("test_string_true_not_json_parsed", [("n", "true", "42")], {"n": "42"}),
+]:
+    case(V4, "deepseek_v4", VLLM, P, "TestArgConverter." + test, v4_invoke(v4_raw(*params)), calls=[("f", want)], content="")
+case(V4, "deepseek_v4", VLLM, P, "TestArgConverter.test_empty_args", v4_invoke(""), calls=[("f", {})],
+     arguments_exact=["{}"], content="")
+case(V4, "deepseek_v4", VLLM, P, "TestArgConverter.test_next_parameter_prefix_implicitly_closes_previous",
+     v4_invoke('<｜DSML｜parameter name="city" string="true">Tokyo\n<｜DSML｜parameter name='), errors=1, content="",
+     deliberate="the peer drops the dangling '<｜DSML｜parameter name=' and keeps city='Tokyo\\n'; agentrl reports the call, whose last parameter is cut off, as one error for the model to fix")
+case(V4, "deepseek_v4", VLLM, P, "TestArgConverter.test_implicit_close_preserves_malformed_text",
+     v4_invoke('<｜DSML｜parameter name="city" string="true">Tokyo</｜DSML｜parameter\n'
+               '<｜DSML｜parameter name="unit" string="true">celsius</｜DSML｜parameter>'),
+     calls=[("f", {"city": "Tokyo</｜DSML｜parameter\n", "unit": "celsius"})], content="")
+case(V4, "deepseek_v4", VLLM, P, "TestImplicitParameterClose.test_non_streaming_recovers_next_parameter",
+     f'{TC_START}{INV_START}get_weather">\n<｜DSML｜parameter name="location" string="true">Paris '
+     f'<｜DSML｜parameter name="date" string="true">tomorrow</｜DSML｜parameter>{INV_END}{TC_END}',
+     calls=[("get_weather", {"location": "Paris ", "date": "tomorrow"})], content="")
+case(V4, "deepseek_v4", VLLM, P, "TestMissingInvokeEnd.test_non_streaming",
+     f'{TC_START}{INV_START}get_weather">\n{v4_param("location", "true", "NYC")}\n{TC_END}',
+     calls=[("get_weather", {"location": "NYC"})], content="")
+case(V4, "deepseek_v4", VLLM, P, "TestMissingInvokeEnd.test_streaming_with_trailing_content",
+     f'{TC_START}{INV_START}get_weather">\n{v4_param("location", "true", "NYC")}\n{TC_END}Done.',
+     calls=[("get_weather", {"location": "NYC"})], content="Done.")
+
+P = "tests/parser/engine/test_deepseek_v41.py"
+CALLS41 = (
+    '\n\n<｜DSML｜ calls>\n<｜DSML｜ invoke name="get_weather">\n'
+    '<｜DSML｜ parameter name="city" string="true">杭州</｜DSML｜ parameter>\n'
+    '<｜DSML｜ parameter name="count" string="false">42</｜DSML｜ parameter>\n'
+    '</｜DSML｜ invoke>\n<｜DSML｜ invoke name="add">\n'
+    '<｜DSML｜ parameter name="x" string="false">1.5</｜DSML｜ parameter>\n'
+    '<｜DSML｜ parameter name="y" string="false">2.25</｜DSML｜ parameter>\n'
+    "</｜DSML｜ invoke>\n</｜DSML｜ calls>"
+)
+WANT41 = [("get_weather", {"city": "杭州", "count": 42}), ("add", {"x": 1.5, "y": 2.25})]
+for thinking in (False, True):
+    pre = "Plan.</think>" if thinking else ""
+    case(V41, "deepseek_v41", VLLM, P, f"test_registered_adapters_parse_parallel_calls_across_chunks[thinking={thinking}]",
+         pre + "Checking." + CALLS41, calls=WANT41, content="Checking.", think_aware=True)
+    case(V41, "deepseek_v41", VLLM, P, f"test_registered_adapters_parse_complete_output[thinking={thinking}]",
+         pre + CALLS41, calls=WANT41, content="", think_aware=True)
+for text in ("</think>12", "Plan.</think>12"):
+    case(V41, "deepseek_v41", VLLM, P, f"test_reasoning_adapter_controls_and_usage[{text}]", text, content="12", think_aware=True)
+# test_python_argument_conversion_and_partial_values, its complete
+# parameters (the last one is cut off mid-value: a streaming case)
+case(V41, "deepseek_v41", VLLM, P, "test_python_argument_conversion_and_partial_values",
+     '<｜DSML｜ calls><｜DSML｜ invoke name="f">'
+     '<｜DSML｜ parameter name="object" string="false">{"a": [true, null]}</｜DSML｜ parameter>'
+     '<｜DSML｜ parameter name="bad" string="false">[broken</｜DSML｜ parameter>'
+     '<｜DSML｜ parameter name="bare">7</｜DSML｜ parameter>'
+     "</｜DSML｜ invoke></｜DSML｜ calls>",
+     calls=[("f", {"object": {"a": [True, None]}, "bad": "[broken", "bare": 7})], content="")
+
+write()
+
+# ------------------------------------------------ step3p5 (vLLM): qwen3_coder's XML
+COMMITS[(VLLM, "tests/tool_parsers/test_step3p5_tool_parser.py")] = "0847a95f7ff542cb8c7e8b517841c5a29d84ff1f"
+P = "tests/tool_parsers/test_step3p5_tool_parser.py"
+ST = "vllm_step3p5.jsonl"
+STEP_TOOLS = [
+    tool("get_current_weather", {"city": {"type": "string"}, "state": {"type": "string"},
+                                 "unit": {"type": "string", "enum": ["fahrenheit", "celsius"]}}),
+    tool("calculate_area", {"shape": {"type": "string"}, "dimensions": {"type": "object"}, "precision": {"type": "integer"}}),
+]
+
+
+def step_call(name, *params):
+    return ("<tool_call>\n<function=" + name + ">\n" + "".join(f"<parameter={k}>\n{v}\n</parameter>\n" for k, v in params)
+            + "</function>\n</tool_call>")
+
+
+DALLAS = step_call("get_current_weather", ("city", "Dallas"), ("state", "TX"), ("unit", "fahrenheit"))
+W_DALLAS = ("get_current_weather", {"city": "Dallas", "state": "TX", "unit": "fahrenheit"})
+RECT = step_call("calculate_area", ("shape", "rectangle"), ("dimensions", '{"width": 10, \n "height": 20}'), ("precision", "2"))
+W_RECT = ("calculate_area", {"shape": "rectangle", "dimensions": {"width": 10, "height": 20}, "precision": 2})
+CIRCLE = step_call("calculate_area", ("shape", "circle"), ("dimensions", '{"radius": 15.5}'), ("precision", "3"))
+W_CIRCLE = ("calculate_area", {"shape": "circle", "dimensions": {"radius": 15.5}, "precision": 3})
+ORLANDO = step_call("get_current_weather", ("city", "Orlando"), ("state", "FL"), ("unit", "fahrenheit"))
+W_ORLANDO = ("get_current_weather", {"city": "Orlando", "state": "FL", "unit": "fahrenheit"})
+case(ST, "step3p5", VLLM, P, "test_extract_tool_calls_no_tools", "This is a test response without any tool calls",
+     content="This is a test response without any tool calls", tools=STEP_TOOLS)
+for tid, text, calls, content in [
+    ("single_tool", DALLAS, [W_DALLAS], ""),
+    ("single_tool_with_content", "Sure! Let me check the weather for you." + DALLAS, [W_DALLAS], "Sure! Let me check the weather for you."),
+    ("single_tool_multiline_param", RECT, [W_RECT], ""),
+    ("parallel_tools", DALLAS + "\n" + ORLANDO, [W_DALLAS, W_ORLANDO], ""),
+    ("tool_with_typed_params", "Let me calculate that area for you." + CIRCLE, [W_CIRCLE], "Let me calculate that area for you."),
+]:
+    case(ST, "step3p5", VLLM, P, f"test_extract_tool_calls[{tid}]", text, calls=calls, content=content, tools=STEP_TOOLS)
+case(ST, "step3p5", VLLM, P, "test_extract_tool_calls_fallback_no_tags",
+     "<function=get_current_weather>\n<parameter=city>\nDallas\n</parameter>\n<parameter=state>\nTX\n</parameter>\n</function>",
+     calls=[("get_current_weather", {"city": "Dallas", "state": "TX"})], tools=STEP_TOOLS)
+TYPES_TOOL = [tool("test_types", {"int_param": {"type": "integer"}, "float_param": {"type": "float"}, "bool_param": {"type": "boolean"},
+                                  "str_param": {"type": "string"}, "obj_param": {"type": "object"}})]
+case(ST, "step3p5", VLLM, P, "test_extract_tool_calls_type_conversion",
+     step_call("test_types", ("int_param", "42"), ("float_param", "3.14"), ("bool_param", "true"), ("str_param", "hello world"),
+               ("obj_param", '{"key": "value"}')),
+     calls=[("test_types", {"int_param": 42, "float_param": 3.14, "bool_param": True, "str_param": "hello world",
+                            "obj_param": {"key": "value"}})], tools=TYPES_TOOL)
+
+write()
+
+# ------------------------------------------------ minimax_m2 (vLLM)
+COMMITS[(VLLM, "tests/tool_parsers/test_minimax_m2_tool_parser.py")] = "0c927c3451653f28e60cd552cff13ddc3c9ff49e"
+P = "tests/tool_parsers/test_minimax_m2_tool_parser.py"
+MM = "vllm_minimax_m2.jsonl"
+
+
+def vmm(test, chunks, **kw):
+    # the peer streams the chunks; the turn is their concatenation
+    case(MM, "minimax_m2", VLLM, P, test, "".join(chunks), **kw)
+
+
+SEATTLE = '<minimax:tool_call><invoke name="get_weather"><parameter name="city">Seattle</parameter></invoke></minimax:tool_call>'
+vmm("TestContentStreaming.test_plain_content", ["Hello ", "world"], content="Hello world")
+vmm("TestContentStreaming.test_content_before_tool_call", ["Let me check. ", SEATTLE],
+    calls=[("get_weather", {"city": "Seattle"})], content="Let me check.")
+vmm("TestSingleInvoke.test_incremental_chunks", ["<minimax:tool_call>", '<invoke name="get_weather">',
+    '<parameter name="city">Seattle</parameter>', "</invoke></minimax:tool_call>"],
+    calls=[("get_weather", {"city": "Seattle"})], content="")
+vmm("TestSingleInvoke.test_single_chunk_complete", [SEATTLE], calls=[("get_weather", {"city": "Seattle"})])
+vmm("TestSingleInvoke.test_multiple_params", ["<minimax:tool_call>", '<invoke name="get_weather">',
+    '<parameter name="city">Seattle</parameter>', '<parameter name="days">5</parameter>', "</invoke></minimax:tool_call>"],
+    calls=[("get_weather", {"city": "Seattle", "days": "5"})])
+vmm("TestMultipleInvokes.test_two_invokes_incremental", ["<minimax:tool_call>",
+    '<invoke name="search_web"><parameter name="query">OpenAI</parameter></invoke>',
+    '<invoke name="search_web"><parameter name="query">Gemini</parameter></invoke>', "</minimax:tool_call>"],
+    calls=[("search_web", {"query": "OpenAI"}), ("search_web", {"query": "Gemini"})])
+vmm("TestMultipleInvokes.test_two_invokes_in_single_delta", ["<minimax:tool_call>",
+    '<invoke name="fn_a"><parameter name="x">1</parameter></invoke><invoke name="fn_b"><parameter name="y">2</parameter></invoke>',
+    "</minimax:tool_call>"], calls=[("fn_a", {"x": "1"}), ("fn_b", {"y": "2"})])
+vmm("TestMultipleInvokes.test_different_functions", ["<minimax:tool_call>",
+    '<invoke name="get_weather"><parameter name="city">NYC</parameter></invoke>',
+    '<invoke name="get_stock"><parameter name="ticker">AAPL</parameter></invoke>', "</minimax:tool_call>"],
+    calls=[("get_weather", {"city": "NYC"}), ("get_stock", {"ticker": "AAPL"})])
+vmm("TestInternalState.test_prev_tool_call_arr_single",
+    ['<minimax:tool_call><invoke name="fn"><parameter name="a">1</parameter></invoke></minimax:tool_call>'],
+    calls=[("fn", {"a": "1"})])
+vmm("TestInternalState.test_prev_tool_call_arr_multiple", ["<minimax:tool_call>",
+    '<invoke name="search"><parameter name="q">hello</parameter></invoke>',
+    '<invoke name="search"><parameter name="q">world</parameter></invoke>', "</minimax:tool_call>"],
+    calls=[("search", {"q": "hello"}), ("search", {"q": "world"})])
+vmm("TestDeltaMessageFormat.test_tool_call_fields",
+    ['<minimax:tool_call><invoke name="fn"><parameter name="k">v</parameter></invoke></minimax:tool_call>'],
+    calls=[("fn", {"k": "v"})])
+vmm("TestLargeChunks.test_header_and_params_in_separate_chunks", ['<minimax:tool_call><invoke name="get_weather">',
+    '<parameter name="city">Seattle</parameter><parameter name="days">5</parameter></invoke></minimax:tool_call>'],
+    calls=[("get_weather", {"city": "Seattle", "days": "5"})])
+NICK = [tool("update_profile", {"nickname": {"anyOf": [{"type": "string"}, {"type": "null"}]}})]
+vmm("TestAnyOfNullableParam.test_anyof_nullable_param_non_null_value",
+    ['<minimax:tool_call><invoke name="update_profile"><parameter name="nickname">Alice</parameter></invoke></minimax:tool_call>'],
+    tools=NICK, calls=[("update_profile", {"nickname": "Alice"})])
+vmm("TestAnyOfNullableParam.test_anyof_nullable_param_null_value",
+    ['<minimax:tool_call><invoke name="update_profile"><parameter name="nickname">null</parameter></invoke></minimax:tool_call>'],
+    tools=NICK, calls=[("update_profile", {"nickname": None})])
+vmm("TestAnyOfNullableParam.test_anyof_nullable_param_object_value",
+    ['<minimax:tool_call><invoke name="update_settings"><parameter name="config">{"theme": "dark", "fontSize": 14}</parameter></invoke></minimax:tool_call>'],
+    tools=[tool("update_settings", {"config": {"anyOf": [{"type": "object"}, {"type": "null"}]}})],
+    calls=[("update_settings", {"config": {"theme": "dark", "fontSize": 14}})])
+
+write()
+
+# ------------------------------------------------ seed_oss (vLLM)
+COMMITS[(VLLM, "tests/tool_parsers/test_seed_oss_tool_parser.py")] = "0f120751344c09af442c1800020908d2b7ff71f2"
+P = "tests/tool_parsers/test_seed_oss_tool_parser.py"
+SO = "vllm_seed_oss.jsonl"
+SEED_TOOLS = [tool("get_weather", {"location": {"type": "string"}, "unit": {"type": "string"}})]
+THINK_AS_REASONING = ("vLLM's tool parser returns the <seed:think> block as content (its reasoning parser splits it off "
+                      "later); with ThinkAware agentrl returns it as Reasoning, so content is empty, and ignores a call "
+                      "written inside it, as vLLM does")
+case(SO, "seed_oss", VLLM, P, "test_extract_tool_calls_no_tools", "This is a test response without any tool calls",
+     content="This is a test response without any tool calls")
+SEED_CALL = "<seed:tool_call>\n<function=get_weather>\n<parameter=location>Barcelona, Spain</parameter>\n</function>\n</seed:tool_call>"
+THINK_512 = (
+    """<seed:think>The user\'s current thinking budget is 512.</seed:cot_budget_reflect>\nLet me analyze the """
+    """question. The user wants to know the weather in Barcelona, Spain. Looking at the functions available, """
+    """there\'s a get_weather function that can retrieve the current temperature for a given location. \n\nFirst, """
+    """check the parameters required by get_weather: location is mandatory (needs city and country), and unit is """
+    """optional. The user provided "Barcelona Spain" as the location, which fits the required format (city, """
+    """country). \n<seed:cot_budget_reflect>I have used 131 tokens, and there are 381 tokens remaining for use."""
+    """</seed:cot_budget_reflect>\n Since the unit isn\'t specified, the function will default to Celsius, which """
+    """is fine. \n\nThere\'s no need to ask for more information because the location is clear. So I should call """
+    """the get_weather function with location set to "Barcelona, Spain" (adding a comma for clarity, though the """
+    """user\'s input has a space, but the function might accept either; to be safe, using the standard format """
+    """with a comma).\n<seed:cot_budget_reflect>I have used 257 tokens, and there are 255 tokens remaining for """
+    """use.</seed:cot_budget_reflect>\n The unit parameter can be omitted since it\'s optional.</seed:think>\n"""
+)
+THINK_UNLIMITED = (
+    """<seed:think>\nGot it, let\'s see. The user asked for the weather in Barcelona, Spain. """
+    """First, I need to remember the function I can use: get_weather. The function requires a """
+    """location (city and country) which is "Barcelona, Spain" here, and unit is optional. Since """
+    """the user didn\'t specify the unit, the default in the function is Celsius, right? Wait, """
+    """let me check the function docstring again. Oh, the function says unit is optional, and """
+    """returns temperature in Celsius. So I should call get_weather with location "Barcelona, """
+    """Spain" and maybe omit unit or set to Celsius. Let me format the function call correctly. """
+    """The format is <seed:tool_call>\n<function=get_weather>\n<parameter=location>Barcelona, """
+    """Spain</parameter>\n<parameter=unit>celsius</parameter>\n</function>\n</seed:tool_call>. """
+    """Wait, but does the unit parameter accept "celsius"? The docstring says unit is the unit """
+    """of temperature, but the return is in Celsius anyway. Maybe even if I don\'t pass unit, """
+    """it\'s okay, but to be explicit, maybe pass "celsius". Let me go with that. So the function """
+    """call should be as above. Then wait for the result to come back and tell the user the """
+    """temperature in Celsius.</seed:think>"""
+)
+BARCELONA = ("get_weather", {"location": "Barcelona, Spain"})
+BARCELONA_C = ("get_weather", {"location": "Barcelona, Spain", "unit": "celsius"})
+SEED_UNIT_CALL = ("<seed:tool_call>\n<function=get_weather>\n<parameter=location>"
+                  "Barcelona, Spain</parameter>\n<parameter=unit>celsius</parameter>\n</function>\n</seed:tool_call>")
+case(SO, "seed_oss", VLLM, P, "test_extract_tool_calls[tool_call_0_thinking_budget]", SEED_CALL,
+     calls=[BARCELONA], arguments_exact=['{"location": "Barcelona, Spain"}'], content="", tools=SEED_TOOLS)
+case(SO, "seed_oss", VLLM, P, "test_extract_tool_calls[tool_call_512_thinkg_budget]", THINK_512 + SEED_CALL,
+     calls=[BARCELONA], content="", tools=SEED_TOOLS, think_aware=True, deliberate=THINK_AS_REASONING)
+case(SO, "seed_oss", VLLM, P, "test_extract_tool_calls[tool_call_unlimited_thinking_budget]", THINK_UNLIMITED + SEED_UNIT_CALL,
+     calls=[BARCELONA_C], arguments_exact=['{"location": "Barcelona, Spain", "unit": "celsius"}'], content="",
+     tools=SEED_TOOLS, think_aware=True, deliberate=THINK_AS_REASONING)
+# test_streaming_tool_calls's 0-budget case: the empty think block and its two budget tags
+case(SO, "seed_oss", VLLM, P, "test_streaming_tool_calls[tool_call_0_thinking_budget]",
+     "<seed:think>\n</seed:cot_budget_reflect>\n</seed:cot_budget_reflect>\n"
+     "The current thinking budget is 0, so I will directly start answering the question.\n</seed:think>\n" + SEED_CALL,
+     calls=[BARCELONA], content="", tools=SEED_TOOLS, think_aware=True, deliberate=THINK_AS_REASONING)
+
+write()
+
+# ------------------------------------------------ glm47 (vLLM, SGLang): glm45's grammar, compact
+COMMITS[(VLLM, "tests/tool_parsers/test_glm47_moe_tool_parser.py")] = "0ce879769db6d7503db0ecdfb5b503b080720347"
+COMMITS[(SGL, "test/registered/function_call/test_glm47_moe_detector.py")] = "143dd88794a729b254341dfd124f0513e6864a71"
+P = "tests/tool_parsers/test_glm47_moe_tool_parser.py"
+G47 = "vllm_glm47.jsonl"
+G47_TOOLS = [tool("get_current_date", top={}), tool("get_weather", {"city": {"type": "string"}, "date": {"type": "string"}})]
+
+
+def vg47(test, text, **kw):
+    case(G47, "glm47", VLLM, P, "TestGlm47ExtractToolCalls." + test, text, tools=G47_TOOLS, **kw)
+
+
+vg47("test_no_tool_call", "This is a plain response.", content="This is a plain response.")
+vg47("test_zero_arg_inline", "<tool_call>get_current_date</tool_call>", calls=[("get_current_date", {})], content="")
+vg47("test_zero_arg_newline", "<tool_call>get_current_date\n</tool_call>", calls=[("get_current_date", {})])
+vg47("test_args_same_line", "<tool_call>get_weather<arg_key>city</arg_key><arg_value>Beijing</arg_value></tool_call>",
+     calls=[("get_weather", {"city": "Beijing"})])
+vg47("test_args_with_newlines", "<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Beijing</arg_value>\n</tool_call>",
+     calls=[("get_weather", {"city": "Beijing"})])
+vg47("test_content_before", "Checking.<tool_call>get_current_date</tool_call>", calls=[("get_current_date", {})], content="Checking.")
+vg47("test_multiple", "<tool_call>get_weather<arg_key>city</arg_key><arg_value>Beijing</arg_value></tool_call>"
+     "<tool_call>get_weather<arg_key>city</arg_key><arg_value>Shanghai</arg_value></tool_call>",
+     calls=[("get_weather", {"city": "Beijing"}), ("get_weather", {"city": "Shanghai"})])
+vg47("test_empty_content_none", "<tool_call>get_current_date</tool_call>", calls=[("get_current_date", {})], content="")
+vg47("test_whitespace_content_none", "  \n  <tool_call>get_current_date</tool_call>", calls=[("get_current_date", {})], content="")
+
+P = "test/registered/function_call/test_glm47_moe_detector.py"
+SG47 = "sglang_glm47.jsonl"
+SG47_TOOLS = [tool("get_weather", {"city": {"type": "string"}, "date": {"type": "string"}})]
+
+
+def sg47(test, text, tools=SG47_TOOLS, **kw):
+    case(SG47, "glm47", SGL, P, "TestGlm47MoeDetector." + test, text, tools=tools, **kw)
+
+
+BJ = "<tool_call>get_weather<arg_key>city</arg_key><arg_value>Beijing</arg_value><arg_key>date</arg_key><arg_value>2024-06-27</arg_value></tool_call>"
+SH = "<tool_call>get_weather<arg_key>city</arg_key><arg_value>Shanghai</arg_value><arg_key>date</arg_key><arg_value>2024-06-28</arg_value></tool_call>"
+sg47("test_single_tool_call", BJ, calls=[("get_weather", {"city": "Beijing", "date": "2024-06-27"})],
+     arguments_exact=['{"city": "Beijing", "date": "2024-06-27"}'], content="")
+sg47("test_multiple_tool_calls", BJ + SH, calls=[("get_weather", {"city": "Beijing", "date": "2024-06-27"}),
+                                                  ("get_weather", {"city": "Shanghai", "date": "2024-06-28"})],
+     arguments_exact=['{"city": "Beijing", "date": "2024-06-27"}', '{"city": "Shanghai", "date": "2024-06-28"}'], content="")
+sg47("test_no_arg_function_non_streaming", "<tool_call>list_filenames</tool_call>", tools=[tool("list_filenames", {})],
+     calls=[("list_filenames", {})])
+sg47("test_invalid_tool_call", "<tool_call>invalid_func<arg_key>city</arg_key><arg_value>Beijing</arg_value></tool_call>", errors=1,
+     deliberate="SGLang drops the call to an unknown tool silently; agentrl reports it as an error that lists the tools")
+TODO_TOOLS = [tool("todo_write", {"todos": {"type": "array"}})]
+TODOS = ('[{"id": "1", "task": "Check for hard-coded issues in the backend code", "status": "in_progress"}, '
+         '{"id": "2", "task": "Check for hard-coded issues in the frontend code", "status": "pending"}, '
+         '{"id": "3", "task": "Check for code violating the Single Responsibility Principle", "status": "pending"}, '
+         '{"id": "4", "task": "Generate a rectification proposal report", "status": "pending"}]')
+sg47("test_array_argument_with_escaped_json[normal]",
+     "<tool_call>todo_write<arg_key>todos</arg_key><arg_value>" + TODOS + "</arg_value>\n</tool_call>", tools=TODO_TOOLS,
+     calls=[("todo_write", {"todos": json.loads(TODOS)})])
+sg47("test_array_argument_with_escaped_json[windows path]",
+     '<tool_call>todo_write<arg_key>todos</arg_key><arg_value>[{"id": "1", "task": "Check file at C:\\\\Users\\\\test.txt", "status": "pending"}]</arg_value></tool_call>',
+     tools=TODO_TOOLS, calls=[("todo_write", {"todos": [{"id": "1", "task": "Check file at C:\\Users\\test.txt", "status": "pending"}]})])
+sg47("test_array_argument_with_escaped_json[literal backslash-n]",
+     '<tool_call>todo_write<arg_key>todos</arg_key><arg_value>[{"id": "1", "task": "Print \\\\n to see newline","status": "pending"}]</arg_value></tool_call>',
+     tools=TODO_TOOLS, calls=[("todo_write", {"todos": [{"id": "1", "task": "Print \\n to see newline", "status": "pending"}]})])
+sg47("test_mtp_func_and_string_split",
+     "I'll create a task.<tool_call>create_task<arg_key>title</arg_key><arg_value>Go to Beijing</arg_value>"
+     "<arg_key>location</arg_key><arg_value>San Francisco</arg_value></tool_call>",
+     tools=[tool("create_task", {"title": {"type": "string"}, "location": {"type": "string"}})],
+     calls=[("create_task", {"title": "Go to Beijing", "location": "San Francisco"})], content="I'll create a task.")
+sg47("test_mtp_noarg_and_multiple_calls",
+     "<tool_call>list_files</tool_call><tool_call>get_weather<arg_key>city</arg_key><arg_value>Beijing</arg_value></tool_call>",
+     tools=[tool("list_files", {}), tool("get_weather", {"city": {"type": "string"}})],
+     calls=[("list_files", {}), ("get_weather", {"city": "Beijing"})])
+
+write()
