@@ -83,8 +83,6 @@ type chatRequest struct {
 	ReturnTokenIDs       bool            `json:"return_token_ids"`
 	Priority             *int            `json:"priority"`
 	ResponseFormat       json.RawMessage `json:"response_format"`
-	// PromptCacheKey is OpenAI's cache-affinity key: a session key.
-	PromptCacheKey string `json:"prompt_cache_key"`
 }
 
 func (s *Server) parseChat(data []byte) (preparedChat, error) {

@@ -81,7 +81,7 @@ func decodeChat(data []byte) (conversation, error) {
 	}
 	c := conversation{model: in.Model, tools: in.Tools, sampling: in.vllmSampling, maxName: "max_tokens", stopField: "stop",
 		stream: in.Stream, returnIDs: in.ReturnTokenIDs, templateKwargs: in.ChatTemplateKwargs,
-		addGeneration: in.AddGenerationPrompt, requestID: in.RequestID, priority: in.Priority, sessionKey: in.PromptCacheKey}
+		addGeneration: in.AddGenerationPrompt, requestID: in.RequestID, priority: in.Priority}
 	c.sampling.Logprobs = nil // OpenAI's logprobs is the boolean below
 	if in.StreamOptions != nil {
 		c.includeUsage = in.StreamOptions.IncludeUsage

@@ -54,6 +54,27 @@ func (e *sseStream) event(data []byte) error {
 	return nil
 }
 
+// named writes one event with an "event:" name (Responses, Messages:
+// the Anthropic SDK dispatches on it) and flushes it.
+func (e *sseStream) named(name string, data []byte) error {
+	if !e.started {
+		h := e.w.Header()
+		h.Set("Content-Type", "text/event-stream")
+		h.Set("Cache-Control", "no-cache")
+		e.w.WriteHeader(http.StatusOK)
+		e.started = true
+	}
+	buf := make([]byte, 0, len(name)+len(data)+16)
+	buf = append(append(append(append(append(buf, "event: "...), name...), "\ndata: "...), data...), "\n\n"...)
+	if _, err := e.w.Write(buf); err != nil {
+		return fmt.Errorf("writing a streamed event: %w", err)
+	}
+	if e.fl != nil {
+		e.fl.Flush()
+	}
+	return nil
+}
+
 // fail ends the stream with err: a plain HTTP error before the first event,
 // else an error event (as SGLang and vLLM stream errors) and [DONE].
 func (e *sseStream) fail(err error) {
