@@ -1,11 +1,9 @@
 package httpapi
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"time"
 
@@ -87,121 +85,30 @@ type chatRequest struct {
 	ResponseFormat       json.RawMessage `json:"response_format"`
 }
 
-type preparedChat struct {
-	prepared
-	tools []chat.ToolSchema
-	parse bool
-}
-
 func (s *Server) parseChat(data []byte) (preparedChat, error) {
-	return s.readChat(bytes.NewReader(data))
+	c, err := decodeChat(data)
+	if err != nil {
+		return preparedChat{}, err
+	}
+	return s.prepareConversation(c)
 }
 
-func (s *Server) readChat(r io.Reader) (preparedChat, error) {
+// readChat reads and prepares a /v1/chat/completions request; the session
+// key is read from r's headers and body (Config.SessionKeys).
+func (s *Server) readChat(r *http.Request) (preparedChat, error) {
 	// No token ids here: the body is read whole, in one buffer.
-	b, err := readBodySplit(r, "")
+	data, err := readBody(r)
 	if err != nil {
 		return preparedChat{}, err
 	}
-	var in chatRequest
-	if err := unmarshalBody(b.rest, &in); err != nil {
+	c, err := decodeChat(data)
+	if err != nil {
 		return preparedChat{}, err
 	}
-	ch := s.cfg.Chat
-	p := preparedChat{prepared: prepared{stream: in.Stream, skipSpecial: true, returnIDs: in.ReturnTokenIDs}}
-	if in.StreamOptions != nil {
-		p.includeUsage = in.StreamOptions.IncludeUsage
+	if c.sessionKey == "" {
+		c.sessionKey = s.sessionKey(r.Header, data)
 	}
-	if in.SkipSpecialTokens != nil {
-		p.skipSpecial = *in.SkipSpecialTokens
-	}
-	switch {
-	case len(in.Messages) == 0:
-		return p, badRequest(`field "messages": at least one message is required`)
-	case in.ContinueFinalMessage:
-		return p, badRequest(`field "continue_final_message": not supported`)
-	case in.TopLogprobs != nil && *in.TopLogprobs > 0:
-		return p, badRequest(`field "top_logprobs": only the sampled token's logprob is supported`)
-	case isSet(in.ResponseFormat) && string(in.ResponseFormat) != `{"type":"text"}`:
-		return p, badRequest(`field "response_format": constrained decoding is not supported`)
-	}
-	for i, m := range in.Messages {
-		switch m.Role {
-		case chat.RoleSystem, chat.RoleUser, chat.RoleAssistant, chat.RoleTool, "developer":
-		default:
-			return p, badRequest(`field "messages[%d].role": unknown role %q`, i, m.Role)
-		}
-	}
-	if err := s.checkModel(in.Model); err != nil {
-		return p, err
-	}
-	p.parse = ch.ToolParser != ""
-	choice, err := parseToolChoice(in.ToolChoice, in.Tools)
-	if err != nil {
-		return p, err
-	}
-	switch choice.mode {
-	case "none":
-		p.parse = false
-	case "required", "function":
-		// Validated, not constrained: the engine has no guided decoding,
-		// so the calls are what the model writes, parsed as for "auto".
-		if !p.parse {
-			return p, badRequest(`field "tool_choice": %q needs a tool-call parser, and this server has none`, choice.mode)
-		}
-	}
-	p.tools = in.Tools
-	msgs, err := normalizeMessages(in.Messages)
-	if err != nil {
-		return p, err
-	}
-	addGen := in.AddGenerationPrompt == nil || *in.AddGenerationPrompt
-	text, err := ch.Tokenizer.ApplyChatTemplate(tokenizer.ChatContext{
-		Messages: msgs, Tools: in.Tools, AddGenerationPrompt: addGen, Extra: in.ChatTemplateKwargs})
-	if err != nil {
-		return p, badRequest("rendering the chat template: %v", err)
-	}
-	if p.req.PromptIDs, err = encode(ch.Tokenizer, text); err != nil {
-		return p, badRequest("encoding the rendered prompt: %v", err)
-	}
-	if len(p.req.PromptIDs) == 0 {
-		return p, badRequest("the chat template rendered an empty prompt")
-	}
-	if p.stops, err = s.stopStrings(&in.samplingKnobs); err != nil {
-		return p, err
-	}
-	if p.n, err = in.takeN(); err != nil {
-		return p, err
-	}
-	sp := in.vllmSampling
-	sp.Logprobs = nil
-	maxName := "max_tokens"
-	if in.MaxCompletionTokens != nil {
-		sp.MaxTokens = in.MaxCompletionTokens
-		maxName = "max_completion_tokens"
-	}
-	explicit := sp.MaxTokens != nil
-	if sp.MaxTokens == nil {
-		n := ch.MaxTokens
-		sp.MaxTokens = &n
-	}
-	if p.req.Params, err = sp.params(""); err != nil {
-		return p, err
-	}
-	if err := s.fitContext(&p.req, explicit, maxName); err != nil {
-		return p, err
-	}
-	if in.Logprobs != nil && *in.Logprobs {
-		p.req.Params.Logprobs = true
-		p.logprobs = true
-	}
-	// Generation must end at the end of the assistant turn.
-	eos := ch.Tokenizer.EOSTokenIDs()
-	stops := make([]int32, 0, len(eos)+len(p.req.Params.StopTokenIDs))
-	stops = append(append(stops, p.req.Params.StopTokenIDs...), eos...)
-	p.req.Params.StopTokenIDs = stops
-	p.identify(in.RequestID, in.Priority)
-	return p, nil
+	return s.prepareConversation(c)
 }
 
 type chatToolCall struct {
@@ -251,21 +158,15 @@ type chatResponse struct {
 	PromptTokenIDs []int32      `json:"prompt_token_ids,omitempty"`
 }
 
-// chatResult is the parsed assistant turn.
-type chatResult struct {
-	content   string
-	reasoning string
-	calls     []chatToolCall
-	finish    string
-}
-
-func (s *Server) chatTurn(p preparedChat, out server.TokenOutput) (chatResult, error) {
+// chatTurn decodes and parses out (already cut at stop strings) into a
+// turn; finishTurn adds the matched stop and the usage.
+func (s *Server) chatTurn(p preparedChat, out server.TokenOutput) (turnResult, error) {
 	ch := s.cfg.Chat
 	ids := out.TokenIDs
 	if out.StopReason == server.StopEOS && len(ids) > 0 && contains(p.req.Params.StopTokenIDs, ids[len(ids)-1]) {
 		ids = ids[:len(ids)-1] // the end-of-turn token is not content
 	}
-	r := chatResult{finish: finishString(out.StopReason)}
+	r := turnResult{stop: out.StopReason}
 	if !p.parse && !ch.Reasoning {
 		text, err := ch.Tokenizer.Decode(ids, p.skipSpecial)
 		r.content = trimAtStop(text, p.stops, false)
@@ -308,15 +209,7 @@ func (s *Server) chatTurn(p preparedChat, out server.TokenOutput) (chatResult, e
 	default:
 		r.content = res.Content
 		for _, c := range res.Calls {
-			var tc chatToolCall
-			tc.ID = "call_" + newRequestID()[:24]
-			tc.Type = "function"
-			tc.Function.Name = c.Function.Name
-			tc.Function.Arguments = c.Function.Arguments
-			r.calls = append(r.calls, tc)
-		}
-		if len(r.calls) > 0 && out.StopReason == server.StopEOS {
-			r.finish = "tool_calls"
+			r.calls = append(r.calls, turnCall{id: newCallID(), name: c.Function.Name, arguments: c.Function.Arguments})
 		}
 	}
 	return r, nil
@@ -351,7 +244,7 @@ func (s *Server) handleChatCompletions(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "this server has no chat template: /v1/chat/completions is disabled")
 		return
 	}
-	p, err := s.readChat(r.Body)
+	p, err := s.readChat(r)
 	if err != nil {
 		writeRequestError(w, err)
 		return
@@ -364,48 +257,38 @@ func (s *Server) handleChatCompletions(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if len(outs) > 1 {
-		s.writeChatSamples(w, p, outs)
-		return
+	s.writeChatSamples(w, p, outs)
+}
+
+// chatToolCalls are a turn's calls in chat's shape (index set when
+// streamed, from first).
+func chatToolCalls(calls []turnCall, indexed bool, first int) []chatToolCall {
+	if len(calls) == 0 {
+		return nil
 	}
-	out := outs[0]
-	if _, err := s.cutAtStopString(&out, p.stops, p.skipSpecial); err != nil {
-		writeEngineError(w, fmt.Errorf("decoding the output: %w", err))
-		return
+	out := make([]chatToolCall, len(calls))
+	for i, c := range calls {
+		tc := chatToolCall{ID: "call_" + c.id, Type: "function"}
+		if indexed {
+			n := first + i
+			tc.Index = &n
+		}
+		tc.Function.Name, tc.Function.Arguments = c.name, c.arguments
+		out[i] = tc
 	}
-	turn, err := s.chatTurn(p, out)
-	if err != nil {
-		writeEngineError(w, fmt.Errorf("decoding the output: %w", err))
-		return
-	}
-	lps, err := s.chatLogprobs(p, out)
-	if err != nil {
-		writeEngineError(w, err)
-		return
-	}
-	u := &usage{PromptTokens: len(p.req.PromptIDs), CompletionTokens: len(out.TokenIDs),
-		TotalTokens: len(p.req.PromptIDs) + len(out.TokenIDs)}
-	u.PromptTokensDetails = &struct {
-		CachedTokens int `json:"cached_tokens"`
-	}{out.CachedTokens}
-	resp := chatResponse{ID: "chatcmpl-" + p.req.RequestID, Object: "chat.completion", Created: time.Now().Unix(), Model: s.cfg.Model}
-	var tokenIDs *[]int32
-	if p.returnIDs {
-		resp.PromptTokenIDs = p.req.PromptIDs
-		tokenIDs = idsField(out.TokenIDs)
-	}
-	finish := turn.finish
-	msg := &chatMessage{Role: chat.RoleAssistant, Content: &turn.content}
-	if len(turn.calls) > 0 && turn.content == "" {
+	return out
+}
+
+// chatAnswer is a finished turn as chat's assistant message.
+func chatAnswer(t turnResult) *chatMessage {
+	msg := &chatMessage{Role: chat.RoleAssistant, Content: &t.content, ToolCalls: chatToolCalls(t.calls, false, 0)}
+	if len(t.calls) > 0 && t.content == "" {
 		msg.Content = nil
 	}
-	if turn.reasoning != "" {
-		msg.ReasoningContent = &turn.reasoning
+	if t.reasoning != "" {
+		msg.ReasoningContent = &t.reasoning
 	}
-	msg.ToolCalls = turn.calls
-	resp.Choices = []chatChoice{{Message: msg, Logprobs: lps, FinishReason: &finish, TokenIDs: tokenIDs}}
-	resp.Usage = u
-	writeJSON(w, http.StatusOK, resp)
+	return msg
 }
 
 func (s *Server) chatLogprobs(p preparedChat, out server.TokenOutput) (*chatChoiceLogprobs, error) {
@@ -432,23 +315,18 @@ func (s *Server) chatLogprobEntries(ids []int32, logprobs []float32) (*chatChoic
 	return lps, nil
 }
 
-// writeChatSamples answers a non-streaming request with n > 1: a choice
-// per sample, usage summed over them.
+// writeChatSamples answers a non-streaming request: a choice per sample,
+// usage summed over them.
 func (s *Server) writeChatSamples(w http.ResponseWriter, p preparedChat, outs []server.TokenOutput) {
-	resp := chatResponse{ID: "chatcmpl-" + p.req.RequestID, Object: "chat.completion", Created: time.Now().Unix(), Model: s.cfg.Model}
+	resp := chatResponse{ID: "chatcmpl-" + p.callID, Object: "chat.completion", Created: time.Now().Unix(), Model: s.cfg.Model}
 	if p.returnIDs {
 		resp.PromptTokenIDs = p.req.PromptIDs
 	}
 	completion, cached := 0, 0
 	for i := range outs {
-		out := outs[i]
-		if _, err := s.cutAtStopString(&out, p.stops, p.skipSpecial); err != nil {
-			writeEngineError(w, fmt.Errorf("decoding the output: %w", err))
-			return
-		}
-		turn, err := s.chatTurn(p, out)
+		turn, out, err := s.finishTurn(p, outs[i])
 		if err != nil {
-			writeEngineError(w, fmt.Errorf("decoding the output: %w", err))
+			writeEngineError(w, err)
 			return
 		}
 		lps, err := s.chatLogprobs(p, out)
@@ -456,15 +334,8 @@ func (s *Server) writeChatSamples(w http.ResponseWriter, p preparedChat, outs []
 			writeEngineError(w, err)
 			return
 		}
-		msg := &chatMessage{Role: chat.RoleAssistant, Content: &turn.content, ToolCalls: turn.calls}
-		if len(turn.calls) > 0 && turn.content == "" {
-			msg.Content = nil
-		}
-		if turn.reasoning != "" {
-			msg.ReasoningContent = &turn.reasoning
-		}
-		finish := turn.finish
-		ch := chatChoice{Index: i, Message: msg, Logprobs: lps, FinishReason: &finish}
+		finish := chatFinish(turn)
+		ch := chatChoice{Index: i, Message: chatAnswer(turn), Logprobs: lps, FinishReason: &finish}
 		if p.returnIDs {
 			ch.TokenIDs = idsField(out.TokenIDs)
 		}

@@ -80,6 +80,19 @@ type Config struct {
 	// Metrics, when set, answers GET /metrics on the API port (SGLang and
 	// vLLM serve their Prometheus metrics there); nil answers 404.
 	Metrics http.Handler
+	// SessionKeys are where the chat, Responses and Messages endpoints
+	// read a conversation key from, first match wins: "header:NAME" or
+	// "body:FIELD.PATH" (nested object keys). A request without its own
+	// request_id uses the key as its engine request id, which is the
+	// router's sticky key, so a harness's calls stay on one server. nil
+	// means DefaultSessionKeys; an empty non-nil list turns this off.
+	SessionKeys []string
+	// ClampMaxTokens, when set with MaxModelLen, lowers a budget
+	// (max_tokens and its dialect names) that the prompt leaves no room
+	// for to what the context has left, instead of answering 400: agent
+	// harnesses ask for their own configured budget (up to 32,000)
+	// whatever the served context. Off by default, as vLLM.
+	ClampMaxTokens bool
 }
 
 // Server serves an engine over HTTP. Use it as an http.Handler, or Start it
@@ -109,6 +122,8 @@ type Server struct {
 	inflight chan struct{} // a slot per request being handled (MaxInFlight)
 	created  time.Time     // reported as the model's "created"
 	versions weightVersions
+
+	sessionSources []sessionSource // Config.SessionKeys, parsed
 }
 
 // New returns a Server for engine. It does not listen: call Start, or mount
@@ -137,7 +152,16 @@ func New(engine server.LLMServer, cfg Config) (*Server, error) {
 			return nil, err
 		}
 	}
-	s := &Server{engine: engine, cfg: cfg, mux: http.NewServeMux(), inflight: make(chan struct{}, cfg.MaxInFlight), created: time.Now()}
+	keys := cfg.SessionKeys
+	if keys == nil {
+		keys = DefaultSessionKeys
+	}
+	sources, err := parseSessionKeys(keys)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{engine: engine, cfg: cfg, mux: http.NewServeMux(), inflight: make(chan struct{}, cfg.MaxInFlight), created: time.Now(),
+		sessionSources: sources}
 	s.base, s.cancelBase = context.WithCancel(context.Background())
 	s.routes()
 	return s, nil

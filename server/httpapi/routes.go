@@ -40,4 +40,5 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /v1/models/{id...}", s.handleModel)
 	m.HandleFunc("POST /v1/completions", s.handleCompletions)
 	m.HandleFunc("POST /v1/chat/completions", s.handleChatCompletions)
+	m.HandleFunc("POST /v1/responses", s.handleResponses)
 }

@@ -136,9 +136,15 @@ func trimAtStop(text string, stops []string, include bool) string {
 
 // stopStrings takes the request's stop strings, which need the tokenizer.
 func (s *Server) stopStrings(k *samplingKnobs) ([]string, error) {
-	stops, err := k.takeStopStrings("stop")
+	return s.stopStringsField(k, "stop")
+}
+
+// stopStringsField is stopStrings for a dialect that names the field
+// otherwise (Messages: stop_sequences).
+func (s *Server) stopStringsField(k *samplingKnobs, field string) ([]string, error) {
+	stops, err := k.takeStopStrings(field)
 	if err == nil && len(stops) > 0 && s.cfg.Chat == nil {
-		err = badRequest(`field "stop": stop strings need a tokenizer, and this server has none (use stop_token_ids)`)
+		err = badRequest(`field %q: stop strings need a tokenizer, and this server has none (use stop_token_ids)`, field)
 	}
 	return stops, err
 }

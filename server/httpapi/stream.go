@@ -54,6 +54,27 @@ func (e *sseStream) event(data []byte) error {
 	return nil
 }
 
+// named writes one event with an "event:" name (Responses, Messages:
+// the Anthropic SDK dispatches on it) and flushes it.
+func (e *sseStream) named(name string, data []byte) error {
+	if !e.started {
+		h := e.w.Header()
+		h.Set("Content-Type", "text/event-stream")
+		h.Set("Cache-Control", "no-cache")
+		e.w.WriteHeader(http.StatusOK)
+		e.started = true
+	}
+	buf := make([]byte, 0, len(name)+len(data)+16)
+	buf = append(append(append(append(append(buf, "event: "...), name...), "\ndata: "...), data...), "\n\n"...)
+	if _, err := e.w.Write(buf); err != nil {
+		return fmt.Errorf("writing a streamed event: %w", err)
+	}
+	if e.fl != nil {
+		e.fl.Flush()
+	}
+	return nil
+}
+
 // fail ends the stream with err: a plain HTTP error before the first event,
 // else an error event (as SGLang and vLLM stream errors) and [DONE].
 func (e *sseStream) fail(err error) {
@@ -540,19 +561,24 @@ func samplesUsage(prompt int, outs []server.TokenOutput) *usage {
 // its index. On include_usage a last event has the usage.
 func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, st server.Streamer, p preparedChat) {
 	// Check the parser before anything is sent.
-	if p.parse || s.cfg.Chat.Reasoning {
-		if _, err := parser.NewStream(s.chatFormat(p), parser.Options{ThinkAware: s.cfg.Chat.Reasoning, Tools: p.tools}); err != nil {
-			writeEngineError(w, fmt.Errorf("%w: tool parser: %v", server.ErrBadRequest, err))
-			return
-		}
+	if err := s.checkParser(p); err != nil {
+		writeEngineError(w, err)
+		return
 	}
 	sse := &sharedSSE{sse: newSSEStream(w)}
-	head := chatResponse{ID: "chatcmpl-" + p.req.RequestID, Object: "chat.completion.chunk", Created: time.Now().Unix(), Model: s.cfg.Model}
+	head := chatResponse{ID: "chatcmpl-" + p.callID, Object: "chat.completion.chunk", Created: time.Now().Unix(), Model: s.cfg.Model}
 	reqs := sampleRequests(&p.prepared)
 	outs := make([]server.TokenOutput, len(reqs))
 	err := streamEach(r.Context(), reqs, func(ctx context.Context, i int, req server.GenerateRequest) error {
-		cs := &chatStream{s: s, p: &p, sse: sse, head: head, index: i}
-		return cs.run(ctx, st, req, &outs[i])
+		cs := &chatEvents{s: s, p: &p, sse: sse, head: head, index: i}
+		ts := s.newTurnStream(&p)
+		last, turn, out, err := ts.run(ctx, st, req, cs.delta)
+		if err != nil {
+			return err
+		}
+		outs[i] = out
+		finish := chatFinish(turn)
+		return cs.send(last, &finish)
 	})
 	if err == nil && p.includeUsage {
 		u := samplesUsage(len(p.req.PromptIDs), outs)
@@ -580,155 +606,177 @@ func (s *Server) chatFormat(p preparedChat) string {
 	return s.cfg.Chat.ToolParser
 }
 
-// chatStream is one sample of a streamed chat answer.
-type chatStream struct {
-	s     *Server
-	p     *preparedChat
-	sse   *sharedSSE
-	head  chatResponse
-	index int
-
-	prs       *parser.Stream // nil: the text is all content
-	roleSent  bool
-	raw       strings.Builder // the text given to the parser
-	content   strings.Builder // content sent
-	callsSent int
+// turnDelta is what a chunk of engine tokens adds to a streamed turn: the
+// reasoning and content it completes and the calls that became final (any
+// may be empty), with the chunk's kept tokens and their logprobs.
+type turnDelta struct {
+	reasoning, content string
+	calls              []turnCall
+	ids                []int32
+	lps                []float32
 }
 
-func (c *chatStream) run(ctx context.Context, st server.Streamer, req server.GenerateRequest, result *server.TokenOutput) error {
-	s, p := c.s, c.p
+// hasText says whether d adds reasoning, content or calls.
+func (d turnDelta) hasText() bool {
+	return d.reasoning != "" || d.content != "" || len(d.calls) > 0
+}
+
+// turnStream is the one producer of streamed turns, shared by every
+// dialect: it runs one sample through the engine, cuts it at stop strings,
+// decodes it and feeds the streaming tool-call parser, and hands each
+// chunk's turnDelta to the dialect's writer. The turn it returns is the
+// sum of the deltas, so a stream accumulates to the non-streamed answer.
+type turnStream struct {
+	s *Server
+	p *preparedChat
+
+	prs       *parser.Stream  // nil: the text is all content
+	raw       strings.Builder // the text given to the parser
+	content   strings.Builder // content handed out
+	reasoning strings.Builder // reasoning handed out
+	calls     []turnCall      // calls handed out
+}
+
+func (s *Server) newTurnStream(p *preparedChat) *turnStream { return &turnStream{s: s, p: p} }
+
+// run streams req: emit gets every chunk's delta but the last, which run
+// returns with the finished turn and the sample's output (as the
+// non-streamed response reports it) for the writer to close the turn with.
+func (t *turnStream) run(ctx context.Context, st server.Streamer, req server.GenerateRequest, emit func(turnDelta) error) (turnDelta, turnResult, server.TokenOutput, error) {
+	s, p := t.s, t.p
 	skipSpecial := p.skipSpecial
 	if p.parse || s.cfg.Chat.Reasoning {
 		// As chatTurn does: parsers see special tokens (some formats are
 		// written in them), plain text does not.
 		prs, err := parser.NewStream(s.chatFormat(*p), parser.Options{ThinkAware: s.cfg.Chat.Reasoning, Tools: p.tools})
 		if err != nil {
-			return fmt.Errorf("%w: tool parser: %v", server.ErrBadRequest, err)
+			return turnDelta{}, turnResult{}, server.TokenOutput{}, fmt.Errorf("%w: tool parser: %v", server.ErrBadRequest, err)
 		}
-		c.prs, skipSpecial = prs, false
+		t.prs, skipSpecial = prs, false
 	}
 	ct := s.newChoiceText(skipSpecial, p.stops, false, true, func(id int32) bool { return contains(req.Params.StopTokenIDs, id) })
 	tail, tailLps, text, out, err := streamGenerate(ctx, st, req, ct, func(text string, ids []int32, lps []float32) error {
-		d, err := c.delta(text)
+		d, err := t.delta(text)
 		if err != nil {
 			return err
 		}
-		return c.send(d, ids, lps, nil)
+		d.ids, d.lps = ids, lps
+		return emit(d)
 	})
 	if err != nil {
-		return err
+		return turnDelta{}, turnResult{}, out, err
 	}
-	*result = out
-	d, err := c.delta(text)
+	d, err := t.delta(text)
 	if err != nil {
-		return err
+		return turnDelta{}, turnResult{}, out, err
 	}
-	if c.prs != nil {
-		c.closeParser(&d)
+	if t.prs != nil {
+		t.closeParser(&d)
 	}
-	finish := finishString(out.StopReason)
-	if c.callsSent > 0 && out.StopReason == server.StopEOS {
-		finish = "tool_calls"
-	}
-	if d == nil {
-		d = &chatMessage{}
-	}
-	return c.send(d, tail, tailLps, &finish)
+	d.ids, d.lps = tail, tailLps
+	turn := turnResult{content: t.content.String(), reasoning: t.reasoning.String(), calls: t.calls, stop: out.StopReason,
+		matched: ct.stops.matched,
+		usage:   turnUsage{prompt: len(p.req.PromptIDs), completion: len(out.TokenIDs), cached: out.CachedTokens}}
+	return d, turn, out, nil
 }
 
-// delta is what text adds to the answer: content, or through the parser
-// reasoning, content and finished calls; nil when nothing.
-func (c *chatStream) delta(text string) (*chatMessage, error) {
+// delta is what text adds to the turn: content, or through the parser
+// reasoning, content and finished calls.
+func (t *turnStream) delta(text string) (turnDelta, error) {
 	if text == "" {
-		return nil, nil
+		return turnDelta{}, nil
 	}
-	if c.prs == nil {
-		c.content.WriteString(text)
-		return &chatMessage{Content: &text}, nil
+	if t.prs == nil {
+		t.content.WriteString(text)
+		return turnDelta{content: text}, nil
 	}
-	c.raw.WriteString(text)
-	u, err := c.prs.Feed(text)
+	t.raw.WriteString(text)
+	u, err := t.prs.Feed(text)
 	if err != nil {
-		return nil, fmt.Errorf("parsing the output: %w", err)
+		return turnDelta{}, fmt.Errorf("parsing the output: %w", err)
 	}
-	return c.update(u), nil
+	return t.update(u), nil
 }
 
-// update turns a parser update into a delta (nil when empty).
-func (c *chatStream) update(u parser.Update) *chatMessage {
-	var d chatMessage
-	if u.Reasoning != "" {
-		d.ReasoningContent = &u.Reasoning
-	}
-	if u.Content != "" {
-		c.content.WriteString(u.Content)
-		d.Content = &u.Content
-	}
-	if c.p.parse {
+// update turns a parser update into a delta.
+func (t *turnStream) update(u parser.Update) turnDelta {
+	d := turnDelta{reasoning: u.Reasoning, content: u.Content}
+	t.reasoning.WriteString(u.Reasoning)
+	t.content.WriteString(u.Content)
+	if t.p.parse {
 		for _, call := range u.Calls {
-			i := c.callsSent
-			c.callsSent++
-			tc := chatToolCall{Index: &i, ID: "call_" + newRequestID()[:24], Type: "function"}
-			tc.Function.Name, tc.Function.Arguments = call.Function.Name, call.Function.Arguments
-			d.ToolCalls = append(d.ToolCalls, tc)
+			tc := turnCall{id: newCallID(), name: call.Function.Name, arguments: call.Function.Arguments}
+			t.calls = append(t.calls, tc)
+			d.calls = append(d.calls, tc)
 		}
 	}
-	if d.ReasoningContent == nil && d.Content == nil && d.ToolCalls == nil {
-		return nil
-	}
-	return &d
+	return d
 }
 
 // closeParser ends the turn into d: what the parser still held. A turn
 // whose calls were not to be parsed, or with a malformed call, is content
 // as written (as chatTurn answers): the content sent is then a prefix of
 // it, since the parser held back the calls' text.
-func (c *chatStream) closeParser(d **chatMessage) {
-	u, res := c.prs.Close()
-	asText := (!c.p.parse && len(res.Calls) > 0) || (len(res.Errors) > 0 && c.callsSent == 0)
+func (t *turnStream) closeParser(d *turnDelta) {
+	u, res := t.prs.Close()
+	asText := (!t.p.parse && len(res.Calls) > 0) || (len(res.Errors) > 0 && len(t.calls) == 0)
 	if asText {
-		want := c.raw.String()
-		if c.s.cfg.Chat.Reasoning {
+		want := t.raw.String()
+		if t.s.cfg.Chat.Reasoning {
 			want = stripReasoning(want)
 		}
-		if rest, ok := strings.CutPrefix(want, c.content.String()); ok {
+		if rest, ok := strings.CutPrefix(want, t.content.String()); ok {
 			u.Content = rest
 		}
 		u.Calls = nil
 	}
-	more := c.update(u)
-	if more == nil {
-		return
-	}
-	if *d == nil {
-		*d = more
-		return
-	}
+	more := t.update(u)
 	// Both the last text and the parser's rest: one delta.
-	m := *d
-	if more.ReasoningContent != nil {
-		r := derefOr(m.ReasoningContent) + *more.ReasoningContent
-		m.ReasoningContent = &r
-	}
-	if more.Content != nil {
-		t := derefOr(m.Content) + *more.Content
-		m.Content = &t
-	}
-	m.ToolCalls = append(m.ToolCalls, more.ToolCalls...)
+	d.reasoning += more.reasoning
+	d.content += more.content
+	d.calls = append(d.calls, more.calls...)
 }
 
-func derefOr(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
+// chatEvents writes one sample of a streamed chat answer: turn deltas as
+// chat.completion.chunk events, the role first.
+type chatEvents struct {
+	s     *Server
+	p     *preparedChat
+	sse   *sharedSSE
+	head  chatResponse
+	index int
+
+	roleSent  bool
+	callsSent int
 }
 
-// send writes a delta (nil: none) with the tokens it came with; a sample's
-// first event carries the role (and, the stream's first, the prompt's ids
-// on return_token_ids, as vLLM sends them).
-func (c *chatStream) send(d *chatMessage, ids []int32, lps []float32, finish *string) error {
+func (c *chatEvents) delta(d turnDelta) error { return c.send(d, nil) }
+
+// message is d as chat's delta message; nil when d adds no text.
+func (c *chatEvents) message(d turnDelta) *chatMessage {
+	if !d.hasText() {
+		return nil
+	}
+	var m chatMessage
+	if d.reasoning != "" {
+		m.ReasoningContent = &d.reasoning
+	}
+	if d.content != "" {
+		m.Content = &d.content
+	}
+	m.ToolCalls = chatToolCalls(d.calls, true, c.callsSent)
+	c.callsSent += len(d.calls)
+	return &m
+}
+
+// send writes a delta with the tokens it came with (finish set: the last,
+// always written); a sample's first event carries the role (and, the
+// stream's first, the prompt's ids on return_token_ids, as vLLM sends
+// them).
+func (c *chatEvents) send(td turnDelta, finish *string) error {
 	p := c.p
+	ids, lps := td.ids, td.lps
+	d := c.message(td)
 	withTokens := len(ids) > 0 && (p.logprobs || p.returnIDs)
 	if d == nil && finish == nil && !withTokens {
 		return nil

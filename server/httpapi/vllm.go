@@ -26,6 +26,11 @@ type vllmSampling struct {
 }
 
 func (v *vllmSampling) params(prefix string) (server.SamplingParams, error) {
+	return v.paramsNamed(prefix, "max_tokens")
+}
+
+// paramsNamed is params with the budget's field named maxName in errors.
+func (v *vllmSampling) paramsNamed(prefix, maxName string) (server.SamplingParams, error) {
 	p := server.SamplingParams{Temperature: 1, TopP: 1, MaxNewTokens: vllmDefaultMaxTokens}
 	if v.MaxTokens != nil {
 		p.MaxNewTokens = *v.MaxTokens
@@ -52,7 +57,7 @@ func (v *vllmSampling) params(prefix string) (server.SamplingParams, error) {
 	if err := v.unsupported(prefix); err != nil {
 		return p, err
 	}
-	return p, validParams(&p, prefix, "max_tokens")
+	return p, validParams(&p, prefix, maxName)
 }
 
 // ---- /inference/v1/generate ----------------------------------------------
@@ -161,7 +166,7 @@ func (s *Server) fitContext(req *server.GenerateRequest, explicit bool, name str
 	if req.Params.MaxNewTokens <= n-in {
 		return nil
 	}
-	if !explicit {
+	if !explicit || s.cfg.ClampMaxTokens {
 		req.Params.MaxNewTokens = n - in
 		return nil
 	}

@@ -1,0 +1,503 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/agentrl/agentrl/chat"
+	"github.com/agentrl/agentrl/server"
+)
+
+// ---- OpenAI Responses: POST /v1/responses ----------------------------------
+//
+// Wire types follow openai/openai-go v3 responses.ResponseNewParams (the
+// request) and responses.Response (the reply); see doc.go for what is
+// honoured and what is refused.
+
+type responsesRequest struct {
+	Model        string          `json:"model"`
+	Instructions json.RawMessage `json:"instructions"`
+	// Input is a string (one user message) or a list of items.
+	Input              json.RawMessage   `json:"input"`
+	Tools              []responsesTool   `json:"tools"`
+	ToolChoice         json.RawMessage   `json:"tool_choice"`
+	ParallelToolCalls  *bool             `json:"parallel_tool_calls"`
+	MaxOutputTokens    *int              `json:"max_output_tokens"`
+	Temperature        *float64          `json:"temperature"`
+	TopP               *float64          `json:"top_p"`
+	TopLogprobs        *int              `json:"top_logprobs"`
+	Stream             bool              `json:"stream"`
+	Store              *bool             `json:"store"`
+	Background         *bool             `json:"background"`
+	PreviousResponseID string            `json:"previous_response_id"`
+	Conversation       json.RawMessage   `json:"conversation"`
+	Prompt             json.RawMessage   `json:"prompt"`
+	Include            []string          `json:"include"`
+	Metadata           map[string]string `json:"metadata"`
+	Text               *struct {
+		Format json.RawMessage `json:"format"`
+	} `json:"text"`
+	// Not in OpenAI's API: agentrl's (and vLLM's) own fields.
+	TopK      *int   `json:"top_k"`
+	Seed      *int64 `json:"seed"`
+	RequestID string `json:"request_id"`
+}
+
+// responsesTool is a function tool, flat as Responses has it
+// (responses.FunctionToolParam): {"type":"function","name",...}.
+type responsesTool struct {
+	Type        string          `json:"type"`
+	Name        string          `json:"name,omitempty"`
+	Description string          `json:"description,omitempty"`
+	Parameters  json.RawMessage `json:"parameters,omitempty"`
+	Strict      *bool           `json:"strict,omitempty"`
+}
+
+// responsesItem is an input item (responses.ResponseInputItemUnionParam):
+// message, function_call, function_call_output or reasoning.
+type responsesItem struct {
+	Type      string          `json:"type"`
+	Role      string          `json:"role"`
+	Content   json.RawMessage `json:"content"`
+	CallID    string          `json:"call_id"`
+	Name      string          `json:"name"`
+	Arguments string          `json:"arguments"`
+	Output    json.RawMessage `json:"output"`
+	Summary   []responsesPart `json:"summary"`
+}
+
+// responsesPart is a content part: input_text, output_text, summary_text,
+// reasoning_text. Text is always written (SDK accumulators need "").
+type responsesPart struct {
+	Type        string           `json:"type"`
+	Text        string           `json:"text"`
+	Annotations *[]struct{}      `json:"annotations,omitempty"`
+	Logprobs    *[]struct{}      `json:"logprobs,omitempty"`
+	ImageURL    *json.RawMessage `json:"image_url,omitempty"`
+}
+
+// responsesOutputItem is an output item (responses.ResponseOutputItemUnion):
+// message, reasoning or function_call.
+type responsesOutputItem struct {
+	Type      string           `json:"type"`
+	ID        string           `json:"id"`
+	Status    string           `json:"status,omitempty"`
+	Role      string           `json:"role,omitempty"`
+	Summary   *[]responsesPart `json:"summary,omitempty"`
+	Content   *[]responsesPart `json:"content,omitempty"`
+	CallID    string           `json:"call_id,omitempty"`
+	Name      string           `json:"name,omitempty"`
+	Arguments *string          `json:"arguments,omitempty"`
+}
+
+type responsesUsage struct {
+	InputTokens        int `json:"input_tokens"`
+	InputTokensDetails struct {
+		CachedTokens int `json:"cached_tokens"`
+	} `json:"input_tokens_details"`
+	OutputTokens        int `json:"output_tokens"`
+	OutputTokensDetails struct {
+		ReasoningTokens int `json:"reasoning_tokens"`
+	} `json:"output_tokens_details"`
+	TotalTokens int `json:"total_tokens"`
+}
+
+type responsesError struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// responsesResponse is responses.Response: the reply, and the snapshot
+// that response.created, .in_progress, .completed, .incomplete and
+// .failed carry.
+type responsesResponse struct {
+	ID                string                `json:"id"`
+	Object            string                `json:"object"`
+	CreatedAt         int64                 `json:"created_at"`
+	Status            string                `json:"status"`
+	Model             string                `json:"model"`
+	Output            []responsesOutputItem `json:"output"`
+	Usage             *responsesUsage       `json:"usage"`
+	Error             *responsesError       `json:"error"`
+	IncompleteDetails *struct {
+		Reason string `json:"reason"`
+	} `json:"incomplete_details"`
+	Instructions       json.RawMessage   `json:"instructions"`
+	Metadata           map[string]string `json:"metadata"`
+	ParallelToolCalls  bool              `json:"parallel_tool_calls"`
+	ToolChoice         json.RawMessage   `json:"tool_choice"`
+	Tools              []responsesTool   `json:"tools"`
+	Temperature        *float64          `json:"temperature"`
+	TopP               *float64          `json:"top_p"`
+	MaxOutputTokens    *int              `json:"max_output_tokens"`
+	PreviousResponseID *string           `json:"previous_response_id"`
+	Store              bool              `json:"store"`
+	Text               struct {
+		Format struct {
+			Type string `json:"type"`
+		} `json:"format"`
+	} `json:"text"`
+}
+
+// builtinResponsesTools are the Responses tool types that OpenAI runs on
+// its side (web search, file search, a computer, code, images, MCP, a
+// shell): a model served here cannot, so a request that offers one is
+// refused rather than answered as if the tool had been there.
+var builtinResponsesTools = map[string]bool{
+	"web_search": true, "web_search_preview": true, "web_search_2025_08_26": true, "web_search_preview_2025_03_11": true,
+	"file_search": true, "computer": true, "computer_use_preview": true, "code_interpreter": true, "image_generation": true,
+	"mcp": true, "local_shell": true, "shell": true, "apply_patch": true, "custom": true,
+}
+
+// decodeResponses reads a /v1/responses body into a conversation.
+func decodeResponses(data []byte) (responsesRequest, conversation, error) {
+	var in responsesRequest
+	if err := unmarshalBody(data, &in); err != nil {
+		return in, conversation{}, err
+	}
+	c := conversation{model: in.Model, maxName: "max_output_tokens", stopField: "stop", stream: in.Stream,
+		requestID: in.RequestID}
+	c.sampling.MaxTokens = in.MaxOutputTokens
+	c.sampling.Temperature, c.sampling.TopP, c.sampling.TopK = in.Temperature, in.TopP, in.TopK
+	c.sampling.Seed = in.Seed
+	if in.TopLogprobs != nil {
+		c.topLogprobs = *in.TopLogprobs
+	}
+	switch {
+	case in.PreviousResponseID != "":
+		return in, c, badRequest(`field "previous_response_id": this server keeps no responses (store is not supported): send the whole conversation in "input"`)
+	case in.Store != nil && *in.Store:
+		return in, c, badRequest(`field "store": this server keeps no responses: send "store": false (or leave it out) and the whole conversation in "input"`)
+	case in.Background != nil && *in.Background:
+		return in, c, badRequest(`field "background": background responses are not supported`)
+	case isSet(in.Conversation):
+		return in, c, badRequest(`field "conversation": this server keeps no conversations: send the whole conversation in "input"`)
+	case isSet(in.Prompt):
+		return in, c, badRequest(`field "prompt": stored prompt templates are not supported`)
+	}
+	for i, inc := range in.Include {
+		switch inc {
+		case "reasoning.encrypted_content":
+			// Nothing is encrypted here: reasoning items carry their text.
+		default:
+			return in, c, badRequest(`field "include[%d]": %q is not supported (only "reasoning.encrypted_content", a no-op)`, i, inc)
+		}
+	}
+	if in.Text != nil {
+		if err := checkResponseFormat("text.format", in.Text.Format); err != nil {
+			return in, c, err
+		}
+	}
+	if isSet(in.Instructions) {
+		var sys string
+		if err := json.Unmarshal(in.Instructions, &sys); err != nil {
+			return in, c, badRequest(`field "instructions": expected a string`)
+		}
+		if sys != "" {
+			c.messages = append(c.messages, chat.Message{Role: chat.RoleSystem, Content: sys})
+		}
+	}
+	msgs, err := responsesMessages(in.Input)
+	if err != nil {
+		return in, c, err
+	}
+	c.messages = append(c.messages, msgs...)
+	if len(c.messages) == 0 || len(msgs) == 0 {
+		return in, c, badRequest(`field "input": at least one input item is required`)
+	}
+	for i, t := range in.Tools {
+		switch {
+		case t.Type == "function":
+		case builtinResponsesTools[t.Type]:
+			return in, c, badRequest(`field "tools[%d].type": built-in tool %q is not supported: the model here can only call function tools the client runs`, i, t.Type)
+		default:
+			return in, c, badRequest(`field "tools[%d].type": unknown tool type %q (only "function")`, i, t.Type)
+		}
+		if t.Name == "" {
+			return in, c, badRequest(`field "tools[%d].name": a function tool needs a name`, i)
+		}
+		c.tools = append(c.tools, chat.ToolSchema{Type: "function", Function: chat.FunctionSchema{
+			Name: t.Name, Description: t.Description, Parameters: t.Parameters, Strict: t.Strict}})
+	}
+	c.choice, err = responsesToolChoice(in.ToolChoice, c.tools)
+	return in, c, err
+}
+
+// responsesToolChoice reads "auto", "none", "required" or {"type":
+// "function", "name": ...} (responses.ToolChoiceFunctionParam).
+func responsesToolChoice(raw json.RawMessage, tools []chat.ToolSchema) (toolChoice, error) {
+	var named struct {
+		Type string `json:"type"`
+		Name string `json:"name"`
+	}
+	if !isSet(raw) || raw[0] == '"' {
+		return parseToolChoice(raw, tools)
+	}
+	if err := json.Unmarshal(raw, &named); err != nil || named.Type != "function" || named.Name == "" {
+		return toolChoice{}, badRequest(`field "tool_choice": expected "auto", "none", "required" or {"type": "function", "name": ...}`)
+	}
+	for _, t := range tools {
+		if t.Function.Name == named.Name {
+			return toolChoice{mode: "function", name: named.Name}, nil
+		}
+	}
+	return toolChoice{}, badRequest(`field "tool_choice": function %q is not among "tools"`, named.Name)
+}
+
+// responsesMessages turns input (a string, or items) into chat messages:
+// a function_call joins the assistant turn before it (or starts one), so
+// that consecutive calls are one assistant turn with many tool_calls as
+// chat sends them; a reasoning item becomes the reasoning_content of the
+// assistant turn that follows it.
+func responsesMessages(raw json.RawMessage) ([]chat.Message, error) {
+	if !isSet(raw) {
+		return nil, badRequest(`field "input": required`)
+	}
+	var text string
+	if json.Unmarshal(raw, &text) == nil {
+		return []chat.Message{{Role: chat.RoleUser, Content: text}}, nil
+	}
+	var items []responsesItem
+	if err := json.Unmarshal(raw, &items); err != nil {
+		return nil, badRequest(`field "input": expected a string or a list of items: %v`, err)
+	}
+	var msgs []chat.Message
+	reasoning := ""
+	assistant := func() *chat.Message {
+		if n := len(msgs); n > 0 && msgs[n-1].Role == chat.RoleAssistant && reasoning == "" {
+			return &msgs[n-1]
+		}
+		msgs = append(msgs, chat.Message{Role: chat.RoleAssistant, ReasoningContent: reasoning})
+		reasoning = ""
+		return &msgs[len(msgs)-1]
+	}
+	for i, it := range items {
+		typ := it.Type
+		if typ == "" && it.Role != "" {
+			typ = "message" // EasyInputMessageParam has no type
+		}
+		switch typ {
+		case "message":
+			role, err := checkRole(fmt.Sprintf("input[%d].role", i), it.Role)
+			if err != nil {
+				return nil, err
+			}
+			if role == chat.RoleTool {
+				return nil, badRequest(`field "input[%d].role": "tool" is not a message role here: send a function_call_output item`, i)
+			}
+			text, err := responsesText(fmt.Sprintf("input[%d].content", i), it.Content)
+			if err != nil {
+				return nil, err
+			}
+			if role == chat.RoleAssistant {
+				msgs = append(msgs, chat.Message{Role: role, Content: text, ReasoningContent: reasoning})
+				reasoning = ""
+				continue
+			}
+			msgs = append(msgs, chat.Message{Role: role, Content: text})
+		case "function_call":
+			if it.Name == "" {
+				return nil, badRequest(`field "input[%d].name": a function_call needs a name`, i)
+			}
+			var obj map[string]json.RawMessage
+			if json.Unmarshal([]byte(it.Arguments), &obj) != nil {
+				return nil, badRequest(`field "input[%d].arguments": not a JSON object: %.100q`, i, it.Arguments)
+			}
+			a := assistant()
+			a.ToolCalls = append(a.ToolCalls, chat.ToolCall{ID: it.CallID, Type: "function",
+				Function: chat.FunctionCall{Name: it.Name, Arguments: it.Arguments, ArgumentsAsObject: true}})
+		case "function_call_output":
+			out, err := responsesText(fmt.Sprintf("input[%d].output", i), it.Output)
+			if err != nil {
+				return nil, err
+			}
+			msgs = append(msgs, chat.Message{Role: chat.RoleTool, Content: out, ToolCallID: it.CallID})
+		case "reasoning":
+			var parts []responsesPart
+			if isSet(it.Content) {
+				if err := json.Unmarshal(it.Content, &parts); err != nil {
+					return nil, badRequest(`field "input[%d].content": expected a list of reasoning_text parts`, i)
+				}
+			}
+			if len(parts) == 0 {
+				parts = it.Summary
+			}
+			texts := make([]string, len(parts))
+			for j, p := range parts {
+				texts[j] = p.Text
+			}
+			reasoning += strings.Join(texts, "\n")
+		default:
+			return nil, badRequest(`field "input[%d].type": item type %q is not supported (known: message, function_call, function_call_output, reasoning)`, i, typ)
+		}
+	}
+	return msgs, nil
+}
+
+// responsesText is a message's content or a call's output: a string, or
+// text parts (input_text, output_text, text, refusal) joined by "\n" as
+// normalizeMessages joins chat's parts. Images and files are refused: the
+// engine reads text only.
+func responsesText(field string, raw json.RawMessage) (string, error) {
+	if !isSet(raw) {
+		return "", nil
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s, nil
+	}
+	var parts []responsesPart
+	if err := json.Unmarshal(raw, &parts); err != nil {
+		return "", badRequest("field %q: expected a string or a list of content parts", field)
+	}
+	texts := make([]string, len(parts))
+	for j, p := range parts {
+		switch p.Type {
+		case "input_text", "output_text", "text", "refusal":
+			texts[j] = p.Text
+		default:
+			return "", badRequest("field %q: content part type %q is not supported (only text: input_text, output_text)", fmt.Sprintf("%s[%d].type", field, j), p.Type)
+		}
+	}
+	return strings.Join(texts, "\n"), nil
+}
+
+// responsesHead is the reply's skeleton: everything but output, status,
+// usage and the error, echoing the request as OpenAI echoes it.
+func (s *Server) responsesHead(p preparedChat, in responsesRequest) responsesResponse {
+	r := responsesResponse{ID: "resp_" + p.callID, Object: "response", CreatedAt: time.Now().Unix(), Model: s.cfg.Model,
+		Output: []responsesOutputItem{}, Instructions: in.Instructions, Metadata: in.Metadata, ParallelToolCalls: true,
+		ToolChoice: in.ToolChoice, Tools: in.Tools, Temperature: in.Temperature, TopP: in.TopP, MaxOutputTokens: in.MaxOutputTokens}
+	if !isSet(r.Instructions) {
+		r.Instructions = json.RawMessage("null")
+	}
+	if !isSet(r.ToolChoice) {
+		r.ToolChoice = json.RawMessage(`"auto"`)
+	}
+	if r.Tools == nil {
+		r.Tools = []responsesTool{}
+	}
+	if r.Metadata == nil {
+		r.Metadata = map[string]string{}
+	}
+	if in.ParallelToolCalls != nil {
+		r.ParallelToolCalls = *in.ParallelToolCalls
+	}
+	r.Text.Format.Type = "text"
+	return r
+}
+
+// responsesStatus sets the reply's status from how the turn stopped:
+// completed, or incomplete at the budget (max_output_tokens) or when
+// the engine aborted it.
+func responsesStatus(r *responsesResponse, t turnResult) {
+	r.Status = "completed"
+	switch t.stop {
+	case server.StopLength:
+		r.Status = "incomplete"
+		r.IncompleteDetails = &struct {
+			Reason string `json:"reason"`
+		}{"max_output_tokens"}
+	case server.StopAbort:
+		r.Status = "incomplete"
+	}
+	u := &responsesUsage{InputTokens: t.usage.prompt, OutputTokens: t.usage.completion, TotalTokens: t.usage.prompt + t.usage.completion}
+	u.InputTokensDetails.CachedTokens = t.usage.cached
+	r.Usage = u
+}
+
+func responsesReasoningItem(text string) responsesOutputItem {
+	return responsesOutputItem{Type: "reasoning", ID: "rs_" + newCallID(), Summary: &[]responsesPart{},
+		Content: &[]responsesPart{{Type: "reasoning_text", Text: text}}}
+}
+
+func responsesMessageItem(text, status string) responsesOutputItem {
+	return responsesOutputItem{Type: "message", ID: "msg_" + newCallID(), Status: status, Role: chat.RoleAssistant,
+		Content: &[]responsesPart{outputText(text)}}
+}
+
+func outputText(text string) responsesPart {
+	return responsesPart{Type: "output_text", Text: text, Annotations: &[]struct{}{}, Logprobs: &[]struct{}{}}
+}
+
+func responsesCallItem(c turnCall, status string) responsesOutputItem {
+	args := c.arguments
+	return responsesOutputItem{Type: "function_call", ID: "fc_" + c.id, Status: status, CallID: "call_" + c.id, Name: c.name, Arguments: &args}
+}
+
+// responsesOutput is a finished turn as output items: reasoning, the
+// message, then the calls (the order the stream sends them in).
+func responsesOutput(t turnResult) []responsesOutputItem {
+	out := []responsesOutputItem{}
+	if t.reasoning != "" {
+		out = append(out, responsesReasoningItem(t.reasoning))
+	}
+	if t.content != "" || len(t.calls) == 0 {
+		out = append(out, responsesMessageItem(t.content, "completed"))
+	}
+	for _, c := range t.calls {
+		out = append(out, responsesCallItem(c, "completed"))
+	}
+	return out
+}
+
+func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
+	if s.cfg.Chat == nil {
+		writeError(w, http.StatusNotFound, "this server has no chat template: /v1/responses is disabled")
+		return
+	}
+	in, p, err := s.readResponses(r)
+	if err != nil {
+		writeRequestError(w, err)
+		return
+	}
+	w.Header().Set("x-request-id", p.callID)
+	head := s.responsesHead(p, in)
+	if p.stream {
+		s.streamResponses(w, r, s.streamer(), p, head)
+		return
+	}
+	out, err := s.engine.Generate(r.Context(), p.req)
+	if err == nil {
+		err = checkOutput(out, p.req)
+	}
+	if err != nil {
+		writeEngineError(w, err)
+		return
+	}
+	turn, _, err := s.finishTurn(p, out)
+	if err != nil {
+		writeEngineError(w, err)
+		return
+	}
+	head.Output = responsesOutput(turn)
+	responsesStatus(&head, turn)
+	writeJSON(w, http.StatusOK, head)
+}
+
+func (s *Server) parseResponses(data []byte) (preparedChat, error) {
+	_, c, err := decodeResponses(data)
+	if err != nil {
+		return preparedChat{}, err
+	}
+	return s.prepareConversation(c)
+}
+
+func (s *Server) readResponses(r *http.Request) (responsesRequest, preparedChat, error) {
+	data, err := readBody(r)
+	if err != nil {
+		return responsesRequest{}, preparedChat{}, err
+	}
+	in, c, err := decodeResponses(data)
+	if err != nil {
+		return in, preparedChat{}, err
+	}
+	if c.sessionKey == "" {
+		c.sessionKey = s.sessionKey(r.Header, data)
+	}
+	p, err := s.prepareConversation(c)
+	return in, p, err
+}
