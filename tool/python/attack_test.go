@@ -558,6 +558,9 @@ call('perf_event_open', %d, 0, 0, -1, -1, 0)
 call('ptrace', %d, 0, 0, 0, 0)                 # PTRACE_TRACEME
 call('clone3', %d, 0, 0)
 call('clone_newuser', %d, 0x10000000 | 17, 0, 0, 0, 0)  # CLONE_NEWUSER|SIGCHLD
+name = ctypes.create_string_buffer(b'x')
+for nm, nr, args in %s:
+    call(nm, nr, *[ctypes.addressof(name) if a == 'NAME' else a for a in args])
 for fam, name in ((16, 'netlink'), (17, 'packet'), (38, 'alg')):
     try:
         socket.socket(fam, socket.SOCK_RAW if fam != 38 else socket.SOCK_SEQPACKET).close()
@@ -571,10 +574,18 @@ pid = os.fork()
 if pid == 0:
     os._exit(7)
 print('fork ok', os.waitpid(pid, 0)[1] >> 8)
-`, nr("unshare"), nr("unshare"), nr("process_vm_readv"), nr("keyctl"), nr("io_uring_setup"), nr("perf_event_open"), nr("ptrace"), nr("clone3"), nr("clone")))
+`, nr("unshare"), nr("unshare"), nr("process_vm_readv"), nr("keyctl"), nr("io_uring_setup"), nr("perf_event_open"), nr("ptrace"), nr("clone3"), nr("clone"),
+		// Calls the kernel would answer otherwise than EPERM (a result,
+		// EFAULT, EBADF, ENOSYS on kernels without them).
+		fmt.Sprintf("[('listmount', %d, (0, 0, 0, 0)), ('statmount', %d, (0, 0, 0, 0)), ('open_tree_attr', %d, (-1, 0, 0, 0, 0)), "+
+			"('modify_ldt', %d, (0, 0, 0)), ('memfd_secret', %d, (0,)), ('memfd_create', %d, ('NAME', 0)), "+
+			"('shmget', %d, (0, 4096, 0o600)), ('msgget', %d, (0, 0o600)), ('semget', %d, (0, 1, 0o600))]",
+			nr("listmount"), nr("statmount"), nr("open_tree_attr"), nr("modify_ldt"), nr("memfd_secret"), nr("memfd_create"),
+			nr("shmget"), nr("msgget"), nr("semget"))))
 	require.NoError(t, err)
 	t.Log(out.Text())
-	for _, name := range []string{"unshare", "unshare_user", "process_vm_readv", "keyctl", "io_uring_setup", "perf_event_open", "ptrace", "clone_newuser"} {
+	for _, name := range []string{"unshare", "unshare_user", "process_vm_readv", "keyctl", "io_uring_setup", "perf_event_open", "ptrace", "clone_newuser",
+		"listmount", "statmount", "open_tree_attr", "modify_ldt", "memfd_secret", "memfd_create", "shmget", "msgget", "semget"} {
 		require.Contains(t, out.Stdout, name+" errno Operation not permitted\n")
 	}
 	require.Contains(t, out.Stdout, "clone3 errno Function not implemented\n")

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -44,6 +45,7 @@ type Config struct {
 	MaxProcesses   int     `json:"max_processes"`    // processes and threads of the whole sandbox, its init included, default 32
 	MaxOutputBytes int     `json:"max_output_bytes"` // kept of stdout and of stderr each, default 16384
 	DiskMB         int     `json:"disk_mb"`          // size of each writable tmpfs (home, /tmp, /dev/shm), default 256
+	MaxOpenFiles   int     `json:"max_open_files"`   // open files per process (RLIMIT_NOFILE), default 64
 
 	// Isolation is IsolationBubblewrap (the default) or
 	// IsolationRlimitsOnly, which must be asked for by name.
@@ -60,6 +62,10 @@ type Config struct {
 	// Without it the caller's own cgroup is tried. Given, a sandbox that
 	// cannot get a cgroup there fails.
 	CgroupParent string `json:"cgroup_parent"`
+	// Logger receives the warning that cgroup "auto" found no cgroup and
+	// fell back to per-process limits (once per Tool); default
+	// slog.Default().
+	Logger *slog.Logger `json:"-"`
 	// ReadOnlyPaths are host directories the code may read besides /usr
 	// and the few /etc files Python needs: a virtualenv, a conda prefix.
 	ReadOnlyPaths []string `json:"read_only_paths"`
@@ -90,6 +96,12 @@ func (c Config) withDefaults() Config {
 	if c.DiskMB == 0 {
 		c.DiskMB = 256
 	}
+	if c.MaxOpenFiles == 0 {
+		c.MaxOpenFiles = 64
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
 	if c.Isolation == "" {
 		c.Isolation = IsolationBubblewrap
 	}
@@ -119,6 +131,7 @@ func (c Config) validate() error {
 		{"max_processes", float64(c.MaxProcesses), 2, 1 << 16, false, "processes"},
 		{"max_output_bytes", float64(c.MaxOutputBytes), 1, 1 << 30, false, "bytes"},
 		{"disk_mb", float64(c.DiskMB), 1, 1 << 20, false, "MB"},
+		{"max_open_files", float64(c.MaxOpenFiles), 16, 1 << 20, false, "files"},
 	} {
 		low := r.v >= r.lo
 		lb := "["
@@ -167,6 +180,8 @@ type Tool struct {
 	schema  chat.ToolSchema
 	bwrap   string // resolved path of bubblewrap
 	seccomp []byte // the filter program, built once
+
+	warnNoCgroup sync.Once
 }
 
 // ErrSandbox is wrapped by failures to set up or start the sandbox (as
@@ -189,6 +204,9 @@ func New(cfg Config) (*Tool, error) {
 	if _, err := exec.LookPath(cfg.Interpreter); err != nil {
 		return nil, fmt.Errorf("python tool: interpreter: %w", err)
 	}
+	if err := checkIsolatedMode(cfg.Interpreter); err != nil {
+		return nil, err
+	}
 	t := &Tool{cfg: cfg, schema: DefaultSchema}
 	if cfg.Isolation == IsolationRlimitsOnly {
 		return t, nil
@@ -206,6 +224,30 @@ func New(cfg Config) (*Tool, error) {
 		return nil, fmt.Errorf("%w: %w", ErrNoIsolation, err)
 	}
 	return t, nil
+}
+
+// checkIsolatedMode runs the interpreter (on the host, before any code
+// of a model) with the flags the sandbox starts it with: -I (isolated:
+// no user site, no PYTHON* variables, no script directory on sys.path)
+// and -S (no site module), which Python before 3.4 and other
+// interpreters reject. Inside the sandbox that failure would look like
+// a sandbox that could not be set up.
+func checkIsolatedMode(interp string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, interp, "-I", "-S", "-c", "import sys; sys.exit(0 if sys.version_info >= (3, 4) else 3)")
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "LANG=C.UTF-8"}
+	stderr := &capped{max: 1024}
+	cmd.Stderr = stderr
+	err := cmd.Run()
+	if err == nil {
+		return nil
+	}
+	msg := strings.TrimSpace(stderr.String())
+	if msg == "" {
+		msg = err.Error()
+	}
+	return fmt.Errorf("python tool: interpreter %s does not run as `%s -I -S` (isolated mode of Python 3.4 or later, which the sandbox needs): %s", interp, filepath.Base(interp), msg)
 }
 
 // interpreterVisible checks that the interpreter, and what its path links

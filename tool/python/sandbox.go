@@ -54,7 +54,10 @@ var etcFiles = []string{
 // and reports its wait status and the CPU time of the tree on fd 3. When
 // it exits the kernel kills whatever is left in the PID namespace.
 const prelude = `
-import os, resource, sys, ctypes
+import os, resource, signal, sys, ctypes
+# PID 1 of the namespace gets only the signals it handles; Python handles
+# SIGINT (KeyboardInterrupt), which would let the code end the init early.
+signal.signal(signal.SIGINT, signal.SIG_IGN)
 if ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0) != 0:
     os.write(2, b"sandbox init: prctl(PR_SET_DUMPABLE) failed\n")
     os._exit(125)
@@ -66,6 +69,7 @@ pid = os.fork()
 if pid == 0:
     try:
         os.closerange(3, 65536)
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
         os.execv(sys.executable, [sys.executable, "-I", "main.py"])
     except BaseException as e:
         sys.stderr.write("sandbox: %%s\n" %% e)
@@ -82,6 +86,9 @@ while True:
 ru = resource.getrusage(resource.RUSAGE_CHILDREN)
 os.write(3, ("%%d %%.6f\n" %% (status, ru.ru_utime + ru.ru_stime)).encode())
 `
+
+// sigPending is the sandbox's limit of queued signals (RLIMIT_SIGPENDING).
+const sigPending = 256
 
 // cpuSeconds is the CPU limit in whole seconds (RLIMIT_CPU's unit),
 // rounded up.
@@ -110,6 +117,13 @@ func (t *Tool) rlimits(withNPROC bool) string {
 		{"RLIMIT_AS", mem, mem},
 		{"RLIMIT_FSIZE", fsize, fsize},
 		{"RLIMIT_CORE", 0, 0},
+		// Every open file may hold kernel memory no RSS shows (a socket's
+		// queued buffers, a pipe's pages): the count bounds it.
+		{"RLIMIT_NOFILE", int64(cfg.MaxOpenFiles), int64(cfg.MaxOpenFiles)},
+		// Queued signals and POSIX message queues are kernel memory of
+		// the user, unbounded by the rest.
+		{"RLIMIT_SIGPENDING", sigPending, sigPending},
+		{"RLIMIT_MSGQUEUE", 0, 0},
 	}
 	if withNPROC {
 		n := int64(cfg.MaxProcesses)
@@ -171,14 +185,16 @@ func memfd(name string, b []byte) (*os.File, error) {
 
 // bwrapArgs is bubblewrap's command line, with the files it reads at fds
 // 4 (the code), 5 (seccomp), 6 (/etc/passwd) and 7 (/etc/group). The
-// status pipe is fd 3 and passes through to the init.
-func (t *Tool) bwrapArgs() []string {
-	size := strconv.FormatInt(int64(t.cfg.DiskMB)<<20, 10)
+// status pipe is fd 3 and passes through to the init. dir holds the
+// writable tmpfs mounts the launcher made (tmp, shm, home).
+func (t *Tool) bwrapArgs(dir string) []string {
 	id := strconv.Itoa(sandboxID)
 	a := []string{
-		// New user, PID, network, IPC, UTS, mount and cgroup namespaces;
-		// the user namespace is required (not "-try").
-		"--unshare-all", "--unshare-user", "--disable-userns",
+		// New user, PID, IPC, UTS, mount and cgroup namespaces; the user
+		// namespace is required (not "-try"). The network namespace is
+		// the launcher's, made for this call: bubblewrap's own would
+		// have loopback up.
+		"--unshare-all", "--share-net", "--unshare-user", "--disable-userns",
 		"--uid", id, "--gid", id, "--hostname", "sandbox",
 		// Killed with bubblewrap; no controlling terminal (TIOCSTI).
 		"--die-with-parent", "--new-session",
@@ -217,12 +233,17 @@ func (t *Tool) bwrapArgs() []string {
 		"--ro-bind-data", "7", "/etc/group",
 		// /proc of the sandbox's own PID namespace; a minimal /dev.
 		"--proc", "/proc", "--dev", "/dev",
-		// Private, size-capped, gone with the mount namespace.
-		"--perms", "1777", "--size", size, "--tmpfs", "/tmp",
-		"--perms", "1777", "--size", size, "--tmpfs", "/dev/shm",
+		// Private tmpfs mounts capped in size and in inodes (the
+		// launcher's: bubblewrap's own --tmpfs has no inode cap), gone
+		// with the mount namespace.
+		"--bind", filepath.Join(dir, "tmp"), "/tmp",
+		"--bind", filepath.Join(dir, "shm"), "/dev/shm",
 		"--dir", "/var", "--symlink", "../tmp", "/var/tmp",
-		"--perms", "0700", "--size", size, "--tmpfs", sandboxHome,
+		"--bind", filepath.Join(dir, "home"), sandboxHome,
 		"--perms", "0644", "--file", "4", sandboxHome+"/main.py",
+		// The root and /dev are tmpfs mounts without a size cap (half
+		// the host's memory): nothing may be written there after setup.
+		"--remount-ro", "/dev", "--remount-ro", "/",
 		"--chdir", sandboxHome,
 		"--seccomp", "5",
 		"--", t.cfg.Interpreter, "-I", "-S", "-c", fmt.Sprintf(prelude, t.rlimits(true)),
@@ -234,6 +255,44 @@ const (
 	passwdFile = "sandbox:x:1000:1000:sandbox:" + sandboxHome + ":/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n"
 	groupFile  = "sandbox:x:1000:\nnogroup:x:65534:\n"
 )
+
+// launcher runs first, as /bin/sh in a user, mount and network namespace
+// of its own (made at fork, its root mapped to the sandbox's host uid), and
+// execs bubblewrap ($0) with its arguments. With a cgroup it first waits on
+// fd 8 until its pid has been added. It makes the sandbox the OOM killer's
+// first choice (inherited by everything below, and only privileged
+// processes may lower it); caps the kernel memory of the namespaces'
+// per-call objects (datagrams queued per socket, inotify watches); and
+// mounts the writable tmpfs mounts with a cap on their inodes as well as
+// their size (bubblewrap's --tmpfs has no inode cap, and empty files cost
+// kernel memory that no size counts) under AGENTRL_DIR, for bubblewrap to
+// bind. The network namespace stays empty: loopback is down.
+const launcher = `set -e
+if [ -n "$AGENTRL_BARRIER" ]; then read -r _ <&8; exec 8<&-; fi
+echo 1000 >/proc/self/oom_score_adj
+echo "$AGENTRL_DGRAM_QLEN" >/proc/sys/net/unix/max_dgram_qlen
+echo "$AGENTRL_INOTIFY_WATCHES" >/proc/sys/user/max_inotify_watches
+echo "$AGENTRL_INOTIFY_INSTANCES" >/proc/sys/user/max_inotify_instances
+mount --make-rprivate /
+mount -t tmpfs -o size=64k,nr_inodes=8,mode=0700 agentrl-sandbox "$AGENTRL_DIR"
+for d in tmp:1777 shm:1777 home:0700; do
+  mkdir "$AGENTRL_DIR/${d%%:*}"
+  mount -t tmpfs -o "size=$AGENTRL_SIZE,nr_inodes=$AGENTRL_INODES,mode=${d#*:}" agentrl-sandbox "$AGENTRL_DIR/${d%%:*}"
+done
+exec "$0" "$@"
+`
+
+// Kernel objects of one call that no process's memory shows, capped per
+// call by the launcher.
+const (
+	dgramQueue       = 2    // datagrams queued on a Unix socket (net.unix.max_dgram_qlen)
+	inotifyWatches   = 1024 // user.max_inotify_watches
+	inotifyInstances = 16   // user.max_inotify_instances
+)
+
+// tmpfsInodes is the inode cap of each writable tmpfs: one per 16 KB of
+// its size, at least 1024 and at most 1M.
+func (c Config) tmpfsInodes() int { return min(max(c.DiskMB*64, 1024), 1<<20) }
 
 func (t *Tool) runBubblewrap(ctx context.Context, code string, id *hostID) (Outcome, error) {
 	var files []*os.File
@@ -261,18 +320,41 @@ func (t *Tool) runBubblewrap(ctx context.Context, code string, id *hostID) (Outc
 			if t.cfg.Cgroup == "required" || t.cfg.CgroupParent != "" {
 				return Outcome{}, fmt.Errorf("%w: no cgroup for the sandbox (cgroup: required): %w", ErrNoIsolation, err)
 			}
+			t.warnNoCgroup.Do(func() {
+				t.cfg.Logger.Warn("python sandbox: no cgroup can be created, so memory is limited per process only (the bound SECURITY.md states for cgroup: off); set cgroup: required to refuse instead, or cgroup: off to silence this",
+					"err", err)
+			})
 			cg = nil
 		} else {
 			defer cg.remove()
 		}
 	}
 
-	args := t.bwrapArgs()
-	var cmd *exec.Cmd
+	// The mount point of the launcher's tmpfs mounts: an empty directory
+	// on the host (the mounts are in the launcher's namespace only).
+	dir, err := os.MkdirTemp("", "agentrl-sandbox-")
+	if err != nil {
+		return Outcome{}, fmt.Errorf("%w: %w", ErrSandbox, err)
+	}
+	defer os.RemoveAll(dir)
+	if id != nil {
+		if err := os.Chown(dir, id.id, id.id); err != nil {
+			return Outcome{}, fmt.Errorf("%w: chown %s: %w", ErrSandbox, dir, err)
+		}
+	}
+
+	cmd := exec.Command("/bin/sh", append([]string{"-c", launcher, t.bwrap}, t.bwrapArgs(dir)...)...)
+	cmd.Env = []string{
+		"PATH=/usr/sbin:/usr/bin:/sbin:/bin",
+		"AGENTRL_DIR=" + dir,
+		"AGENTRL_SIZE=" + strconv.FormatInt(int64(t.cfg.DiskMB)<<20, 10),
+		"AGENTRL_INODES=" + strconv.Itoa(t.cfg.tmpfsInodes()),
+		"AGENTRL_DGRAM_QLEN=" + strconv.Itoa(dgramQueue),
+		"AGENTRL_INOTIFY_WATCHES=" + strconv.Itoa(inotifyWatches),
+		"AGENTRL_INOTIFY_INSTANCES=" + strconv.Itoa(inotifyInstances),
+	}
 	var barrier *os.File
 	if cg != nil {
-		// Enter the cgroup before bubblewrap forks: a shell waits on fd 8
-		// until its pid has been added, then becomes bubblewrap.
 		r, w, err := os.Pipe()
 		if err != nil {
 			return Outcome{}, fmt.Errorf("%w: %w", ErrSandbox, err)
@@ -280,10 +362,8 @@ func (t *Tool) runBubblewrap(ctx context.Context, code string, id *hostID) (Outc
 		defer r.Close()
 		defer w.Close()
 		barrier = w
-		cmd = exec.Command("/bin/sh", append([]string{"-c", `read -r _ <&8; exec 8<&-; exec "$0" "$@"`, t.bwrap}, args...)...)
+		cmd.Env = append(cmd.Env, "AGENTRL_BARRIER=1")
 		files = append(files, r)
-	} else {
-		cmd = exec.Command(t.bwrap, args...)
 	}
 	return t.start(ctx, cmd, files, barrier, cg, id, true)
 }
@@ -335,7 +415,20 @@ func (t *Tool) start(ctx context.Context, cmd *exec.Cmd, extra []*os.File, barri
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	cmd.ExtraFiles = append([]*os.File{statusW}, extra...)
 	attr := &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if id != nil {
+	switch {
+	case sandboxed:
+		// The launcher's namespaces; its root is the sandbox's host uid
+		// (the caller's own without a reserved one).
+		uid, gid := os.Getuid(), os.Getgid()
+		if id != nil {
+			uid, gid = id.id, id.id
+		}
+		attr.Cloneflags = syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWNET
+		attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: uid, Size: 1}}
+		attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: gid, Size: 1}}
+		attr.GidMappingsEnableSetgroups = false
+		attr.Credential = &syscall.Credential{Uid: 0, Gid: 0, NoSetGroups: true}
+	case id != nil:
 		attr.Credential = &syscall.Credential{Uid: uint32(id.id), Gid: uint32(id.id)}
 	}
 	cmd.SysProcAttr = attr

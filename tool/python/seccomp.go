@@ -33,6 +33,16 @@ var deniedSyscalls = []string{
 	"vhangup", "uselib", "ustat", "sysfs", "_sysctl", "nfsservctl", "iopl", "ioperm",
 	"settimeofday", "clock_settime", "clock_adjtime", "adjtimex", "stime",
 	"sethostname", "setdomainname",
+	// Mount-tree introspection and mount-creating calls newer than the
+	// list above, the LDT (a classic exploit primitive, no use to
+	// Python), and secret memory.
+	"listmount", "statmount", "open_tree_attr", "modify_ldt", "memfd_secret",
+	// Memory that no limit of the sandbox counts: a memfd is a file on
+	// no tmpfs of ours, so neither disk_mb nor the address space bounds
+	// what is written to it; System V shared memory, message queues and
+	// semaphore sets live in the IPC namespace under the host's (huge)
+	// default limits. POSIX shared memory (/dev/shm) stays available.
+	"memfd_create", "shmget", "msgget", "semget",
 }
 
 // cloneNamespaceFlags are clone(2)'s flags that create namespaces
@@ -70,6 +80,17 @@ func seccompProgram() ([]byte, error) {
 			{Action: errno(unix.EPERM), NamesWithCondtions: []seccomp.NameWithConditions{{
 				Name:       "clone",
 				Conditions: seccomp.ArgumentConditions{{Argument: 0, Operation: seccomp.BitsSet, Value: cloneNamespaceFlags}},
+			}}},
+			// A socket's send buffer bounds what it may queue, kernel
+			// memory no process's RSS shows: it stays at the host's
+			// default (net.core.wmem_default), since the largest a process
+			// may ask for (wmem_max) is often many times that.
+			{Action: errno(unix.EPERM), NamesWithCondtions: []seccomp.NameWithConditions{{
+				Name: "setsockopt",
+				Conditions: seccomp.ArgumentConditions{
+					{Argument: 1, Operation: seccomp.Equal, Value: unix.SOL_SOCKET},
+					{Argument: 2, Operation: seccomp.Equal, Value: unix.SO_SNDBUF},
+				},
 			}}},
 			// Sockets only of the local and internet families: the network
 			// namespace is empty, and families such as netlink, packet,
