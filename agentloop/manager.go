@@ -2,9 +2,11 @@ package agentloop
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"slices"
 	"strconv"
 	"sync"
@@ -48,7 +50,9 @@ type Options struct {
 	Concurrency int
 	// N is the number of rollouts per prompt (a group); 0 = 1.
 	N int
-	// Sampling is passed to every loop.
+	// Sampling is passed to every loop. A Seed here is a base: each rollout
+	// is sent RolloutSeed(seed, group, id, rollout), so the N rollouts of a
+	// group sample differently and a rerun samples the same.
 	Sampling server.SamplingParams
 	// Validation is used by ForValidation.
 	Validation ValidationOptions
@@ -464,7 +468,44 @@ func (m *Manager) safeRun(ctx context.Context, loop AgentLoop, s Sample) (t *tra
 			t, err = nil, fmt.Errorf("agentloop: agent %q panicked on sample %s: %v", s.AgentName, s.ID, v)
 		}
 	}()
-	return loop.Run(ctx, s, m.opts.Sampling)
+	return loop.Run(ctx, s, rolloutSampling(m.opts.Sampling, s))
+}
+
+// rolloutSampling gives one rollout its own sampling stream. A seed set in
+// Options.Sampling is a base: were it passed as it is, every rollout of a
+// group would sample the same tokens from the same prompt, and every GRPO
+// advantage would be 0. Each rollout gets RolloutSeed(base, its group, its
+// trajectory id, its rollout index) instead, the same on every run.
+func rolloutSampling(p server.SamplingParams, s Sample) server.SamplingParams {
+	if p.Seed != nil {
+		seed := RolloutSeed(*p.Seed, s.GroupID, s.ID, s.Rollout)
+		p.Seed = &seed
+	}
+	return p
+}
+
+// RolloutSeed derives the sampling seed of one rollout from a base seed, its
+// group id (verl's uid), its trajectory id and its index in the group: the
+// seeds of the N rollouts of a sample differ, and the same batch gives the
+// same seeds on every run. The result fits in 63 bits, because vLLM's seed
+// is a signed 64-bit integer (SGLang's sampling_seed and the in-process
+// engine take any value). Custom code that issues its own requests for a
+// rollout should seed them with it too.
+func RolloutSeed(base uint64, group, id string, rollout int) uint64 {
+	h := fnv.New64a()
+	var b [16]byte
+	binary.LittleEndian.PutUint64(b[:8], base)
+	binary.LittleEndian.PutUint64(b[8:], uint64(rollout))
+	_, _ = h.Write(b[:])
+	_, _ = h.Write([]byte(group))
+	_, _ = h.Write([]byte{0})
+	_, _ = h.Write([]byte(id))
+	// splitmix64's finalizer: nearby inputs give unrelated seeds.
+	z := h.Sum64()
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	z ^= z >> 31
+	return z & (1<<63 - 1)
 }
 
 func (m *Manager) score(ctx context.Context, s Sample, t *trajectory.Trajectory) error {

@@ -68,6 +68,9 @@ func Scripts(scripts map[string][][]int32, fallback Rule) Rule {
 // turn, so it is the same whichever server or goroutine serves the call.
 func Random(seed uint64, vocab int32, minLen, maxLen int) Rule {
 	return func(c Call) Reply {
+		if f := randomArgs(vocab, minLen, maxLen); f != nil {
+			return Reply{Fault: f}
+		}
 		h := fnv.New64a()
 		_, _ = h.Write([]byte(c.Req.RequestID))
 		r := rand.New(rand.NewPCG(seed, h.Sum64()^uint64(c.Turn)*0x9e3779b97f4a7c15))
@@ -81,6 +84,49 @@ func Random(seed uint64, vocab int32, minLen, maxLen int) Rule {
 		}
 		return Reply{Tokens: toks}
 	}
+}
+
+// Seeded replies as a sampling engine does with a seed: pseudo-random
+// tokens in [0, vocab), of a length in [minLen, maxLen], drawn from the
+// request's Params.Seed and its prompt alone. Two requests with the same
+// seed and prompt get the same tokens, whatever their ids, as from the
+// in-process engine, SGLang's sampling_seed or vLLM's seed; a request
+// without a seed is refused. Tests of seeded rollouts use it to see what an
+// engine would do with the seeds they send.
+func Seeded(vocab int32, minLen, maxLen int) Rule {
+	return func(c Call) Reply {
+		if f := randomArgs(vocab, minLen, maxLen); f != nil {
+			return Reply{Fault: f}
+		}
+		if c.Req.Params.Seed == nil {
+			f := ErrorFault(fmt.Errorf("servertest: Seeded: request %q has no Params.Seed: %w", c.Req.RequestID, server.ErrBadRequest))
+			return Reply{Fault: &f}
+		}
+		h := fnv.New64a()
+		for _, id := range c.Req.PromptIDs {
+			_, _ = h.Write([]byte{byte(id), byte(id >> 8), byte(id >> 16), byte(id >> 24)})
+		}
+		r := rand.New(rand.NewPCG(*c.Req.Params.Seed, h.Sum64()))
+		n := minLen
+		if maxLen > minLen {
+			n += r.IntN(maxLen - minLen + 1)
+		}
+		toks := make([]int32, n)
+		for i := range toks {
+			toks[i] = r.Int32N(vocab)
+		}
+		return Reply{Tokens: toks}
+	}
+}
+
+// randomArgs refuses the arguments Random and Seeded cannot draw from.
+func randomArgs(vocab int32, minLen, maxLen int) *Fault {
+	if vocab <= 0 || minLen < 0 || maxLen < 0 {
+		f := ErrorFault(fmt.Errorf("servertest: random reply needs vocab > 0 and lengths ≥ 0, got vocab %d, lengths [%d, %d]: %w",
+			vocab, minLen, maxLen, server.ErrBadRequest))
+		return &f
+	}
+	return nil
 }
 
 // Latency is a distribution of delays.
