@@ -478,14 +478,6 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, head)
 }
 
-func (s *Server) parseResponses(data []byte) (preparedChat, error) {
-	_, c, err := decodeResponses(data)
-	if err != nil {
-		return preparedChat{}, err
-	}
-	return s.prepareConversation(c)
-}
-
 func (s *Server) readResponses(r *http.Request) (responsesRequest, preparedChat, error) {
 	data, err := readBody(r)
 	if err != nil {
