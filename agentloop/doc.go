@@ -13,6 +13,11 @@
 // (prompt and response budgets, resumable generation with weight versions,
 // observations as deltas, stop reasons, counters, tracing); a custom loop
 // composes it the same way and registers under its own name (Register).
+// A tool-calling loop builds on ToolKit and ToolEpisode instead: ToolAgent's
+// own tool step (the sample's tool subset and session, call ids,
+// tool.CallInfo, trace events, counters, tool rewards, MaxParallelCalls,
+// MaxConsecutiveInvalidToolCalls, MaxAssistantTurns), so the loop holds
+// only its own logic (examples/customloop retries failed calls with a hint).
 //
 // A Manager runs batches (Generate) or streams (Stream) of samples with
 // bounded concurrency, n rollouts per prompt as groups, per-trajectory

@@ -2,12 +2,8 @@ package agentloop
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"strconv"
 	"time"
-
-	"golang.org/x/sync/errgroup"
 
 	"github.com/agentrl/agentrl/chat"
 	"github.com/agentrl/agentrl/parser"
@@ -45,6 +41,8 @@ func (s State) String() string {
 
 // ToolAgent is the multi-turn tool-calling loop (verl's tool_agent):
 // PENDING → GENERATING → PROCESSING_TOOLS | INTERACTING → … → TERMINATED.
+// Its tool step is public: ToolKit and ToolEpisode, on which custom tool
+// loops are built the same way.
 //
 // Unlike verl, malformed calls and tool failures become observations the
 // model sees; MaxConsecutiveInvalidToolCalls ends loops that keep failing;
@@ -52,78 +50,38 @@ func (s State) String() string {
 // were not run; tool instances live for the whole trajectory and are always
 // released; every termination has a stop reason.
 type ToolAgent struct {
-	env    *Env
-	cfg    Config
-	parser parser.Parser // for samples that use all of env.Tools
+	kit *ToolKit
 }
 
 // NewToolAgent is the Factory of tool_agent.
 func NewToolAgent(env *Env, cfg Config) (AgentLoop, error) {
-	if err := env.check(); err != nil {
-		return nil, err
-	}
-	if err := cfg.validate(); err != nil {
-		return nil, err
-	}
-	if cfg.Format == "" {
-		cfg.Format = "hermes"
-	}
-	if cfg.MaxParallelCalls == 0 {
-		cfg.MaxParallelCalls = 1
-	}
-	if cfg.MaxToolResponseLength == 0 {
-		cfg.MaxToolResponseLength = 256
-	}
-	a := &ToolAgent{env: env, cfg: cfg}
-	p, err := a.newParser(env.Tools)
+	kit, err := NewToolKit(env, cfg)
 	if err != nil {
 		return nil, err
 	}
-	a.parser = p
-	return a, nil
-}
-
-func (a *ToolAgent) newParser(tools *tool.Set) (parser.Parser, error) {
-	var schemas []chat.ToolSchema
-	if tools != nil {
-		schemas = tools.Schemas()
-	}
-	p, err := parser.New(a.cfg.Format, parser.Options{ThinkAware: a.cfg.ThinkAware, Tools: schemas})
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
-	}
-	return p, nil
+	return &ToolAgent{kit: kit}, nil
 }
 
 // toolRun is the ToolAgent's part of a trajectory's state.
 type toolRun struct {
-	*Episode
-	parser      parser.Parser
-	tools       *tool.Set
-	session     *tool.Session
-	sessionAt   time.Time // when the session opened, for EventSessionClose
+	*ToolEpisode
 	interaction Interaction
 	interID     string
 	interActive bool
 	last        parser.Result // the last model turn, parsed
-	invalidRun  int           // consecutive turns whose calls were all invalid
 }
 
 // Run implements AgentLoop.
 func (a *ToolAgent) Run(ctx context.Context, s Sample, p server.SamplingParams) (*trajectory.Trajectory, error) {
-	tr := &toolRun{parser: a.parser, tools: a.env.Tools}
+	tr := &toolRun{ToolEpisode: a.kit.Episode(s, p)}
 	state := StatePending
-	defer func() {
-		// Release on every path, also a panic in a hook or tool that
-		// escaped tool's own recovery.
-		if tr.Episode != nil {
-			tr.release(ctx)
-		}
-	}()
+	// Release on every path, also a panic in a hook or tool that escaped
+	// tool's own recovery.
+	defer tr.release(ctx)
 	for state != StateTerminated {
 		switch state {
 		case StatePending:
-			if !a.pending(ctx, tr, s, p) {
+			if !a.pending(ctx, tr, s) {
 				state = StateTerminated
 				continue
 			}
@@ -140,38 +98,14 @@ func (a *ToolAgent) Run(ctx context.Context, s Sample, p server.SamplingParams) 
 	return tr.Finish()
 }
 
-func (a *ToolAgent) pending(ctx context.Context, tr *toolRun, s Sample, p server.SamplingParams) bool {
-	var selErr error
-	if len(s.Tools) > 0 && tr.tools == nil {
-		selErr = fmt.Errorf("%w: sample %d selects tools %v but no tools are configured", ErrConfig, s.Index, s.Tools)
-	}
-	if s.Tools != nil && tr.tools != nil {
-		sub, err := tr.tools.Subset(s.Tools)
-		if err != nil {
-			selErr = fmt.Errorf("agentloop: tool selection of sample %d: %w", s.Index, err)
-		} else {
-			tr.tools = sub
-			if tr.parser, err = a.newParser(sub); err != nil {
-				selErr = err
-			}
-		}
-	}
-	var schemas []chat.ToolSchema
-	if tr.tools != nil && selErr == nil {
-		schemas = tr.tools.Schemas()
-	}
-	tr.Episode = NewEpisode(a.env, a.cfg, s, p, schemas)
-	if selErr != nil {
-		tr.Fail(selErr)
-		return false
-	}
+func (a *ToolAgent) pending(ctx context.Context, tr *toolRun, s Sample) bool {
 	if !tr.Start() {
 		return false
 	}
 	// As in verl, interactions start only when some are configured
 	// (interaction_config_path): verl's own datasets write
 	// interaction_kwargs into every row whether or not they are used.
-	if len(s.InteractionKwargs) > 0 && len(a.env.Interactions) > 0 {
+	if len(s.InteractionKwargs) > 0 && len(a.kit.env.Interactions) > 0 {
 		in, err := a.pickInteraction(s)
 		if err != nil {
 			tr.Fail(err)
@@ -187,15 +121,6 @@ func (a *ToolAgent) pending(ctx context.Context, tr *toolRun, s Sample, p server
 			return false
 		}
 		tr.interaction, tr.interID, tr.interActive = in, id, true
-	}
-	if tr.tools != nil {
-		var opts tool.SessionOptions
-		if a.env.Trace != nil {
-			opts.Observe = instanceObserver(a.env.Trace, s.ID)
-		}
-		tr.session = tr.tools.SessionWith(s.ToolsKwargs, opts)
-		tr.sessionAt = time.Now()
-		tr.Trace(Event{Kind: EventSessionOpen})
 	}
 	return true
 }
@@ -215,16 +140,17 @@ func instanceObserver(trace TraceFunc, id string) func(tool.InstanceEvent) {
 }
 
 func (a *ToolAgent) pickInteraction(s Sample) (Interaction, error) {
+	interactions := a.kit.env.Interactions
 	name, _ := s.InteractionKwargs["name"].(string)
-	if name == "" && len(a.env.Interactions) == 1 {
-		for _, in := range a.env.Interactions {
+	if name == "" && len(interactions) == 1 {
+		for _, in := range interactions {
 			return in, nil
 		}
 	}
-	in, ok := a.env.Interactions[name]
+	in, ok := interactions[name]
 	if !ok {
-		names := make([]string, 0, len(a.env.Interactions))
-		for n := range a.env.Interactions {
+		names := make([]string, 0, len(interactions))
+		for n := range interactions {
 			names = append(names, n)
 		}
 		return nil, fmt.Errorf("%w: sample %d: interaction %q is not configured (configured: %v)", ErrConfig, s.Index, name, names)
@@ -233,40 +159,13 @@ func (a *ToolAgent) pickInteraction(s Sample) (Interaction, error) {
 }
 
 func (a *ToolAgent) generating(ctx context.Context, tr *toolRun) State {
-	ids, ok := tr.Generate(ctx)
+	res, ok := tr.GenerateTurn(ctx)
 	if !ok {
 		return StateTerminated
 	}
-	assistant, user := tr.Turns()
-	if a.cfg.MaxAssistantTurns > 0 && assistant >= a.cfg.MaxAssistantTurns ||
-		a.cfg.MaxUserTurns > 0 && user >= a.cfg.MaxUserTurns {
-		tr.Stop(trajectory.StopMaxTurns)
-		return StateTerminated
-	}
-	text, err := tr.ModelText(ids)
-	if err != nil {
-		tr.Fail(fmt.Errorf("agentloop: decoding turn %d of %s: %w", assistant, tr.Sample().ID, err))
-		return StateTerminated
-	}
-	res := tr.parser.Parse(text, ids)
-	for i := range res.Calls {
-		if res.Calls[i].ID == "" {
-			res.Calls[i].ID = "call_" + strconv.Itoa(assistant) + "_" + strconv.Itoa(i)
-		}
-		if res.Calls[i].Type == "" {
-			res.Calls[i].Type = "function"
-		}
-	}
 	tr.last = res
-	tr.Trace(Event{Kind: EventParse, Calls: len(res.Calls), ParseErrors: len(res.Errors)})
-	tr.AddMessage(chat.Message{
-		Role:             chat.RoleAssistant,
-		Content:          res.Content,
-		ReasoningContent: res.Reasoning,
-		ToolCalls:        res.Calls,
-	})
 	switch {
-	case len(res.Calls) > 0 || len(res.Errors) > 0:
+	case res.HasCalls():
 		return StateProcessingTools
 	case tr.interActive:
 		return StateInteracting
@@ -275,102 +174,8 @@ func (a *ToolAgent) generating(ctx context.Context, tr *toolRun) State {
 	return StateTerminated
 }
 
-// invalid reports whether a failed call is the model's fault (as opposed to
-// the tool's): such turns count towards MaxConsecutiveInvalidToolCalls.
-func invalid(err error) bool {
-	return errors.Is(err, tool.ErrUnknownTool) || errors.Is(err, tool.ErrInvalidArguments)
-}
-
-// callContext attaches the trajectory's tool.CallInfo for call c (verl's
-// agent_data): the conversation so far and the sample. The loop does not
-// touch the conversation while calls run.
-func (tr *toolRun) callContext(ctx context.Context, c chat.ToolCall) context.Context {
-	s := tr.Sample()
-	return tool.WithCallInfo(ctx, &tool.CallInfo{
-		TrajectoryID: s.ID, GroupID: s.GroupID, Index: s.Index,
-		Messages: tr.Messages(), Call: c,
-		DataSource: s.DataSource, GroundTruth: s.GroundTruth, Extra: s.Extra,
-	})
-}
-
 func (a *ToolAgent) processTools(ctx context.Context, tr *toolRun) State {
-	calls := tr.last.Calls
-	run := calls[:min(len(calls), a.cfg.MaxParallelCalls)]
-	results := make([]tool.CallResult, len(run))
-	t0 := time.Now()
-	if tr.session == nil {
-		for i, c := range run {
-			results[i] = tool.CallResult{Name: c.Function.Name, Text: "Error: no tools are available.", Err: tool.ErrUnknownTool}
-		}
-	} else if len(run) == 1 {
-		results[0] = tr.session.Call(tr.callContext(ctx, run[0]), run[0])
-	} else {
-		var g errgroup.Group
-		for i, c := range run {
-			cctx := tr.callContext(ctx, c)
-			g.Go(func() error {
-				results[i] = tr.session.Call(cctx, c)
-				return nil
-			})
-		}
-		_ = g.Wait() // calls report failures in their results
-	}
-	tr.AddToolTime(time.Since(t0))
-	if ctx.Err() != nil {
-		tr.Stop(trajectory.StopAborted)
-		return StateTerminated
-	}
-
-	added := make([]chat.Message, 0, len(calls)+len(tr.last.Errors))
-	good, bad := 0, len(tr.last.Errors)
-	for i, res := range results {
-		text := tool.Truncate(res.Text, a.cfg.MaxToolResponseLength, a.cfg.truncateSide())
-		tr.Trace(Event{Kind: EventTool, Tool: res.Name, Latency: res.Duration, Err: res.Err,
-			Truncated: text != res.Text, Metrics: res.Metrics})
-		tr.CountToolCall(res.Err != nil)
-		if res.Err != nil {
-			if invalid(res.Err) {
-				bad++
-			} else {
-				good++ // a tool failure is not the model's: the call itself was valid
-			}
-		} else {
-			good++
-		}
-		// Every call that was run has a tool reward, 0 when it failed, as
-		// verl's _call_tool returns 0.0 for a call that raised.
-		tr.AddToolReward(res.Reward)
-		added = append(added, chat.Message{
-			Role:       chat.RoleTool,
-			Content:    text,
-			ToolCallID: run[i].ID,
-			Name:       run[i].Function.Name,
-		})
-	}
-	for _, c := range calls[len(run):] {
-		tr.CountToolCall(true)
-		added = append(added, chat.Message{
-			Role: chat.RoleTool,
-			Content: fmt.Sprintf("Error: the call to %q was not run: at most %d tool calls are run per turn.",
-				c.Function.Name, a.cfg.MaxParallelCalls),
-			ToolCallID: c.ID,
-			Name:       c.Function.Name,
-		})
-	}
-	for _, pe := range tr.last.Errors {
-		tr.CountToolCall(true)
-		added = append(added, chat.Message{Role: chat.RoleTool, Content: "Error: " + pe.Message})
-	}
-	if good == 0 && bad > 0 {
-		tr.invalidRun++
-	} else {
-		tr.invalidRun = 0
-	}
-	if a.cfg.MaxConsecutiveInvalidToolCalls > 0 && tr.invalidRun >= a.cfg.MaxConsecutiveInvalidToolCalls {
-		tr.Stop(trajectory.StopInvalidCalls)
-		return StateTerminated
-	}
-	if !tr.Observe(added...) {
+	if !tr.Step(ctx, tr.last) {
 		return StateTerminated
 	}
 	return StateGenerating
@@ -419,31 +224,25 @@ func (a *ToolAgent) interacting(ctx context.Context, tr *toolRun) State {
 // runs on a context detached from ctx so a cancelled trajectory still
 // releases everything.
 func (tr *toolRun) release(ctx context.Context) {
-	if tr.session == nil && !tr.interActive {
+	if tr.ToolEpisode == nil {
 		return
 	}
+	tr.Close(ctx)
+	if !tr.interActive {
+		return
+	}
+	tr.interActive = false
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 	defer cancel()
-	stop, stopErr := tr.Stopped()
-	if tr.session != nil {
-		err := tr.session.Close(rctx)
-		if err != nil && stopErr == nil && stop != trajectory.StopAborted {
-			tr.SetExtra(ExtraReleaseError, err.Error())
+	stop, _ := tr.Stopped()
+	if stop != trajectory.StopAborted && stop != trajectory.StopError {
+		if score, err := tr.interaction.FinalScore(rctx, tr.interID); err == nil {
+			tr.SetExtra(ExtraInteractionScore, score)
+		} else {
+			tr.SetExtra(ExtraInteractionScoreError, err.Error())
 		}
-		tr.session = nil
-		tr.Trace(Event{Kind: EventSessionClose, Latency: time.Since(tr.sessionAt), Err: err})
 	}
-	if tr.interActive {
-		tr.interActive = false
-		if stop != trajectory.StopAborted && stop != trajectory.StopError {
-			if score, err := tr.interaction.FinalScore(rctx, tr.interID); err == nil {
-				tr.SetExtra(ExtraInteractionScore, score)
-			} else {
-				tr.SetExtra(ExtraInteractionScoreError, err.Error())
-			}
-		}
-		if err := tr.interaction.Finalize(rctx, tr.interID); err != nil {
-			tr.SetExtra(ExtraInteractionFinalizeError, err.Error())
-		}
+	if err := tr.interaction.Finalize(rctx, tr.interID); err != nil {
+		tr.SetExtra(ExtraInteractionFinalizeError, err.Error())
 	}
 }

@@ -1,7 +1,9 @@
 // Package examples holds runnable examples of agentrl, each a main package
 // in its own directory with a test that runs it:
 //
-//   - customloop: a custom AgentLoop registered under its own agent name.
+//   - customloop: a custom tool-calling AgentLoop on agentloop.ToolKit,
+//     registered under its own agent name, that retries failed calls once
+//     with a hint.
 //   - remoterouter: a rollout against remote SGLang-compatible servers
 //     through the router, one of which fails midway.
 //   - usersim: an Interaction that simulates a user.

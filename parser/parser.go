@@ -56,6 +56,10 @@ type Result struct {
 	Errors []ParseError
 }
 
+// HasCalls reports whether the turn tried to call tools: it has calls or
+// malformed calls, which an agent loop answers with observations.
+func (r Result) HasCalls() bool { return len(r.Calls) > 0 || len(r.Errors) > 0 }
+
 // Parser turns one assistant turn into content, reasoning and tool calls.
 // text must be decoded with special tokens kept: the formats' markers
 // (<tool_call>, <|python_tag|>, <｜tool▁call▁begin｜>, <|channel|>, …) are
