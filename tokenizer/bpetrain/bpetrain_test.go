@@ -168,3 +168,32 @@ func TestHFEncode(t *testing.T) {
 		require.Equal(t, c.IDs, got, "line %d: %q", i+1, c.Text)
 	}
 }
+
+// TestHFTrain checks Train against an independent trainer: HF tokenizers'
+// own BpeTrainer (testdata/hf_train.js, which states how to regenerate)
+// trained on the same lines must learn the same merges in the same order.
+// HF's defaults are min_frequency 0 and a vocabulary limit the corpus never
+// reaches, so Train runs with MinFrequency 1 (a pair that occurs at all) and
+// room for every merge.
+func TestHFTrain(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("testdata", "hf_train_corpus.txt"))
+	require.NoError(t, err)
+	var ref struct {
+		Merges [][2]string `json:"merges"`
+	}
+	data, err := os.ReadFile(filepath.Join("testdata", "hf_train_merges.json"))
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(data, &ref))
+	require.Greater(t, len(ref.Merges), 200, "the golden must hold HF's merges")
+	// HF's trainer reads a file line by line, newline kept.
+	lines := strings.SplitAfter(string(raw), "\n")
+	if lines[len(lines)-1] == "" {
+		lines = lines[:len(lines)-1]
+	}
+	tok, err := bpetrain.Train(lines, bpetrain.Options{VocabSize: 256 + len(ref.Merges) + 1000, MinFrequency: 1})
+	require.NoError(t, err)
+	require.Equal(t, len(ref.Merges), len(tok.Merges), "HF stops when no pair is left")
+	for i := range ref.Merges {
+		require.Equal(t, ref.Merges[i], tok.Merges[i], "merge %d", i)
+	}
+}
