@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 
 	"github.com/parquet-go/parquet-go"
@@ -284,17 +285,60 @@ func FuzzParquet(f *testing.F) {
 		f.Add(data)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		r, err := NewParquet(bytes.NewReader(data), int64(len(data)), "fuzz.parquet", Options{MaxRowBytes: 1 << 20})
-		if err != nil {
-			require.ErrorIs(t, err, ErrFormat)
-			return
+		var openErr error
+		// SECURITY.md's promise: no input makes the reader allocate more
+		// than 100 MB, whatever its headers claim.
+		n := allocated(func() { openErr = readParquet(data) })
+		if openErr != nil {
+			require.ErrorIs(t, openErr, ErrFormat)
 		}
-		defer r.Close()
-		for i := 0; i < 1000; i++ {
-			_, err := r.Next(context.Background())
-			if err != nil {
-				return
-			}
+		if n > maxFuzzAlloc {
+			t.Fatalf("reading a %d-byte file allocated %d bytes (limit %d)", len(data), n, maxFuzzAlloc)
 		}
 	})
+}
+
+// maxFuzzAlloc is the allocation bound SECURITY.md states for one file.
+const maxFuzzAlloc = 100 << 20
+
+// readParquet opens data and reads up to 1000 rows; it returns the error of
+// NewParquet (a row error ends the read).
+func readParquet(data []byte) error {
+	r, err := NewParquet(bytes.NewReader(data), int64(len(data)), "fuzz.parquet", Options{MaxRowBytes: 1 << 20})
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	for i := 0; i < 1000; i++ {
+		if _, err := r.Next(context.Background()); err != nil {
+			return nil
+		}
+	}
+	return nil
+}
+
+// allocated is the number of bytes the process allocated while fn ran; it
+// counts everything, so it is exact only while nothing else runs (fuzz
+// inputs run one at a time in a worker).
+func allocated(fn func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	fn()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
+}
+
+// The allocation oracle of FuzzParquet measures: reading a real file counts
+// its allocations, and an allocation of the size a lying header asks for is
+// over the bound.
+func TestParquetAllocOracle(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("testdata", "gsm8k_duckdb.parquet"))
+	require.NoError(t, err)
+	n := allocated(func() { require.NoError(t, readParquet(data)) })
+	require.Positive(t, n)
+	require.Less(t, n, uint64(maxFuzzAlloc))
+	var sink []byte
+	n = allocated(func() { sink = make([]byte, maxFuzzAlloc+1) })
+	require.Greater(t, n, uint64(maxFuzzAlloc))
+	_ = sink
 }

@@ -3,7 +3,9 @@ package parser
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"os"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -23,41 +25,101 @@ const fuzzTools = `[{"type":"function","function":{"name":"f","parameters":{"typ
 // invented (content and reasoning are made of the input's bytes), the
 // output is bounded by the input and parsing is deterministic.
 func checkResult(t *testing.T, p Parser, text string) {
+	t.Helper()
+	if problem := resultProblem(p, text); problem != "" {
+		t.Fatal(problem)
+	}
+}
+
+// resultProblem is checkResult's oracle: what is wrong with p's result for
+// text, or "".
+func resultProblem(p Parser, text string) string {
 	got := p.Parse(text, nil)
 	for _, c := range got.Calls {
 		if c.Function.Name == "" {
-			t.Fatalf("call without a name from %q", text)
+			return fmt.Sprintf("call without a name from %q", text)
 		}
 		a := strings.TrimSpace(c.Function.Arguments)
 		if !json.Valid([]byte(a)) || a[0] != '{' {
-			t.Fatalf("call %q arguments %q are not a JSON object (input %q)", c.Function.Name, c.Function.Arguments, text)
+			return fmt.Sprintf("call %q arguments %q are not a JSON object (input %q)", c.Function.Name, c.Function.Arguments, text)
 		}
 	}
+	msgBytes := 0
 	for _, e := range got.Errors {
 		if e.Message == "" {
-			t.Fatalf("empty error message from %q", text)
+			return fmt.Sprintf("empty error message from %q", text)
 		}
+		msgBytes += len(e.Message)
+	}
+	// Error messages quote the input, but boundedly: a message that quotes
+	// the rest of the text at each error is how a quadratic FuzzPythonic
+	// bug once slipped in.
+	if msgBytes > maxErrorBytes*len(got.Errors)+2*len(text) {
+		return fmt.Sprintf("%d bytes of error messages for %d errors from %d bytes", msgBytes, len(got.Errors), len(text))
 	}
 	if len(got.Content)+len(got.Reasoning) > len(text) {
-		t.Fatalf("content+reasoning longer than the input %q", text)
+		return fmt.Sprintf("content+reasoning longer than the input %q", text)
+	}
+	// Content and reasoning are pieces of the input in the order written:
+	// each is a subsequence of the text's bytes (white space aside), so
+	// nothing is invented.
+	if !subsequence(got.Content, text) {
+		return fmt.Sprintf("content %q is not made of the input's bytes in order (input %q)", got.Content, text)
+	}
+	if !subsequence(got.Reasoning, text) {
+		return fmt.Sprintf("reasoning %q is not made of the input's bytes in order (input %q)", got.Reasoning, text)
+	}
+	for _, c := range got.Calls {
+		if !strings.Contains(text, c.Function.Name) {
+			return fmt.Sprintf("call name %q is not in the input %q", c.Function.Name, text)
+		}
 	}
 	// Bounded work: every call or error consumes at least two bytes of
 	// input, and argument text grows by at most a constant factor (the
 	// largest growth is a float literal such as 1e308 written out as an
 	// integer by qwen3_coder).
 	if n := len(got.Calls) + len(got.Errors); n > len(text)/2+1 {
-		t.Fatalf("%d calls and errors from %d bytes", n, len(text))
+		return fmt.Sprintf("%d calls and errors from %d bytes", n, len(text))
 	}
 	argBytes := 0
 	for _, c := range got.Calls {
 		argBytes += len(c.Function.Arguments)
 	}
 	if argBytes > 100*len(text)+2 {
-		t.Fatalf("%d bytes of arguments from %d bytes of input", argBytes, len(text))
+		return fmt.Sprintf("%d bytes of arguments from %d bytes of input", argBytes, len(text))
 	}
-	again := p.Parse(text, nil)
-	require.Equal(t, got, again)
+	if again := p.Parse(text, nil); !reflect.DeepEqual(got, again) {
+		return fmt.Sprintf("parsing %q twice gave %+v, then %+v", text, got, again)
+	}
+	return ""
 }
+
+// maxErrorBytes is what one error message may add beyond quoting the input.
+const maxErrorBytes = 256
+
+// subsequence reports whether sub's bytes other than white space appear in
+// s in order. White space is left out because joining pieces may add it
+// (gpt_oss joins the text of its channels with a newline).
+func subsequence(sub, s string) bool {
+	i := 0
+	for j := 0; j < len(s); j++ {
+		for i < len(sub) && isSpace(sub[i]) {
+			i++
+		}
+		if i == len(sub) {
+			break
+		}
+		if sub[i] == s[j] {
+			i++
+		}
+	}
+	for i < len(sub) && isSpace(sub[i]) {
+		i++
+	}
+	return i == len(sub)
+}
+
+func isSpace(b byte) bool { return b == ' ' || b == '\n' || b == '\t' || b == '\r' }
 
 func fuzzFormat(f *testing.F, format string, seeds []string) {
 	var ts []chat.ToolSchema
@@ -231,4 +293,42 @@ func FuzzSeedOSS(f *testing.F) {
 		"<seed:tool_call><function=",
 		"</seed:think><seed:tool_call><function=f><parameter=i>1",
 	})
+}
+
+// fakeParser returns a fixed result, or one built from the text.
+type fakeParser func(text string) Result
+
+func (f fakeParser) Parse(text string, _ []int32) Result { return f(text) }
+
+// The fuzz oracle catches the faults it names: invented content, reasoning
+// or call names, error messages that grow with the input at every error,
+// and results that change from one parse to the next.
+func TestFuzzOracleCatches(t *testing.T) {
+	text := strings.Repeat("<tool_call>bad</tool_call>", 100) + " done"
+	calls := 0
+	for name, p := range map[string]Parser{
+		"invented content":   fakeParser(func(string) Result { return Result{Content: "nothing like it"} }),
+		"reordered content":  fakeParser(func(string) Result { return Result{Content: "done <tool_call>"} }),
+		"invented reasoning": fakeParser(func(string) Result { return Result{Reasoning: "zzz"} }),
+		"invented call name": fakeParser(func(string) Result {
+			return Result{Calls: []chat.ToolCall{{Type: "function", Function: chat.FunctionCall{Name: "rm", Arguments: "{}"}}}}
+		}),
+		"quadratic errors": fakeParser(func(s string) Result {
+			var r Result
+			// Each error quotes the input from its call on.
+			for i := strings.Index(s, "<tool_call>"); i >= 0; i = strings.Index(s[i+1:], "<tool_call>") + i + 1 {
+				r.Errors = append(r.Errors, ParseError{Message: "bad call: " + s[i:]})
+				if strings.Index(s[i+1:], "<tool_call>") < 0 {
+					break
+				}
+			}
+			return r
+		}),
+		"nondeterministic": fakeParser(func(string) Result { calls++; return Result{Content: strings.Repeat("d", calls%2)} }),
+	} {
+		require.NotEmpty(t, resultProblem(p, text), name)
+	}
+	good, err := New("hermes", Options{})
+	require.NoError(t, err)
+	require.Empty(t, resultProblem(good, text))
 }

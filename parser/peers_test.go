@@ -2,7 +2,9 @@ package parser
 
 import (
 	"encoding/json"
+	"fmt"
 	"math/big"
+	"os"
 	"path/filepath"
 	"reflect"
 	"sort"
@@ -42,11 +44,16 @@ func TestPeerSuites(t *testing.T) {
 	require.NoError(t, err)
 	require.NotEmpty(t, files)
 	counts := map[string]int{}
+	total, deliberate := 0, 0
 	for _, file := range files {
 		for i, c := range readJSONL[peerCase](t, file) {
 			require.NotEmpty(t, c.Source, "%s:%d", file, i+1)
 			require.Len(t, c.Commit, 40, "%s:%d", file, i+1)
 			counts[filepath.Base(file)]++
+			total++
+			if c.Deliberate != "" {
+				deliberate++
+			}
 			t.Run(filepath.Base(file)+"/"+c.Source[strings.LastIndex(c.Source, ":")+1:], func(t *testing.T) {
 				checkPeerCase(t, c)
 			})
@@ -59,6 +66,13 @@ func TestPeerSuites(t *testing.T) {
 	sort.Strings(names)
 	for _, n := range names {
 		t.Logf("%s: %d cases", n, counts[n])
+	}
+	// README and the package doc state these counts; keep them true.
+	claim := fmt.Sprintf("%d ported cases, %d of which", total, deliberate)
+	for _, doc := range []string{"../README.md", "doc.go"} {
+		data, err := os.ReadFile(doc)
+		require.NoError(t, err)
+		require.Contains(t, strings.Join(strings.Fields(string(data)), " "), claim, "%s must state the peer corpus as %q", doc, claim)
 	}
 }
 
