@@ -82,8 +82,14 @@ type Manager struct {
 	loops map[string]AgentLoop
 }
 
-// NewManager checks the options and returns a Manager. Loops are built
-// lazily, once per agent name.
+// NewManager checks everything it can before a sample runs and returns a
+// Manager: the environment (env must have a Server and a Tokenizer), the
+// counts, Sampling and Validation.Sampling (server.SamplingParams.Validate),
+// and the default agent, whose loop it builds now, so that a bad factory
+// or config (an unknown Config.Format, say) fails here instead of in every
+// sample of the first batch. reg nil means NewRegistry(). Loops of other
+// agent names are built the first time a sample names them; their configs
+// were checked when they were registered.
 func NewManager(reg *Registry, env *Env, opts Options) (*Manager, error) {
 	if reg == nil {
 		reg = NewRegistry()
@@ -95,11 +101,14 @@ func NewManager(reg *Registry, env *Env, opts Options) (*Manager, error) {
 		return nil, fmt.Errorf("%w: Concurrency %d, N %d, Timeout %v and Validation.N %d must not be negative",
 			ErrConfig, opts.Concurrency, opts.N, opts.Timeout, opts.Validation.N)
 	}
+	if err := opts.Sampling.Validate(); err != nil {
+		return nil, fmt.Errorf("%w: Options.Sampling: %w", ErrConfig, err)
+	}
+	if err := opts.Validation.Sampling.Validate(); err != nil {
+		return nil, fmt.Errorf("%w: Options.Validation.Sampling: %w", ErrConfig, err)
+	}
 	if opts.DefaultAgent == "" {
 		opts.DefaultAgent = SingleTurnAgent
-	}
-	if _, err := reg.Config(opts.DefaultAgent); err != nil {
-		return nil, fmt.Errorf("default agent: %w", err)
 	}
 	if opts.Concurrency == 0 {
 		opts.Concurrency = 1024
@@ -110,7 +119,11 @@ func NewManager(reg *Registry, env *Env, opts Options) (*Manager, error) {
 	if opts.Validation.N == 0 {
 		opts.Validation.N = 1
 	}
-	return &Manager{reg: reg, env: env, opts: opts, loops: map[string]AgentLoop{}}, nil
+	m := &Manager{reg: reg, env: env, opts: opts, loops: map[string]AgentLoop{}}
+	if _, err := m.loop(opts.DefaultAgent); err != nil {
+		return nil, fmt.Errorf("default agent: %w", err)
+	}
+	return m, nil
 }
 
 // ForValidation returns a Manager sharing m's loops that samples with the
