@@ -39,8 +39,21 @@ type RewardFunc func(ctx context.Context, in RewardInput) (float64, error)
 // val_kwargs).
 type ValidationOptions struct {
 	Sampling server.SamplingParams
-	N        int // rollouts per prompt; 0 = 1
+	N        int // rollouts per prompt; 0 = 1, at most MaxN
 }
+
+// Bounds NewManager and Generate check, so that a mistyped count is an
+// error at once instead of a batch that never ends and grows without
+// bound. Both are far above real use (verl's GRPO groups are 4 to 64
+// rollouts; its batches thousands of prompts).
+const (
+	// MaxN is the largest Options.N and Options.Validation.N.
+	MaxN = 1 << 16
+	// MaxBatchRollouts is the most rollouts (samples × N) one Generate
+	// batch may hold; a larger batch is an ErrConfig error and nothing runs.
+	// Stream has no such bound: it holds only the groups in flight.
+	MaxBatchRollouts = 1 << 24
+)
 
 // Options configure a Manager.
 type Options struct {
@@ -48,7 +61,9 @@ type Options struct {
 	DefaultAgent string
 	// Concurrency bounds the trajectories in flight; 0 = 1024.
 	Concurrency int
-	// N is the number of rollouts per prompt (a group); 0 = 1.
+	// N is the number of rollouts per prompt (a group); 0 = 1, at most
+	// MaxN. A Generate batch holds at most MaxBatchRollouts rollouts
+	// (samples × N).
 	N int
 	// Sampling is passed to every loop. A Seed here is a base: each rollout
 	// is sent RolloutSeed(seed, group, id, rollout), so the N rollouts of a
@@ -100,6 +115,9 @@ func NewManager(reg *Registry, env *Env, opts Options) (*Manager, error) {
 	if opts.Concurrency < 0 || opts.N < 0 || opts.Timeout < 0 || opts.Validation.N < 0 {
 		return nil, fmt.Errorf("%w: Concurrency %d, N %d, Timeout %v and Validation.N %d must not be negative",
 			ErrConfig, opts.Concurrency, opts.N, opts.Timeout, opts.Validation.N)
+	}
+	if opts.N > MaxN || opts.Validation.N > MaxN {
+		return nil, fmt.Errorf("%w: N %d and Validation.N %d must be at most MaxN (%d)", ErrConfig, opts.N, opts.Validation.N, MaxN)
 	}
 	if err := opts.Sampling.Validate(); err != nil {
 		return nil, fmt.Errorf("%w: Options.Sampling: %w", ErrConfig, err)
@@ -203,6 +221,9 @@ func (m *Manager) Stream(ctx context.Context, in <-chan Sample) <-chan Result {
 	go func() {
 		defer close(out)
 		m.dispatch(ctx, func() (Sample, bool) {
+			if ctx.Err() != nil {
+				return Sample{}, false // select would pick a ready sample half the time
+			}
 			select {
 			case <-ctx.Done():
 				return Sample{}, false
@@ -375,7 +396,13 @@ func (m *Manager) rolloutSample(s Sample, r int) Sample {
 // What is left ambiguous is an error: two rollouts with one trajectory id,
 // or a derived group id that another sample also has. Samples may share a
 // GroupID they set on purpose (rollouts expanded by the caller).
-func (m *Manager) nameBatch(samples []Sample) ([]Sample, error) {
+//
+// The trajectory ids are not built here, only one key per sample: with
+// N > 1 every id is "<base>/<rollout>" (base: the ID, else the group id),
+// and since a rollout number has no "/", two samples' ids collide exactly
+// when their bases do; with N = 1 the key is the one id. So naming takes
+// memory for the samples, not for samples × N, and it stops when ctx ends.
+func (m *Manager) nameBatch(ctx context.Context, samples []Sample) ([]Sample, error) {
 	out := slices.Clone(samples)
 	unnamed, allZero := 0, true
 	for _, s := range out {
@@ -390,8 +417,13 @@ func (m *Manager) nameBatch(samples []Sample) ([]Sample, error) {
 		derived bool
 	}
 	groups := make(map[string]owner, len(out))
-	ids := make(map[string]int, len(out)*m.opts.N)
+	ids := make(map[string]int, len(out)) // rollout-id key → sample
 	for i := range out {
+		if i%4096 == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, fmt.Errorf("agentloop: naming the batch: %w", err)
+			}
+		}
 		s := &out[i]
 		derived := s.GroupID == ""
 		if derived && s.ID == "" && byPosition {
@@ -405,14 +437,18 @@ func (m *Manager) nameBatch(samples []Sample) ([]Sample, error) {
 		} else if !ok {
 			groups[s.GroupID] = owner{i, derived}
 		}
-		for r := 0; r < m.opts.N; r++ {
-			id := m.rolloutSample(*s, r).ID
-			if j, ok := ids[id]; ok {
-				return nil, fmt.Errorf("%w: duplicate trajectory id %q: samples %d and %d; give each sample its own ID, GroupID or Index",
-					ErrSample, id, j, i)
+		key := m.rolloutSample(*s, 0).ID
+		if m.opts.N > 1 {
+			key = s.ID
+			if key == "" {
+				key = s.GroupID
 			}
-			ids[id] = i
 		}
+		if j, ok := ids[key]; ok {
+			return nil, fmt.Errorf("%w: duplicate trajectory id %q: samples %d and %d; give each sample its own ID, GroupID or Index",
+				ErrSample, m.rolloutSample(*s, 0).ID, j, i)
+		}
+		ids[key] = i
 	}
 	return out, nil
 }
@@ -573,12 +609,21 @@ type Output struct {
 
 // Generate runs a batch. Every sample gets its Result, also when ctx is
 // cancelled midway (the unfinished trajectories are then partial and marked
-// aborted). Per-trajectory errors are in the Results; the error is about
-// the batch: ambiguous ids (wrapping ErrSample; nothing is run; see
-// Sample.GroupID) or collation.
+// aborted; rollouts not started yet end at once, their prompt encoded and
+// nothing generated). Per-trajectory errors are in the Results; the error
+// is about the batch, and when it is returned nothing has run: ambiguous ids
+// (wrapping ErrSample; see Sample.GroupID), a batch over MaxBatchRollouts
+// (ErrConfig), ctx already done (wrapping ctx's error); or collation.
 func (m *Manager) Generate(ctx context.Context, samples []Sample) (*Output, error) {
+	if len(samples) > MaxBatchRollouts/m.opts.N {
+		return nil, fmt.Errorf("%w: a batch of %d samples × N %d is over MaxBatchRollouts (%d); split it",
+			ErrConfig, len(samples), m.opts.N, MaxBatchRollouts)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("agentloop: Generate: %w", err)
+	}
 	acc := NewAccumulator()
-	samples, err := m.nameBatch(samples)
+	samples, err := m.nameBatch(ctx, samples)
 	if err != nil {
 		return nil, err
 	}

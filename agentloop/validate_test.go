@@ -1,8 +1,10 @@
 package agentloop
 
 import (
+	"context"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -61,4 +63,63 @@ func TestNewManagerChecksUpFront(t *testing.T) {
 			require.True(t, strings.Contains(err.Error(), c.want), "%v: want %q", err, c.want)
 		}
 	})
+}
+
+// TestManagerBoundsN is issue 35's Options{N: 1<<40}: a count no batch
+// could hold is an error from NewManager, and a batch over
+// MaxBatchRollouts an error from Generate, before anything runs.
+func TestManagerBoundsN(t *testing.T) {
+	tok := qwen3(t)
+	env := &Env{Server: servertest.New(servertest.Config{Rule: servertest.Constant(turn(t, tok, "ok")...)}), Tokenizer: tok}
+	for _, opts := range []Options{{N: 1 << 40}, {N: MaxN + 1}, {Validation: ValidationOptions{N: 1 << 40}}} {
+		_, err := NewManager(nil, env, opts)
+		require.ErrorIs(t, err, ErrConfig)
+		require.ErrorContains(t, err, "MaxN")
+	}
+	var started atomic.Int64
+	env.Trace = func(e Event) {
+		if e.Kind == EventStarted {
+			started.Add(1)
+		}
+	}
+	m, err := NewManager(nil, env, Options{N: MaxN})
+	require.NoError(t, err)
+	_, err = m.Generate(context.Background(), prompts(make([]string, MaxBatchRollouts/MaxN+1)...))
+	require.ErrorIs(t, err, ErrConfig)
+	require.ErrorContains(t, err, "MaxBatchRollouts")
+	require.Zero(t, started.Load(), "a rollout of a batch too large ran")
+}
+
+// TestGenerateCancelledRunsNothing: a batch on a context that is already
+// done returns the context's error and runs nothing, however large (here
+// MaxBatchRollouts rollouts: were they named or run one by one, the test
+// would not end). goleak (TestMain) checks that no goroutine is left.
+func TestGenerateCancelledRunsNothing(t *testing.T) {
+	tok := qwen3(t)
+	var started atomic.Int64
+	env := &Env{Server: servertest.New(servertest.Config{Rule: servertest.Constant(turn(t, tok, "ok")...)}), Tokenizer: tok,
+		Trace: func(e Event) {
+			if e.Kind == EventStarted {
+				started.Add(1)
+			}
+		}}
+	m, err := NewManager(nil, env, Options{N: MaxN})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	out, err := m.Generate(ctx, prompts(make([]string, MaxBatchRollouts/MaxN)...))
+	require.ErrorIs(t, err, context.Canceled)
+	require.Nil(t, out)
+	require.Zero(t, started.Load())
+
+	// Stream on a done context reads nothing, even with samples ready.
+	in := make(chan Sample, 4)
+	for _, s := range prompts("a", "b", "c", "d") {
+		in <- s
+	}
+	for range m.Stream(ctx, in) {
+		t.Fatal("a sample was read after the context ended")
+	}
+	require.Len(t, in, 4)
+	require.Zero(t, started.Load())
 }
