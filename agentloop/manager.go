@@ -67,16 +67,31 @@ type Options struct {
 	N int
 	// Sampling is passed to every loop. A Seed here is a base: each rollout
 	// is sent RolloutSeed(seed, group, id, rollout), so the N rollouts of a
-	// group sample differently and a rerun samples the same.
+	// group sample differently and a rerun samples the same. Logprobs is
+	// set (trajectories that train need their rollout logprobs) unless
+	// NoLogprobs says otherwise.
 	Sampling server.SamplingParams
-	// Validation is used by ForValidation.
+	// NoLogprobs rolls out without logprobs (Sampling.Logprobs false), for
+	// rollouts that will not train or whose engine cannot return them;
+	// setting it together with Sampling.Logprobs is an ErrConfig error.
+	NoLogprobs bool
+	// Validation is used by ForValidation; its Sampling is used as it is
+	// (validation scores rollouts, it does not train on them, so logprobs
+	// are on only when Validation.Sampling.Logprobs asks).
 	Validation ValidationOptions
 	// Timeout bounds one trajectory; when it fires the trajectory returns
 	// partial with StopReason aborted and Extra[ExtraTimeout] true. 0 = none.
 	Timeout time.Duration
-	// Reward, when set, scores each trajectory as it finishes. Without it a
-	// trajectory whose interaction gave a final score gets that score.
+	// Reward, when set, scores each trajectory as it finishes. It is
+	// required unless RewardFromLoop is set: without a reward every
+	// advantage is 0, and nothing else would say so.
 	Reward RewardFunc
+	// RewardFromLoop declares that the loops score the trajectories
+	// themselves, so no Reward is needed: a trajectory whose interaction
+	// gave a final score gets that score, and one a custom loop scored
+	// keeps its Trajectory.Reward. Set it also for rollouts that need no
+	// reward at all. With Reward set it has no effect.
+	RewardFromLoop bool
 	// KeepGroup, when set, decides whether a finished group is kept (e.g.
 	// drop GRPO groups whose rewards are all equal). Dropped groups are
 	// still delivered, with Filtered set, and left out of collation.
@@ -100,7 +115,7 @@ type Manager struct {
 // NewManager checks everything it can before a sample runs and returns a
 // Manager: the environment (env must have a Server and a Tokenizer), the
 // counts, Sampling and Validation.Sampling (server.SamplingParams.Validate),
-// and the default agent, whose loop it builds now, so that a bad factory
+// that a reward is given (Reward, or RewardFromLoop), and the default agent, whose loop it builds now, so that a bad factory
 // or config (an unknown Config.Format, say) fails here instead of in every
 // sample of the first batch. reg nil means NewRegistry(). Loops of other
 // agent names are built the first time a sample names them; their configs
@@ -119,6 +134,13 @@ func NewManager(reg *Registry, env *Env, opts Options) (*Manager, error) {
 	if opts.N > MaxN || opts.Validation.N > MaxN {
 		return nil, fmt.Errorf("%w: N %d and Validation.N %d must be at most MaxN (%d)", ErrConfig, opts.N, opts.Validation.N, MaxN)
 	}
+	if opts.Reward == nil && !opts.RewardFromLoop {
+		return nil, fmt.Errorf("%w: Options.Reward is nil: every trajectory would go unscored and every advantage be 0; set Reward, or RewardFromLoop when interactions or the loops give the rewards", ErrConfig)
+	}
+	if opts.NoLogprobs && opts.Sampling.Logprobs {
+		return nil, fmt.Errorf("%w: Options.NoLogprobs and Options.Sampling.Logprobs are both set", ErrConfig)
+	}
+	opts.Sampling.Logprobs = !opts.NoLogprobs
 	if err := opts.Sampling.Validate(); err != nil {
 		return nil, fmt.Errorf("%w: Options.Sampling: %w", ErrConfig, err)
 	}

@@ -22,9 +22,9 @@ func TestNewManagerChecksUpFront(t *testing.T) {
 	env := &Env{Server: servertest.New(servertest.Config{Rule: servertest.Constant(1)}), Tokenizer: tok}
 
 	t.Run("nil env", func(t *testing.T) {
-		_, err := NewManager(nil, nil, Options{})
+		_, err := NewManager(nil, nil, Options{RewardFromLoop: true})
 		require.ErrorContains(t, err, "Env is nil")
-		_, err = NewManager(nil, &Env{Tokenizer: tok}, Options{})
+		_, err = NewManager(nil, &Env{Tokenizer: tok}, Options{RewardFromLoop: true})
 		require.ErrorContains(t, err, "Env.Server")
 	})
 	t.Run("unknown format", func(t *testing.T) {
@@ -41,10 +41,10 @@ func TestNewManagerChecksUpFront(t *testing.T) {
 		reg := NewRegistry()
 		boom := errors.New("the factory failed")
 		require.NoError(t, reg.Register("broken", func(*Env, Config) (AgentLoop, error) { return nil, boom }, Config{}))
-		_, err := NewManager(reg, env, Options{DefaultAgent: "broken"})
+		_, err := NewManager(reg, env, Options{RewardFromLoop: true, DefaultAgent: "broken"})
 		require.ErrorIs(t, err, boom)
 		require.ErrorContains(t, err, "default agent")
-		_, err = NewManager(reg, env, Options{DefaultAgent: "absent"})
+		_, err = NewManager(reg, env, Options{RewardFromLoop: true, DefaultAgent: "absent"})
 		require.ErrorIs(t, err, ErrUnknownAgent)
 	})
 	t.Run("sampling", func(t *testing.T) {
@@ -52,10 +52,10 @@ func TestNewManagerChecksUpFront(t *testing.T) {
 			opts Options
 			want string
 		}{
-			{Options{Sampling: server.SamplingParams{TopP: 2}}, "Options.Sampling: bad request: top_p 2"},
-			{Options{Sampling: server.SamplingParams{Temperature: -1}}, "Options.Sampling: bad request: temperature -1"},
-			{Options{Sampling: server.SamplingParams{MaxNewTokens: -5}}, "Options.Sampling: bad request: max_new_tokens -5"},
-			{Options{Validation: ValidationOptions{Sampling: server.SamplingParams{MinP: 3}}}, "Options.Validation.Sampling: bad request: min_p 3"},
+			{Options{RewardFromLoop: true, Sampling: server.SamplingParams{TopP: 2}}, "Options.Sampling: bad request: top_p 2"},
+			{Options{RewardFromLoop: true, Sampling: server.SamplingParams{Temperature: -1}}, "Options.Sampling: bad request: temperature -1"},
+			{Options{RewardFromLoop: true, Sampling: server.SamplingParams{MaxNewTokens: -5}}, "Options.Sampling: bad request: max_new_tokens -5"},
+			{Options{RewardFromLoop: true, Validation: ValidationOptions{Sampling: server.SamplingParams{MinP: 3}}}, "Options.Validation.Sampling: bad request: min_p 3"},
 		} {
 			_, err := NewManager(nil, env, c.opts)
 			require.ErrorIs(t, err, ErrConfig)
@@ -71,7 +71,7 @@ func TestNewManagerChecksUpFront(t *testing.T) {
 func TestManagerBoundsN(t *testing.T) {
 	tok := qwen3(t)
 	env := &Env{Server: servertest.New(servertest.Config{Rule: servertest.Constant(turn(t, tok, "ok")...)}), Tokenizer: tok}
-	for _, opts := range []Options{{N: 1 << 40}, {N: MaxN + 1}, {Validation: ValidationOptions{N: 1 << 40}}} {
+	for _, opts := range []Options{{RewardFromLoop: true, N: 1 << 40}, {RewardFromLoop: true, N: MaxN + 1}, {RewardFromLoop: true, Validation: ValidationOptions{N: 1 << 40}}} {
 		_, err := NewManager(nil, env, opts)
 		require.ErrorIs(t, err, ErrConfig)
 		require.ErrorContains(t, err, "MaxN")
@@ -82,7 +82,7 @@ func TestManagerBoundsN(t *testing.T) {
 			started.Add(1)
 		}
 	}
-	m, err := NewManager(nil, env, Options{N: MaxN})
+	m, err := NewManager(nil, env, Options{RewardFromLoop: true, N: MaxN})
 	require.NoError(t, err)
 	_, err = m.Generate(context.Background(), prompts(make([]string, MaxBatchRollouts/MaxN+1)...))
 	require.ErrorIs(t, err, ErrConfig)
@@ -103,7 +103,7 @@ func TestGenerateCancelledRunsNothing(t *testing.T) {
 				started.Add(1)
 			}
 		}}
-	m, err := NewManager(nil, env, Options{N: MaxN})
+	m, err := NewManager(nil, env, Options{RewardFromLoop: true, N: MaxN})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -122,4 +122,45 @@ func TestGenerateCancelledRunsNothing(t *testing.T) {
 	}
 	require.Len(t, in, 4)
 	require.Zero(t, started.Load())
+}
+
+// TestManagerDefaultsForTraining is issue 35's forgotten settings: rollouts
+// ask for logprobs unless NoLogprobs says not to (so trainer.PolicyLoss does
+// not find 0 logprobs later), validation samples as Validation.Sampling
+// says, and a Manager with no reward is an error unless RewardFromLoop
+// says the loops score (instead of all-zero advantages).
+func TestManagerDefaultsForTraining(t *testing.T) {
+	tok := qwen3(t)
+	rec := &recorder{LLMServer: servertest.New(servertest.Config{Rule: servertest.Constant(turn(t, tok, "ok")...)})}
+	env := &Env{Server: rec, Tokenizer: tok}
+
+	_, err := NewManager(nil, env, Options{})
+	require.ErrorIs(t, err, ErrConfig)
+	require.ErrorContains(t, err, "Options.Reward is nil")
+	_, err = NewManager(nil, env, Options{RewardFromLoop: true, NoLogprobs: true, Sampling: server.SamplingParams{Logprobs: true}})
+	require.ErrorIs(t, err, ErrConfig)
+
+	one := func(context.Context, RewardInput) (float64, error) { return 1, nil }
+	m, err := NewManager(nil, env, Options{Reward: one, Sampling: server.SamplingParams{Temperature: 1}})
+	require.NoError(t, err)
+	out, err := m.Generate(context.Background(), prompts("a"))
+	require.NoError(t, err)
+	require.True(t, rec.reqs[0].Params.Logprobs, "a training rollout was sent without logprobs")
+	tr := out.Trajectories[0]
+	require.Len(t, tr.Logprobs, len(tr.ResponseIDs))
+	require.Equal(t, 1.0, *tr.Reward)
+
+	rec.reqs = nil
+	_, err = m.ForValidation().Generate(context.Background(), prompts("a"))
+	require.NoError(t, err)
+	require.False(t, rec.reqs[0].Params.Logprobs, "validation samples as Validation.Sampling says")
+
+	rec.reqs = nil
+	m, err = NewManager(nil, env, Options{RewardFromLoop: true, NoLogprobs: true})
+	require.NoError(t, err)
+	out, err = m.Generate(context.Background(), prompts("a"))
+	require.NoError(t, err)
+	require.False(t, rec.reqs[0].Params.Logprobs)
+	require.Nil(t, out.Trajectories[0].Logprobs)
+	require.Nil(t, out.Trajectories[0].Reward)
 }

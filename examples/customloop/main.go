@@ -86,7 +86,7 @@ func rollout(ctx context.Context, tok *tokenizer.Tokenizer, stdout io.Writer) er
 	engine := servertest.New(servertest.Config{Rule: rule})
 
 	env := &agentloop.Env{Server: engine, Tokenizer: tok}
-	m, err := agentloop.NewManager(nil, env, agentloop.Options{DefaultAgent: "self_check_agent", N: 2,
+	m, err := agentloop.NewManager(nil, env, agentloop.Options{RewardFromLoop: true, DefaultAgent: "self_check_agent", N: 2,
 		Sampling: server.SamplingParams{Temperature: 1, Logprobs: true}})
 	if err != nil {
 		return err
