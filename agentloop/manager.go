@@ -236,8 +236,8 @@ type groupState struct {
 // Samples are grouped as in Generate (Sample.GroupID) except that, not
 // seeing the whole stream, Stream never numbers them by position: give
 // streamed samples an ID, GroupID or distinct Index. A sample one of whose
-// trajectory ids is still running is not run; its Result carries an
-// ErrSample error for each rollout.
+// trajectory ids is still running is not run, nor is one that fails
+// Sample.Validate; its Result carries an ErrSample error for each rollout.
 func (m *Manager) Stream(ctx context.Context, in <-chan Sample) <-chan Result {
 	out := make(chan Result, 64)
 	go func() {
@@ -291,7 +291,13 @@ func (m *Manager) dispatch(ctx context.Context, next func() (Sample, bool), deli
 		for r := range rs {
 			rs[r] = m.rolloutSample(s, r)
 		}
-		if err := claim(&liveMu, live, rs, seq); err != nil {
+		err := s.Validate()
+		if err != nil {
+			err = fmt.Errorf("%s: %w", s.describe(seq), err)
+		} else {
+			err = claim(&liveMu, live, rs, seq)
+		}
+		if err != nil {
 			for r := range gs.res.Errs {
 				gs.res.Errs[r] = err
 			}
@@ -452,6 +458,9 @@ func (m *Manager) nameBatch(ctx context.Context, samples []Sample) ([]Sample, er
 			s.GroupID = strconv.Itoa(i)
 		} else {
 			s.GroupID = s.groupID()
+		}
+		if err := s.Validate(); err != nil {
+			return nil, fmt.Errorf("%s: %w", s.describe(i), err)
 		}
 		if o, ok := groups[s.GroupID]; ok && (o.derived || derived) {
 			return nil, fmt.Errorf("%w: duplicate group id %q: samples %d and %d (a sample without GroupID is grouped by its ID, else its Index); give each prompt its own ID, GroupID or Index",
@@ -634,7 +643,8 @@ type Output struct {
 // aborted; rollouts not started yet end at once, their prompt encoded and
 // nothing generated). Per-trajectory errors are in the Results; the error
 // is about the batch, and when it is returned nothing has run: ambiguous ids
-// (wrapping ErrSample; see Sample.GroupID), a batch over MaxBatchRollouts
+// or a sample that fails Sample.Validate (wrapping ErrSample and naming the
+// sample; see Sample.GroupID), a batch over MaxBatchRollouts
 // (ErrConfig), ctx already done (wrapping ctx's error); or collation.
 func (m *Manager) Generate(ctx context.Context, samples []Sample) (*Output, error) {
 	if len(samples) > MaxBatchRollouts/m.opts.N {

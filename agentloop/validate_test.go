@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentrl/agentrl/chat"
 	"github.com/agentrl/agentrl/parser"
 	"github.com/agentrl/agentrl/server"
 	"github.com/agentrl/agentrl/server/servertest"
@@ -163,4 +164,54 @@ func TestManagerDefaultsForTraining(t *testing.T) {
 	require.False(t, rec.reqs[0].Params.Logprobs)
 	require.Nil(t, out.Trajectories[0].Logprobs)
 	require.Nil(t, out.Trajectories[0].Reward)
+}
+
+// TestGenerateRefusesBadPrompts is issue 35's "robot" message (dropped from
+// the Qwen3 prompt without a word) and sample with no messages (a jinja
+// error about element 0): both are ErrSample errors naming the sample,
+// before anything runs; Stream delivers them as the sample's errors.
+func TestGenerateRefusesBadPrompts(t *testing.T) {
+	tok := qwen3(t)
+	var started atomic.Int64
+	env := &Env{Server: servertest.New(servertest.Config{Rule: servertest.Constant(turn(t, tok, "ok")...)}), Tokenizer: tok,
+		Trace: func(e Event) {
+			if e.Kind == EventStarted {
+				started.Add(1)
+			}
+		}}
+	m, err := NewManager(nil, env, Options{RewardFromLoop: true, N: 2})
+	require.NoError(t, err)
+
+	robot := prompts("a", "b")
+	robot[1].ID = "row-7"
+	robot[1].Messages = append(robot[1].Messages, chat.Message{Role: "robot", Content: "beep"})
+	_, err = m.Generate(context.Background(), robot)
+	require.ErrorIs(t, err, ErrSample)
+	require.ErrorContains(t, err, `sample 1 (id "row-7"): agentloop: invalid sample: message 1 has role "robot"`)
+
+	empty := prompts("a", "b", "c")
+	empty[2].Messages = nil
+	_, err = m.Generate(context.Background(), empty)
+	require.ErrorIs(t, err, ErrSample)
+	require.ErrorContains(t, err, `sample 2 (group "2"): agentloop: invalid sample: no messages`)
+	require.Zero(t, started.Load(), "a rollout of a batch with a bad prompt ran")
+
+	in := make(chan Sample, 2)
+	good := prompts("a")[0]
+	good.ID = "good"
+	in <- good
+	in <- Sample{ID: "empty", Index: 1}
+	close(in)
+	got := map[string]Result{}
+	for r := range m.Stream(context.Background(), in) {
+		got[r.Sample.ID] = r
+	}
+	require.NoError(t, got["good"].Err())
+	bad := got["empty"]
+	require.Len(t, bad.Errs, 2)
+	for _, err := range bad.Errs {
+		require.ErrorIs(t, err, ErrSample)
+		require.ErrorContains(t, err, `sample 1 (id "empty")`)
+	}
+	require.Equal(t, int64(2), started.Load(), "only the good sample's rollouts run")
 }
