@@ -97,7 +97,7 @@ type Options struct {
 	// still delivered, with Filtered set, and left out of collation.
 	KeepGroup func(group []*trajectory.Trajectory) bool
 	// Collate shapes the Batch of Generate; a zero PromptLen skips
-	// collation.
+	// collation, and trajectory.FitLongest pads to the batch's longest.
 	Collate trajectory.CollateOptions
 }
 
@@ -633,7 +633,8 @@ type Output struct {
 	// Trajectories are the kept ones (not filtered, not nil), in input and
 	// rollout order; Batch rows follow this order.
 	Trajectories []*trajectory.Trajectory
-	// Batch is the collated batch; nil when Options.Collate.PromptLen is 0.
+	// Batch is the collated batch; nil when Options.Collate.PromptLen is 0
+	// or no trajectory was kept.
 	Batch   *trajectory.Batch
 	Metrics Metrics
 }
@@ -685,7 +686,7 @@ func (m *Manager) Generate(ctx context.Context, samples []Sample) (*Output, erro
 	}
 	out.Trajectories = acc.Trajectories()
 	out.Metrics = acc.Metrics()
-	if m.opts.Collate.PromptLen > 0 {
+	if m.opts.Collate.PromptLen != 0 {
 		b, err := acc.Collate(m.opts.Collate)
 		if err != nil {
 			return out, err
