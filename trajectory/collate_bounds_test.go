@@ -1,6 +1,7 @@
 package trajectory
 
 import (
+	"io"
 	"math"
 	"testing"
 
@@ -58,4 +59,26 @@ func TestCollateFitLongest(t *testing.T) {
 
 	_, err = Collate([]*Trajectory{rows[0], nil}, CollateOptions{PromptLen: FitLongest, ResponseLen: FitLongest})
 	require.ErrorIs(t, err, ErrInvalid)
+}
+
+// TestNilArguments: nil trajectories, writers, readers and batches are
+// errors, never panics (issue 35).
+func TestNilArguments(t *testing.T) {
+	var nilT *Trajectory
+	require.ErrorIs(t, nilT.Validate(), ErrInvalid)
+	require.ErrorContains(t, nilT.Validate(), "trajectory: nil")
+	one := []*Trajectory{build(t, []int32{1}, []int32{2})}
+	require.ErrorIs(t, WriteJSONL(nil, one), ErrNilIO)
+	jw := NewJSONLWriter(nil)
+	require.NoError(t, jw.Write(one[0])) // buffered
+	require.ErrorIs(t, jw.Flush(), ErrNilIO)
+	_, err := ReadJSONL(nil)
+	require.ErrorIs(t, err, ErrNilIO)
+	_, err = ReadSafetensorsBatch(nil)
+	require.ErrorIs(t, err, ErrNilIO)
+	var nilB *Batch
+	require.ErrorIs(t, nilB.WriteSafetensors(io.Discard), ErrSafetensors)
+	b, err := Collate(one, CollateOptions{PromptLen: 2, ResponseLen: 2})
+	require.NoError(t, err)
+	require.ErrorIs(t, b.WriteSafetensors(nil), ErrNilIO)
 }
