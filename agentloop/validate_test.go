@@ -13,6 +13,7 @@ import (
 	"github.com/agentrl/agentrl/parser"
 	"github.com/agentrl/agentrl/server"
 	"github.com/agentrl/agentrl/server/servertest"
+	"github.com/agentrl/agentrl/trajectory"
 )
 
 // TestNewManagerChecksUpFront is issue 35's "checked up front": settings
@@ -214,4 +215,24 @@ func TestGenerateRefusesBadPrompts(t *testing.T) {
 		require.ErrorContains(t, err, `sample 1 (id "empty")`)
 	}
 	require.Equal(t, int64(2), started.Load(), "only the good sample's rollouts run")
+}
+
+// TestGenerateCollatesFitLongest: FitLongest widths (negative) collate,
+// where only a zero PromptLen skips collation.
+func TestGenerateCollatesFitLongest(t *testing.T) {
+	tok := qwen3(t)
+	env := &Env{Server: servertest.New(servertest.Config{Rule: servertest.Constant(turn(t, tok, "ok")...)}), Tokenizer: tok}
+	m, err := NewManager(nil, env, Options{RewardFromLoop: true, N: 2,
+		Collate: trajectory.CollateOptions{PromptLen: trajectory.FitLongest, ResponseLen: trajectory.FitLongest}})
+	require.NoError(t, err)
+	out, err := m.Generate(context.Background(), prompts("a", "a longer question than the first"))
+	require.NoError(t, err)
+	require.NotNil(t, out.Batch)
+	longest := 0
+	for _, tr := range out.Trajectories {
+		longest = max(longest, len(tr.PromptIDs))
+	}
+	require.Equal(t, longest, out.Batch.PromptLen)
+	require.Equal(t, len(out.Trajectories[0].ResponseIDs), out.Batch.ResponseLen)
+	require.Equal(t, 4, out.Batch.Size)
 }
