@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/agentrl/agentrl/chat"
+	"github.com/agentrl/agentrl/parser"
 	"github.com/agentrl/agentrl/server"
 	"github.com/agentrl/agentrl/tokenizer"
 	"github.com/agentrl/agentrl/tool"
@@ -52,6 +53,9 @@ type Env struct {
 }
 
 func (e *Env) check() error {
+	if e == nil {
+		return errors.New("agentloop: Env is nil")
+	}
 	if e.Server == nil {
 		return errors.New("agentloop: Env.Server is nil")
 	}
@@ -83,7 +87,9 @@ type Config struct {
 	// trajectory.StopInvalidCalls after that many turns in a row whose calls
 	// were all invalid (unparsable, unknown tool or bad arguments); 0 = never.
 	MaxConsecutiveInvalidToolCalls int `yaml:"max_consecutive_invalid_tool_calls" json:"max_consecutive_invalid_tool_calls"`
-	// Format is the tool-call parser format (parser.Formats()); "" = hermes.
+	// Format is the tool-call parser format (parser.Formats() or
+	// parser.Aliases()); "" = hermes. An unknown name is an ErrConfig error
+	// when the config is registered.
 	Format string `yaml:"format" json:"format"`
 	// ThinkAware ignores tool calls written inside <think>…</think>.
 	ThinkAware bool `yaml:"think_aware" json:"think_aware"`
@@ -130,7 +136,21 @@ func (c Config) validate() error {
 			bad = append(bad, fmt.Sprintf("tool_response_truncate_side: %v", err))
 		}
 	}
-	if len(bad) > 0 {
+	// The parser is looked up here, so that a misspelt format fails when
+	// the config is registered, not in every sample; its error is wrapped
+	// (parser.ErrUnknownFormat).
+	var format error
+	if c.Format != "" {
+		if _, err := parser.New(c.Format, parser.Options{}); err != nil {
+			format = err
+		}
+	}
+	switch {
+	case format != nil && len(bad) > 0:
+		return fmt.Errorf("%w: %s; format: %w", ErrConfig, strings.Join(bad, "; "), format)
+	case format != nil:
+		return fmt.Errorf("%w: format: %w", ErrConfig, format)
+	case len(bad) > 0:
 		return fmt.Errorf("%w: %s", ErrConfig, strings.Join(bad, "; "))
 	}
 	return nil

@@ -124,7 +124,7 @@ func copies(s Sample, n int) []Sample {
 func BenchmarkManagerTurns(b *testing.B) {
 	const turns, n = 8, 256
 	env, s := benchEnv(b, turns)
-	m, err := NewManager(nil, env, Options{DefaultAgent: ToolAgentName, Concurrency: 64})
+	m, err := NewManager(nil, env, Options{RewardFromLoop: true, DefaultAgent: ToolAgentName, Concurrency: 64})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -246,7 +246,7 @@ func BenchmarkInFlightMemory(b *testing.B) {
 		h := &heldEngine{reply: turn(b, qwen3(b), "ok"), release: make(chan struct{})}
 		env2 := *env
 		env2.Server = h
-		m, err := NewManager(nil, &env2, Options{DefaultAgent: ToolAgentName, Concurrency: n})
+		m, err := NewManager(nil, &env2, Options{RewardFromLoop: true, DefaultAgent: ToolAgentName, Concurrency: n})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -441,7 +441,7 @@ func BenchmarkFleet(b *testing.B) {
 			f := newFleet(reply)
 			eng := &scriptedFleet{fleet: f, answer: answer, turns: fleetToolTurns, imStart: tokenID(b, tok, "<|im_start|>")}
 			m, err := NewManager(nil, &Env{Server: eng, Tokenizer: tok, Tools: set},
-				Options{DefaultAgent: ToolAgentName, Concurrency: fleetInFlight})
+				Options{RewardFromLoop: true, DefaultAgent: ToolAgentName, Concurrency: fleetInFlight})
 			if err != nil {
 				b.Fatal(err)
 			}

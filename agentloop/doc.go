@@ -26,8 +26,17 @@
 // every token the engine produced before the cut):
 //
 //	env := &agentloop.Env{Server: engine, Tokenizer: tok, Tools: tools}
-//	m, err := agentloop.NewManager(nil, env, agentloop.Options{DefaultAgent: agentloop.ToolAgentName, N: 4})
+//	m, err := agentloop.NewManager(nil, env, agentloop.Options{DefaultAgent: agentloop.ToolAgentName, N: 4, Reward: score})
 //	out, err := m.Generate(ctx, samples) // out.Trajectories, out.Metrics
+//
+// What would fail every sample is checked when the Manager is made: the
+// environment, the sampling settings (server.SamplingParams.Validate), N
+// (at most MaxN), that rewards come from somewhere (Options.Reward, or
+// Options.RewardFromLoop when interactions or the loops score), and the
+// default agent's loop, which NewManager builds (a config's parser format
+// is checked when it is registered). Rollouts ask the engine for logprobs
+// unless Options.NoLogprobs is set. Generate refuses a batch over
+// MaxBatchRollouts and a context already done before anything runs.
 //
 // A group is the n rollouts of one sample (verl's uid): samples are grouped
 // by GroupID, else ID, else Index, and a batch of samples that name nothing

@@ -60,7 +60,7 @@ func ExampleEpisode() {
 		return retryLoop{env, cfg}, nil
 	}, agentloop.Config{ResponseLength: 256})
 	m, err := agentloop.NewManager(reg, &agentloop.Env{Server: engine, Tokenizer: tok},
-		agentloop.Options{DefaultAgent: "retry_agent", Sampling: server.SamplingParams{Logprobs: true}})
+		agentloop.Options{RewardFromLoop: true, DefaultAgent: "retry_agent", Sampling: server.SamplingParams{Logprobs: true}})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -114,7 +114,7 @@ func ExampleAccumulator() {
 		return
 	}
 	engine := servertest.New(servertest.Config{Rule: servertest.Constant(tok.Encode("4")...)})
-	m, err := agentloop.NewManager(nil, &agentloop.Env{Server: engine, Tokenizer: tok}, agentloop.Options{N: 2})
+	m, err := agentloop.NewManager(nil, &agentloop.Env{Server: engine, Tokenizer: tok}, agentloop.Options{RewardFromLoop: true, N: 2})
 	if err != nil {
 		fmt.Println(err)
 		return

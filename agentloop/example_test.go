@@ -40,7 +40,7 @@ func Example() {
 
 	tools, _ := tool.NewSet(tool.NewCalculator())
 	m, err := agentloop.NewManager(nil, &agentloop.Env{Server: engine, Tokenizer: tok, Tools: tools},
-		agentloop.Options{DefaultAgent: agentloop.ToolAgentName, Sampling: server.SamplingParams{Logprobs: true}})
+		agentloop.Options{RewardFromLoop: true, DefaultAgent: agentloop.ToolAgentName, Sampling: server.SamplingParams{Logprobs: true}})
 	if err != nil {
 		fmt.Println(err)
 		return

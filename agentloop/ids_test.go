@@ -29,7 +29,7 @@ func prompts(texts ...string) []Sample {
 func TestGenerateUnnamedSamplesGetOwnGroups(t *testing.T) {
 	tok := qwen3(t)
 	rec := &recorder{LLMServer: servertest.New(servertest.Config{Rule: servertest.Constant(turn(t, tok, "ok")...)})}
-	m, err := NewManager(nil, &Env{Server: rec, Tokenizer: tok}, Options{N: 2})
+	m, err := NewManager(nil, &Env{Server: rec, Tokenizer: tok}, Options{RewardFromLoop: true, N: 2})
 	require.NoError(t, err)
 	out, err := m.Generate(context.Background(), prompts("What is 2+2?", "Name a colour."))
 	require.NoError(t, err)
@@ -66,7 +66,7 @@ func TestGenerateUnnamedSamplesGetOwnGroups(t *testing.T) {
 // (verl's uid is per prompt row), whatever its Index.
 func TestGenerateNamedSamplesGroupByID(t *testing.T) {
 	tok := qwen3(t)
-	m, err := NewManager(nil, &Env{Server: servertest.New(servertest.Config{Rule: servertest.Constant(turn(t, tok, "ok")...)}), Tokenizer: tok}, Options{N: 2})
+	m, err := NewManager(nil, &Env{Server: servertest.New(servertest.Config{Rule: servertest.Constant(turn(t, tok, "ok")...)}), Tokenizer: tok}, Options{RewardFromLoop: true, N: 2})
 	require.NoError(t, err)
 	s := prompts("a", "b", "c")
 	s[0].ID, s[1].ID = "q-a", "q-b"
@@ -85,7 +85,7 @@ func TestGenerateNamedSamplesGroupByID(t *testing.T) {
 func TestGenerateRejectsDuplicateIDs(t *testing.T) {
 	tok := qwen3(t)
 	srv := servertest.New(servertest.Config{Rule: servertest.Constant(turn(t, tok, "ok")...)})
-	m, err := NewManager(nil, &Env{Server: srv, Tokenizer: tok}, Options{})
+	m, err := NewManager(nil, &Env{Server: srv, Tokenizer: tok}, Options{RewardFromLoop: true})
 	require.NoError(t, err)
 	for name, s := range map[string][]Sample{
 		"same ID":      {{ID: "x"}, {ID: "x"}},
@@ -105,7 +105,7 @@ func TestGenerateRejectsDuplicateIDs(t *testing.T) {
 
 	// With n rollouts per prompt, "<id>/<r>" must not collide with another
 	// sample's id either.
-	m2, err := NewManager(nil, &Env{Server: srv, Tokenizer: tok}, Options{N: 2})
+	m2, err := NewManager(nil, &Env{Server: srv, Tokenizer: tok}, Options{RewardFromLoop: true, N: 2})
 	require.NoError(t, err)
 	s := prompts("a", "b")
 	s[0].ID, s[1].GroupID = "p", "p"
@@ -141,7 +141,7 @@ func TestStreamRejectsDuplicateInFlight(t *testing.T) {
 		LLMServer: servertest.New(servertest.Config{Rule: servertest.Constant(turn(t, tok, "ok")...)}),
 		hold:      "dup", started: make(chan struct{}), release: make(chan struct{}),
 	}
-	m, err := NewManager(nil, &Env{Server: g, Tokenizer: tok}, Options{})
+	m, err := NewManager(nil, &Env{Server: g, Tokenizer: tok}, Options{RewardFromLoop: true})
 	require.NoError(t, err)
 	in := make(chan Sample)
 	res := m.Stream(context.Background(), in)

@@ -39,8 +39,21 @@ type RewardFunc func(ctx context.Context, in RewardInput) (float64, error)
 // val_kwargs).
 type ValidationOptions struct {
 	Sampling server.SamplingParams
-	N        int // rollouts per prompt; 0 = 1
+	N        int // rollouts per prompt; 0 = 1, at most MaxN
 }
+
+// Bounds NewManager and Generate check, so that a mistyped count is an
+// error at once instead of a batch that never ends and grows without
+// bound. Both are far above real use (verl's GRPO groups are 4 to 64
+// rollouts; its batches thousands of prompts).
+const (
+	// MaxN is the largest Options.N and Options.Validation.N.
+	MaxN = 1 << 16
+	// MaxBatchRollouts is the most rollouts (samples × N) one Generate
+	// batch may hold; a larger batch is an ErrConfig error and nothing runs.
+	// Stream has no such bound: it holds only the groups in flight.
+	MaxBatchRollouts = 1 << 24
+)
 
 // Options configure a Manager.
 type Options struct {
@@ -48,26 +61,43 @@ type Options struct {
 	DefaultAgent string
 	// Concurrency bounds the trajectories in flight; 0 = 1024.
 	Concurrency int
-	// N is the number of rollouts per prompt (a group); 0 = 1.
+	// N is the number of rollouts per prompt (a group); 0 = 1, at most
+	// MaxN. A Generate batch holds at most MaxBatchRollouts rollouts
+	// (samples × N).
 	N int
 	// Sampling is passed to every loop. A Seed here is a base: each rollout
 	// is sent RolloutSeed(seed, group, id, rollout), so the N rollouts of a
-	// group sample differently and a rerun samples the same.
+	// group sample differently and a rerun samples the same. Logprobs is
+	// set (trajectories that train need their rollout logprobs) unless
+	// NoLogprobs says otherwise.
 	Sampling server.SamplingParams
-	// Validation is used by ForValidation.
+	// NoLogprobs rolls out without logprobs (Sampling.Logprobs false), for
+	// rollouts that will not train or whose engine cannot return them;
+	// setting it together with Sampling.Logprobs is an ErrConfig error.
+	NoLogprobs bool
+	// Validation is used by ForValidation; its Sampling is used as it is
+	// (validation scores rollouts, it does not train on them, so logprobs
+	// are on only when Validation.Sampling.Logprobs asks).
 	Validation ValidationOptions
 	// Timeout bounds one trajectory; when it fires the trajectory returns
 	// partial with StopReason aborted and Extra[ExtraTimeout] true. 0 = none.
 	Timeout time.Duration
-	// Reward, when set, scores each trajectory as it finishes. Without it a
-	// trajectory whose interaction gave a final score gets that score.
+	// Reward, when set, scores each trajectory as it finishes. It is
+	// required unless RewardFromLoop is set: without a reward every
+	// advantage is 0, and nothing else would say so.
 	Reward RewardFunc
+	// RewardFromLoop declares that the loops score the trajectories
+	// themselves, so no Reward is needed: a trajectory whose interaction
+	// gave a final score gets that score, and one a custom loop scored
+	// keeps its Trajectory.Reward. Set it also for rollouts that need no
+	// reward at all. With Reward set it has no effect.
+	RewardFromLoop bool
 	// KeepGroup, when set, decides whether a finished group is kept (e.g.
 	// drop GRPO groups whose rewards are all equal). Dropped groups are
 	// still delivered, with Filtered set, and left out of collation.
 	KeepGroup func(group []*trajectory.Trajectory) bool
 	// Collate shapes the Batch of Generate; a zero PromptLen skips
-	// collation.
+	// collation, and trajectory.FitLongest pads to the batch's longest.
 	Collate trajectory.CollateOptions
 }
 
@@ -82,8 +112,14 @@ type Manager struct {
 	loops map[string]AgentLoop
 }
 
-// NewManager checks the options and returns a Manager. Loops are built
-// lazily, once per agent name.
+// NewManager checks everything it can before a sample runs and returns a
+// Manager: the environment (env must have a Server and a Tokenizer), the
+// counts, Sampling and Validation.Sampling (server.SamplingParams.Validate),
+// that a reward is given (Reward, or RewardFromLoop), and the default agent, whose loop it builds now, so that a bad factory
+// or config (an unknown Config.Format, say) fails here instead of in every
+// sample of the first batch. reg nil means NewRegistry(). Loops of other
+// agent names are built the first time a sample names them; their configs
+// were checked when they were registered.
 func NewManager(reg *Registry, env *Env, opts Options) (*Manager, error) {
 	if reg == nil {
 		reg = NewRegistry()
@@ -95,11 +131,24 @@ func NewManager(reg *Registry, env *Env, opts Options) (*Manager, error) {
 		return nil, fmt.Errorf("%w: Concurrency %d, N %d, Timeout %v and Validation.N %d must not be negative",
 			ErrConfig, opts.Concurrency, opts.N, opts.Timeout, opts.Validation.N)
 	}
+	if opts.N > MaxN || opts.Validation.N > MaxN {
+		return nil, fmt.Errorf("%w: N %d and Validation.N %d must be at most MaxN (%d)", ErrConfig, opts.N, opts.Validation.N, MaxN)
+	}
+	if opts.Reward == nil && !opts.RewardFromLoop {
+		return nil, fmt.Errorf("%w: Options.Reward is nil: every trajectory would go unscored and every advantage be 0; set Reward, or RewardFromLoop when interactions or the loops give the rewards", ErrConfig)
+	}
+	if opts.NoLogprobs && opts.Sampling.Logprobs {
+		return nil, fmt.Errorf("%w: Options.NoLogprobs and Options.Sampling.Logprobs are both set", ErrConfig)
+	}
+	opts.Sampling.Logprobs = !opts.NoLogprobs
+	if err := opts.Sampling.Validate(); err != nil {
+		return nil, fmt.Errorf("%w: Options.Sampling: %w", ErrConfig, err)
+	}
+	if err := opts.Validation.Sampling.Validate(); err != nil {
+		return nil, fmt.Errorf("%w: Options.Validation.Sampling: %w", ErrConfig, err)
+	}
 	if opts.DefaultAgent == "" {
 		opts.DefaultAgent = SingleTurnAgent
-	}
-	if _, err := reg.Config(opts.DefaultAgent); err != nil {
-		return nil, fmt.Errorf("default agent: %w", err)
 	}
 	if opts.Concurrency == 0 {
 		opts.Concurrency = 1024
@@ -110,7 +159,11 @@ func NewManager(reg *Registry, env *Env, opts Options) (*Manager, error) {
 	if opts.Validation.N == 0 {
 		opts.Validation.N = 1
 	}
-	return &Manager{reg: reg, env: env, opts: opts, loops: map[string]AgentLoop{}}, nil
+	m := &Manager{reg: reg, env: env, opts: opts, loops: map[string]AgentLoop{}}
+	if _, err := m.loop(opts.DefaultAgent); err != nil {
+		return nil, fmt.Errorf("default agent: %w", err)
+	}
+	return m, nil
 }
 
 // ForValidation returns a Manager sharing m's loops that samples with the
@@ -183,13 +236,16 @@ type groupState struct {
 // Samples are grouped as in Generate (Sample.GroupID) except that, not
 // seeing the whole stream, Stream never numbers them by position: give
 // streamed samples an ID, GroupID or distinct Index. A sample one of whose
-// trajectory ids is still running is not run; its Result carries an
-// ErrSample error for each rollout.
+// trajectory ids is still running is not run, nor is one that fails
+// Sample.Validate; its Result carries an ErrSample error for each rollout.
 func (m *Manager) Stream(ctx context.Context, in <-chan Sample) <-chan Result {
 	out := make(chan Result, 64)
 	go func() {
 		defer close(out)
 		m.dispatch(ctx, func() (Sample, bool) {
+			if ctx.Err() != nil {
+				return Sample{}, false // select would pick a ready sample half the time
+			}
 			select {
 			case <-ctx.Done():
 				return Sample{}, false
@@ -235,7 +291,13 @@ func (m *Manager) dispatch(ctx context.Context, next func() (Sample, bool), deli
 		for r := range rs {
 			rs[r] = m.rolloutSample(s, r)
 		}
-		if err := claim(&liveMu, live, rs, seq); err != nil {
+		err := s.Validate()
+		if err != nil {
+			err = fmt.Errorf("%s: %w", s.describe(seq), err)
+		} else {
+			err = claim(&liveMu, live, rs, seq)
+		}
+		if err != nil {
 			for r := range gs.res.Errs {
 				gs.res.Errs[r] = err
 			}
@@ -362,7 +424,13 @@ func (m *Manager) rolloutSample(s Sample, r int) Sample {
 // What is left ambiguous is an error: two rollouts with one trajectory id,
 // or a derived group id that another sample also has. Samples may share a
 // GroupID they set on purpose (rollouts expanded by the caller).
-func (m *Manager) nameBatch(samples []Sample) ([]Sample, error) {
+//
+// The trajectory ids are not built here, only one key per sample: with
+// N > 1 every id is "<base>/<rollout>" (base: the ID, else the group id),
+// and since a rollout number has no "/", two samples' ids collide exactly
+// when their bases do; with N = 1 the key is the one id. So naming takes
+// memory for the samples, not for samples × N, and it stops when ctx ends.
+func (m *Manager) nameBatch(ctx context.Context, samples []Sample) ([]Sample, error) {
 	out := slices.Clone(samples)
 	unnamed, allZero := 0, true
 	for _, s := range out {
@@ -377,8 +445,13 @@ func (m *Manager) nameBatch(samples []Sample) ([]Sample, error) {
 		derived bool
 	}
 	groups := make(map[string]owner, len(out))
-	ids := make(map[string]int, len(out)*m.opts.N)
+	ids := make(map[string]int, len(out)) // rollout-id key → sample
 	for i := range out {
+		if i%4096 == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, fmt.Errorf("agentloop: naming the batch: %w", err)
+			}
+		}
 		s := &out[i]
 		derived := s.GroupID == ""
 		if derived && s.ID == "" && byPosition {
@@ -386,20 +459,27 @@ func (m *Manager) nameBatch(samples []Sample) ([]Sample, error) {
 		} else {
 			s.GroupID = s.groupID()
 		}
+		if err := s.Validate(); err != nil {
+			return nil, fmt.Errorf("%s: %w", s.describe(i), err)
+		}
 		if o, ok := groups[s.GroupID]; ok && (o.derived || derived) {
 			return nil, fmt.Errorf("%w: duplicate group id %q: samples %d and %d (a sample without GroupID is grouped by its ID, else its Index); give each prompt its own ID, GroupID or Index",
 				ErrSample, s.GroupID, o.pos, i)
 		} else if !ok {
 			groups[s.GroupID] = owner{i, derived}
 		}
-		for r := 0; r < m.opts.N; r++ {
-			id := m.rolloutSample(*s, r).ID
-			if j, ok := ids[id]; ok {
-				return nil, fmt.Errorf("%w: duplicate trajectory id %q: samples %d and %d; give each sample its own ID, GroupID or Index",
-					ErrSample, id, j, i)
+		key := m.rolloutSample(*s, 0).ID
+		if m.opts.N > 1 {
+			key = s.ID
+			if key == "" {
+				key = s.GroupID
 			}
-			ids[id] = i
 		}
+		if j, ok := ids[key]; ok {
+			return nil, fmt.Errorf("%w: duplicate trajectory id %q: samples %d and %d; give each sample its own ID, GroupID or Index",
+				ErrSample, m.rolloutSample(*s, 0).ID, j, i)
+		}
+		ids[key] = i
 	}
 	return out, nil
 }
@@ -553,19 +633,30 @@ type Output struct {
 	// Trajectories are the kept ones (not filtered, not nil), in input and
 	// rollout order; Batch rows follow this order.
 	Trajectories []*trajectory.Trajectory
-	// Batch is the collated batch; nil when Options.Collate.PromptLen is 0.
+	// Batch is the collated batch; nil when Options.Collate.PromptLen is 0
+	// or no trajectory was kept.
 	Batch   *trajectory.Batch
 	Metrics Metrics
 }
 
 // Generate runs a batch. Every sample gets its Result, also when ctx is
 // cancelled midway (the unfinished trajectories are then partial and marked
-// aborted). Per-trajectory errors are in the Results; the error is about
-// the batch: ambiguous ids (wrapping ErrSample; nothing is run; see
-// Sample.GroupID) or collation.
+// aborted; rollouts not started yet end at once, their prompt encoded and
+// nothing generated). Per-trajectory errors are in the Results; the error
+// is about the batch, and when it is returned nothing has run: ambiguous ids
+// or a sample that fails Sample.Validate (wrapping ErrSample and naming the
+// sample; see Sample.GroupID), a batch over MaxBatchRollouts
+// (ErrConfig), ctx already done (wrapping ctx's error); or collation.
 func (m *Manager) Generate(ctx context.Context, samples []Sample) (*Output, error) {
+	if len(samples) > MaxBatchRollouts/m.opts.N {
+		return nil, fmt.Errorf("%w: a batch of %d samples × N %d is over MaxBatchRollouts (%d); split it",
+			ErrConfig, len(samples), m.opts.N, MaxBatchRollouts)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("agentloop: Generate: %w", err)
+	}
 	acc := NewAccumulator()
-	samples, err := m.nameBatch(samples)
+	samples, err := m.nameBatch(ctx, samples)
 	if err != nil {
 		return nil, err
 	}
@@ -595,7 +686,7 @@ func (m *Manager) Generate(ctx context.Context, samples []Sample) (*Output, erro
 	}
 	out.Trajectories = acc.Trajectories()
 	out.Metrics = acc.Metrics()
-	if m.opts.Collate.PromptLen > 0 {
+	if m.opts.Collate.PromptLen != 0 {
 		b, err := acc.Collate(m.opts.Collate)
 		if err != nil {
 			return out, err

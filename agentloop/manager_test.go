@@ -101,7 +101,7 @@ func TestManagerGroupsRewardFilterCollate(t *testing.T) {
 	}
 
 	// Validation sampling: its own settings and n, no filter.
-	m2, err := NewManager(nil, env, Options{N: 3, Validation: ValidationOptions{Sampling: server.SamplingParams{Temperature: 0.25}, N: 2}})
+	m2, err := NewManager(nil, env, Options{RewardFromLoop: true, N: 3, Validation: ValidationOptions{Sampling: server.SamplingParams{Temperature: 0.25}, N: 2}})
 	require.NoError(t, err)
 	rec.reqs, rec.outs = nil, nil
 	vout, err := m2.ForValidation().Generate(context.Background(), userSamples(2))
@@ -116,11 +116,11 @@ func TestManagerGroupsRewardFilterCollate(t *testing.T) {
 func TestManagerUnknownAgent(t *testing.T) {
 	tok := qwen3(t)
 	env := &Env{Server: servertest.New(servertest.Config{}), Tokenizer: tok}
-	_, err := NewManager(nil, env, Options{DefaultAgent: "nope"})
+	_, err := NewManager(nil, env, Options{RewardFromLoop: true, DefaultAgent: "nope"})
 	require.ErrorIs(t, err, ErrUnknownAgent)
 	require.ErrorContains(t, err, "registered: "+strings.Join(NewRegistry().Names(), ", "))
 
-	m, err := NewManager(nil, env, Options{})
+	m, err := NewManager(nil, env, Options{RewardFromLoop: true})
 	require.NoError(t, err)
 	s := userSamples(1)
 	s[0].AgentName = "missing_agent"
@@ -175,7 +175,7 @@ func TestManagerCancelMidBatch(t *testing.T) {
 			cancel()
 		}
 	}}
-	m, err := NewManager(nil, env, Options{DefaultAgent: ToolAgentName, Concurrency: 12})
+	m, err := NewManager(nil, env, Options{RewardFromLoop: true, DefaultAgent: ToolAgentName, Concurrency: 12})
 	require.NoError(t, err)
 	out, err := m.Generate(ctx, userSamples(n))
 	require.NoError(t, err)
@@ -214,7 +214,7 @@ func TestManagerTimeoutAndStream(t *testing.T) {
 		}
 		return servertest.Reply{Tokens: done}
 	}})
-	m, err := NewManager(nil, &Env{Server: srv, Tokenizer: tok}, Options{Timeout: 250 * time.Millisecond})
+	m, err := NewManager(nil, &Env{Server: srv, Tokenizer: tok}, Options{RewardFromLoop: true, Timeout: 250 * time.Millisecond})
 	require.NoError(t, err)
 
 	in := make(chan Sample)
@@ -243,7 +243,7 @@ func TestManagerTimeoutAndStream(t *testing.T) {
 func TestManagerCancelStream(t *testing.T) {
 	tok := qwen3(t)
 	srv := servertest.New(servertest.Config{Rule: servertest.Constant(turn(t, tok, "ok")...), Latency: servertest.Fixed(time.Hour)})
-	m, err := NewManager(nil, &Env{Server: srv, Tokenizer: tok}, Options{N: 2})
+	m, err := NewManager(nil, &Env{Server: srv, Tokenizer: tok}, Options{RewardFromLoop: true, N: 2})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	in := make(chan Sample, 3)
@@ -279,7 +279,7 @@ func TestManagerLoopPanics(t *testing.T) {
 	tok := qwen3(t)
 	reg := NewRegistry()
 	require.NoError(t, reg.Register("flaky", func(*Env, Config) (AgentLoop, error) { return flakyLoop{}, nil }, Config{}))
-	m, err := NewManager(reg, &Env{Server: servertest.New(servertest.Config{}), Tokenizer: tok}, Options{DefaultAgent: "flaky"})
+	m, err := NewManager(reg, &Env{Server: servertest.New(servertest.Config{}), Tokenizer: tok}, Options{RewardFromLoop: true, DefaultAgent: "flaky"})
 	require.NoError(t, err)
 	out, err := m.Generate(context.Background(), userSamples(2))
 	require.NoError(t, err)
@@ -342,7 +342,7 @@ func TestToolAgentInteraction(t *testing.T) {
 	}, nil)})
 	rec := &recorder{LLMServer: srv}
 	m, err := NewManager(nil, &Env{Server: rec, Tokenizer: tok, Interactions: map[string]Interaction{"guess": user}},
-		Options{DefaultAgent: ToolAgentName, Sampling: server.SamplingParams{Logprobs: true}})
+		Options{RewardFromLoop: true, DefaultAgent: ToolAgentName, Sampling: server.SamplingParams{Logprobs: true}})
 	require.NoError(t, err)
 	s := userSamples(1)
 	s[0].InteractionKwargs = map[string]any{"name": "guess"}
@@ -367,7 +367,7 @@ func TestToolAgentInteraction(t *testing.T) {
 	s[0].InteractionKwargs = map[string]any{"name": "other"}
 	user2 := &simUser{turns: map[string]int{}}
 	m2, err := NewManager(nil, &Env{Server: rec, Tokenizer: tok, Interactions: map[string]Interaction{"guess": user2, "x": user2}},
-		Options{DefaultAgent: ToolAgentName})
+		Options{RewardFromLoop: true, DefaultAgent: ToolAgentName})
 	require.NoError(t, err)
 	out, err = m2.Generate(context.Background(), s)
 	require.NoError(t, err)

@@ -113,7 +113,7 @@ func TestCancelMidGenerationKeepsTokens(t *testing.T) {
 			srv, mg := c.srv()
 			for _, agent := range []string{SingleTurnAgent, ToolAgentName} {
 				mg.once, mg.started = sync.Once{}, make(chan struct{})
-				m, err := NewManager(nil, &Env{Server: srv, Tokenizer: tok}, Options{DefaultAgent: agent, Sampling: server.SamplingParams{Logprobs: true}})
+				m, err := NewManager(nil, &Env{Server: srv, Tokenizer: tok}, Options{RewardFromLoop: true, DefaultAgent: agent, Sampling: server.SamplingParams{Logprobs: true}})
 				require.NoError(t, err)
 				ctx, cancel := context.WithCancel(context.Background())
 				go func() {
@@ -149,7 +149,7 @@ func TestTimeoutKeepsPartialTokens(t *testing.T) {
 		Rule:         servertest.Constant(long...),
 		TokenLatency: servertest.Fixed(100 * time.Millisecond), // ~2.5 s for the whole reply
 	})
-	m, err := NewManager(nil, &Env{Server: srv, Tokenizer: tok}, Options{
+	m, err := NewManager(nil, &Env{Server: srv, Tokenizer: tok}, Options{RewardFromLoop: true,
 		Timeout:  time.Second,
 		Sampling: server.SamplingParams{Logprobs: true},
 	})

@@ -63,7 +63,7 @@ func TestRouterServerFailsMidRun(t *testing.T) {
 			b.SetFault(servertest.ErrorFault(&server.Error{Server: "b", Op: "generate", Status: 503, Retryable: true, Err: server.ErrUnavailable}))
 		}
 	}}
-	m, err := agentloop.NewManager(nil, env, agentloop.Options{DefaultAgent: agentloop.ToolAgentName, Concurrency: 16, N: 2,
+	m, err := agentloop.NewManager(nil, env, agentloop.Options{RewardFromLoop: true, DefaultAgent: agentloop.ToolAgentName, Concurrency: 16, N: 2,
 		Sampling: server.SamplingParams{Logprobs: true}})
 	require.NoError(t, err)
 	samples := make([]agentloop.Sample, 30)

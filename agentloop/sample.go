@@ -2,6 +2,7 @@ package agentloop
 
 import (
 	"errors"
+	"fmt"
 	"strconv"
 
 	"github.com/agentrl/agentrl/chat"
@@ -27,7 +28,8 @@ type Sample struct {
 	Rollout int
 	// AgentName selects the loop; "" uses the Manager's default.
 	AgentName string
-	// Messages is the prompt.
+	// Messages is the prompt: at least one message, each with a role of
+	// chat's (system, user, assistant, tool); see Validate.
 	Messages []chat.Message
 	// Tools, when non-nil, selects the tools this sample may use by name
 	// (verl's extra_info.tool_selection); nil means all of Env.Tools.
@@ -47,6 +49,44 @@ type Sample struct {
 
 // ErrSample is wrapped by errors about a dataset row.
 var ErrSample = errors.New("agentloop: invalid sample")
+
+// Validate checks what every loop needs of a sample's prompt: at least one
+// message, each with one of chat's roles (system, user, assistant, tool).
+// A chat template renders nothing useful otherwise: an empty list fails
+// inside the template, and a message with another role (OpenAI's
+// "developer" is "system" here) is dropped from the prompt without a word
+// by templates such as Qwen3's. The Manager checks every sample before
+// running it: Generate fails the batch naming the sample, Stream delivers
+// the sample's group with the error. The error wraps ErrSample.
+func (s Sample) Validate() error {
+	if len(s.Messages) == 0 {
+		return fmt.Errorf("%w: no messages", ErrSample)
+	}
+	for i, m := range s.Messages {
+		switch m.Role {
+		case chat.RoleSystem, chat.RoleUser, chat.RoleAssistant, chat.RoleTool:
+		default:
+			return fmt.Errorf("%w: message %d has role %q (want %s, %s, %s or %s)", ErrSample, i, m.Role,
+				chat.RoleSystem, chat.RoleUser, chat.RoleAssistant, chat.RoleTool)
+		}
+	}
+	return nil
+}
+
+// describe names the sample in errors: its position in the input and the
+// ids it has.
+func (s Sample) describe(pos int) string {
+	d := "sample " + strconv.Itoa(pos)
+	switch {
+	case s.ID != "":
+		d += fmt.Sprintf(" (id %q)", s.ID)
+	case s.GroupID != "":
+		d += fmt.Sprintf(" (group %q)", s.GroupID)
+	default:
+		d += fmt.Sprintf(" (index %d)", s.Index)
+	}
+	return d
+}
 
 // groupID is the sample's group id: GroupID, else ID, else Index.
 func (s Sample) groupID() string {

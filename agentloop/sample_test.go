@@ -59,11 +59,9 @@ func TestRegistryAndAgentConfigs(t *testing.T) {
 		err := NewRegistry().LoadConfigs(strings.NewReader(c.yaml))
 		require.ErrorContains(t, err, c.want, c.yaml)
 	}
-	// A bad parser format fails when the loop is built, naming the formats.
+	// A bad parser format fails when it is registered, naming the formats.
 	reg2 := NewRegistry()
-	require.NoError(t, reg2.Register("bad", NewToolAgent, Config{Format: "nope"}))
-	_, err = reg2.New("bad", env)
-	require.ErrorContains(t, err, "hermes")
+	require.ErrorContains(t, reg2.Register("bad", NewToolAgent, Config{Format: "nope"}), "hermes")
 }
 
 var registerOnce sync.Once

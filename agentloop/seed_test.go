@@ -29,7 +29,7 @@ func TestSeededGroupDiffers(t *testing.T) {
 		engine := servertest.New(servertest.Config{Rule: servertest.Seeded(1000, 4, 12)})
 		reg := agentloop.NewRegistry()
 		seed := uint64(42)
-		m, err := agentloop.NewManager(reg, &agentloop.Env{Server: engine, Tokenizer: tok}, agentloop.Options{
+		m, err := agentloop.NewManager(reg, &agentloop.Env{Server: engine, Tokenizer: tok}, agentloop.Options{RewardFromLoop: true,
 			N: 8, Sampling: server.SamplingParams{Temperature: 1, MaxNewTokens: 16, Seed: &seed},
 		})
 		require.NoError(t, err)

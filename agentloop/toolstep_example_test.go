@@ -74,7 +74,7 @@ func ExampleToolKit() {
 		return hintLoop{kit}, err
 	}, agentloop.Config{})
 	m, err := agentloop.NewManager(reg, &agentloop.Env{Server: engine, Tokenizer: tok, Tools: tools},
-		agentloop.Options{DefaultAgent: "hint_agent", Sampling: server.SamplingParams{Logprobs: true}})
+		agentloop.Options{DefaultAgent: "hint_agent", RewardFromLoop: true})
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -36,6 +36,9 @@
 // GPU is model.ErrNoCUDA. See README.md for the CUDA
 // build, which is compile-checked but has not been run on a GPU.
 //
+// Options left zero take their defaults; a negative size is an error from
+// Open (before anything is loaded) and New, naming the option.
+//
 //	e, err := cuda.Open("path/to/model", cuda.Options{})
 //	if err != nil { ... }
 //	defer e.Close()

@@ -14,7 +14,8 @@ import (
 	"github.com/agentrl/agentrl/server"
 )
 
-// Options configure an Engine. Zero values pick the defaults noted.
+// Options configure an Engine. Zero values pick the defaults noted;
+// negative sizes are errors from Open and New.
 type Options struct {
 	// Name identifies the engine in errors (default "cuda").
 	Name string
@@ -127,7 +128,11 @@ var (
 )
 
 // Open loads the model in a Hugging Face directory and starts an engine.
+// Negative sizes in opts are an error, before anything is loaded.
 func Open(dir string, opts Options) (*Engine, error) {
+	if err := opts.check(); err != nil {
+		return nil, err
+	}
 	m, err := model.LoadWith(dir, kernels.NewCPU(opts.Threads), model.LoadOptions{Device: opts.Device, Weights: opts.Weights, Copy: opts.CopyWeights})
 	if err != nil {
 		return nil, err
@@ -141,8 +146,15 @@ func Open(dir string, opts Options) (*Engine, error) {
 	return e, nil
 }
 
-// New starts an engine on a loaded model.
+// New starts an engine on a loaded model. A nil model and negative sizes
+// in opts are errors.
 func New(m *model.Model, opts Options) (*Engine, error) {
+	if m == nil {
+		return nil, errors.New("cuda: New: nil model")
+	}
+	if err := opts.check(); err != nil {
+		return nil, err
+	}
 	cfg := m.Config()
 	if opts.Name == "" {
 		opts.Name = "cuda"

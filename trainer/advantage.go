@@ -15,15 +15,34 @@ type Matrix struct {
 	Data       []float32
 }
 
-// NewMatrix returns a zero matrix.
-func NewMatrix(rows, cols int) Matrix {
+// NewMatrix returns a zero [rows, cols] matrix. Negative sizes, and sizes
+// over trajectory.MaxCollateElements values (the largest batch Collate
+// makes), are ErrShape errors.
+func NewMatrix(rows, cols int) (Matrix, error) {
+	if rows < 0 || cols < 0 || (cols > 0 && rows > trajectory.MaxCollateElements/cols) {
+		return Matrix{}, fmt.Errorf("%w: NewMatrix(%d, %d): sizes must be >= 0 and hold at most %d values", ErrShape, rows, cols, trajectory.MaxCollateElements)
+	}
+	return zeros(rows, cols), nil
+}
+
+// zeros is NewMatrix for shapes already checked.
+func zeros(rows, cols int) Matrix {
 	return Matrix{Rows: rows, Cols: cols, Data: make([]float32, rows*cols)}
 }
 
 // FromBatch views a [B,R] tensor of the batch (TokenLevelScores,
-// RolloutLogprobs, ...) as a Matrix without copying.
-func FromBatch(data []float32, b *trajectory.Batch) Matrix {
-	return Matrix{Rows: b.Size, Cols: b.ResponseLen, Data: data}
+// RolloutLogprobs, ...) as a Matrix without copying. A nil batch, or data
+// that is not B×R values (RolloutLogprobs is nil when the rollouts were
+// made without logprobs), is an ErrShape error.
+func FromBatch(data []float32, b *trajectory.Batch) (Matrix, error) {
+	if b == nil {
+		return Matrix{}, fmt.Errorf("%w: FromBatch: nil batch", ErrShape)
+	}
+	if b.Size < 0 || b.ResponseLen < 0 || len(data) != b.Size*b.ResponseLen {
+		return Matrix{}, fmt.Errorf("%w: FromBatch: %d values for the batch's [%d,%d] (a nil RolloutLogprobs means the rollouts had no logprobs)",
+			ErrShape, len(data), b.Size, b.ResponseLen)
+	}
+	return Matrix{Rows: b.Size, Cols: b.ResponseLen, Data: data}, nil
 }
 
 // Row returns row i.
@@ -92,7 +111,7 @@ func sequenceScores(rewards Matrix) []float64 {
 }
 
 func broadcast(seq []float64, mask []int32, rows, cols int) Matrix {
-	out := NewMatrix(rows, cols)
+	out := zeros(rows, cols)
 	for i := 0; i < rows; i++ {
 		for j := 0; j < cols; j++ {
 			out.Data[i*cols+j] = float32(seq[i] * float64(mask[i*cols+j]))
@@ -212,7 +231,7 @@ func ReinforcePP(rewards Matrix, mask []int32, gamma float64) (adv, returns Matr
 	if err != nil {
 		return Matrix{}, Matrix{}, fmt.Errorf("trainer: REINFORCE++: %w", err)
 	}
-	adv, returns = NewMatrix(rewards.Rows, R), NewMatrix(rewards.Rows, R)
+	adv, returns = zeros(rewards.Rows, R), zeros(rewards.Rows, R)
 	for k := range w {
 		adv.Data[k] = float32(w[k] * float64(mask[k]))
 		returns.Data[k] = float32(ret[k])
@@ -234,7 +253,7 @@ func GAE(rewards, values Matrix, mask []int32, gamma, lambda float64) (adv, retu
 	}
 	R := rewards.Cols
 	a := make([]float64, len(rewards.Data))
-	returns = NewMatrix(rewards.Rows, R)
+	returns = zeros(rewards.Rows, R)
 	for i := 0; i < rewards.Rows; i++ {
 		next, last := 0.0, 0.0
 		for t := R - 1; t >= 0; t-- {
@@ -253,7 +272,7 @@ func GAE(rewards, values Matrix, mask []int32, gamma, lambda float64) (adv, retu
 	if err != nil {
 		return Matrix{}, Matrix{}, fmt.Errorf("trainer: GAE: %w", err)
 	}
-	adv = NewMatrix(rewards.Rows, R)
+	adv = zeros(rewards.Rows, R)
 	for k := range w {
 		adv.Data[k] = float32(w[k])
 	}

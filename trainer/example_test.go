@@ -29,17 +29,29 @@ func Example() {
 		return
 	}
 
-	scores := trainer.FromBatch(batch.TokenLevelScores, batch)
+	scores, err := trainer.FromBatch(batch.TokenLevelScores, batch)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	adv, err := trainer.GRPO(scores, batch.ResponseMask, batch.GroupIDs)
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	old := trainer.FromBatch(batch.RolloutLogprobs, batch)
+	old, err := trainer.FromBatch(batch.RolloutLogprobs, batch) // an error when the rollouts had no logprobs
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	// A first, on-policy step: the trained policy is still the rollout
 	// policy, so its logprobs are the rollout's.
 	logprobs := slices.Clone(batch.RolloutLogprobs)
-	logprob := trainer.FromBatch(logprobs, batch)
+	logprob, err := trainer.FromBatch(logprobs, batch)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	res, err := trainer.PolicyLoss(trainer.PolicyInputs{Old: old, LogProb: logprob, Advantages: adv, Mask: batch.ResponseMask},
 		trainer.PPOConfig{ClipLow: 0.2, ClipHigh: 0.28, ClipC: 3, Agg: trainer.TokenMean})
 	if err != nil {

@@ -68,7 +68,7 @@ func KL(logprob, ref Matrix, kind KLKind) (Matrix, error) {
 	if ref.Rows != logprob.Rows || ref.Cols != logprob.Cols {
 		return Matrix{}, fmt.Errorf("%w: logprob [%d,%d], ref [%d,%d]", ErrShape, logprob.Rows, logprob.Cols, ref.Rows, ref.Cols)
 	}
-	out := NewMatrix(logprob.Rows, logprob.Cols)
+	out := zeros(logprob.Rows, logprob.Cols)
 	for k := range out.Data {
 		v, err := klValue(kind, float64(logprob.Data[k]), float64(ref.Data[k]))
 		if err != nil {
@@ -93,7 +93,7 @@ func ApplyKLPenalty(scores, old, ref Matrix, mask []int32, kind KLKind, beta flo
 	if kl.Rows != scores.Rows || kl.Cols != scores.Cols {
 		return Matrix{}, 0, fmt.Errorf("%w: logprobs [%d,%d], scores [%d,%d]", ErrShape, kl.Rows, kl.Cols, scores.Rows, scores.Cols)
 	}
-	out := NewMatrix(scores.Rows, scores.Cols)
+	out := zeros(scores.Rows, scores.Cols)
 	var meanKL float64
 	for i := 0; i < scores.Rows; i++ {
 		var s, n float64
@@ -245,7 +245,7 @@ func PolicyLoss(in PolicyInputs, cfg PPOConfig) (PolicyLossResult, error) {
 	if err != nil {
 		return PolicyLossResult{}, err
 	}
-	res := PolicyLossResult{Grad: NewMatrix(B, R)}
+	res := PolicyLossResult{Grad: zeros(B, R)}
 	var maskSum, clipped, clippedLower, kl float64
 	for k := range in.Mask {
 		m := float64(in.Mask[k])
@@ -315,7 +315,7 @@ func ImportanceWeights(old, rollout Matrix, mask []int32, level ISLevel, cap flo
 	if cap <= 0 {
 		return Matrix{}, fmt.Errorf("trainer: ImportanceWeights: cap must be > 0, got %v", cap)
 	}
-	out := NewMatrix(old.Rows, old.Cols)
+	out := zeros(old.Rows, old.Cols)
 	switch level {
 	case ISToken:
 		for k, m := range mask {

@@ -38,7 +38,7 @@ func loadGolden(t *testing.T) []goldenCase {
 }
 
 func mat(c goldenCase, v []float64) Matrix {
-	m := NewMatrix(c.B, c.R)
+	m := zeros(c.B, c.R)
 	for i, x := range v {
 		m.Data[i] = float32(x)
 	}
@@ -173,11 +173,14 @@ func TestMaskBugChangesLoss(t *testing.T) {
 	batch.GroupIDs = []string{"g", "g"}
 
 	loss := func(mask []int32) PolicyLossResult {
-		scores := FromBatch(batch.TokenLevelScores, batch)
+		scores, err := FromBatch(batch.TokenLevelScores, batch)
+		require.NoError(t, err)
 		adv, err := GRPO(scores, mask, batch.GroupIDs)
 		require.NoError(t, err)
-		old := FromBatch(batch.RolloutLogprobs, batch)
-		cur := NewMatrix(old.Rows, old.Cols)
+		old, err := FromBatch(batch.RolloutLogprobs, batch)
+		require.NoError(t, err)
+		cur, err := NewMatrix(old.Rows, old.Cols)
+		require.NoError(t, err)
 		for k := range cur.Data {
 			cur.Data[k] = old.Data[k] - 0.05 // the trainer's logprobs differ a little
 		}
@@ -197,8 +200,9 @@ func TestMaskBugChangesLoss(t *testing.T) {
 }
 
 func TestShapeAndNameErrors(t *testing.T) {
-	m := NewMatrix(2, 3)
-	_, err := GRPO(m, make([]int32, 5), []string{"a", "b"})
+	m, err := NewMatrix(2, 3)
+	require.NoError(t, err)
+	_, err = GRPO(m, make([]int32, 5), []string{"a", "b"})
 	require.ErrorIs(t, err, ErrShape)
 	_, err = GRPO(m, make([]int32, 6), []string{"a"})
 	require.ErrorIs(t, err, ErrShape)
@@ -236,4 +240,28 @@ func TestMismatchMetricsPerTurn(t *testing.T) {
 	require.InDelta(t, 1.0, mm.MaxAbsDiff, 1e-6)
 	d := 0.5 // turn 0, token 1: train − rollout
 	require.InDelta(t, (math.Exp(d)-d-1)/2, mm.PerTurn[0].K3, 1e-6)
+}
+
+// TestConstructorsRefuseBadShapes is issue 35's panics: FromBatch(nil, nil)
+// and NewMatrix(-1, 3) are ErrShape errors, and so are data that do not
+// fill the batch (rollouts made without logprobs) and sizes no batch has.
+func TestConstructorsRefuseBadShapes(t *testing.T) {
+	_, err := FromBatch(nil, nil)
+	require.ErrorIs(t, err, ErrShape)
+	require.ErrorContains(t, err, "nil batch")
+	b := &trajectory.Batch{Size: 2, ResponseLen: 3, TokenLevelScores: make([]float32, 6)}
+	_, err = FromBatch(b.RolloutLogprobs, b)
+	require.ErrorIs(t, err, ErrShape)
+	require.ErrorContains(t, err, "0 values for the batch's [2,3]")
+	m, err := FromBatch(b.TokenLevelScores, b)
+	require.NoError(t, err)
+	require.Equal(t, 2, m.Rows)
+
+	for _, rc := range [][2]int{{-1, 3}, {3, -1}, {1 << 40, 1 << 40}, {math.MaxInt, 2}} {
+		_, err := NewMatrix(rc[0], rc[1])
+		require.ErrorIs(t, err, ErrShape, "%v", rc)
+	}
+	m, err = NewMatrix(0, 5)
+	require.NoError(t, err)
+	require.Empty(t, m.Data)
 }

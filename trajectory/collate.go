@@ -18,9 +18,22 @@ var ErrPromptTooLong = errors.New("prompt longer than PromptLen")
 // wrong numbers into importance-sampling corrections.
 var ErrMixedLogprobs = errors.New("some rows have rollout logprobs and some do not")
 
+// FitLongest as CollateOptions.PromptLen or ResponseLen pads to the
+// longest prompt or response of the batch (at least 1) instead of a fixed
+// width: no row is truncated, and no column is padding in every row.
+const FitLongest = -1
+
+// MaxCollateElements bounds a batch: rows × (PromptLen + ResponseLen) must
+// not exceed it (2^30, a few GiB across the batch's tensors). Collate
+// checks it before allocating anything, so a mistyped width is an error,
+// not the process running out of memory.
+const MaxCollateElements = 1 << 30
+
 // CollateOptions shape a Batch.
 type CollateOptions struct {
-	// PromptLen and ResponseLen are the padded widths. Both must be > 0.
+	// PromptLen and ResponseLen are the padded widths: each > 0, or
+	// FitLongest; rows × (PromptLen + ResponseLen) is at most
+	// MaxCollateElements.
 	PromptLen   int
 	ResponseLen int
 	// PadTokenID fills padded positions of prompts, responses and input_ids.
@@ -104,10 +117,30 @@ func (e *RowError) Unwrap() error { return e.Err }
 // the field.
 func Collate(trajs []*Trajectory, opts CollateOptions) (*Batch, error) {
 	P, R := opts.PromptLen, opts.ResponseLen
-	if P <= 0 || R <= 0 {
-		return nil, fmt.Errorf("trajectory: Collate: PromptLen and ResponseLen must be > 0, got %d and %d", P, R)
+	if (P <= 0 && P != FitLongest) || (R <= 0 && R != FitLongest) {
+		return nil, fmt.Errorf("trajectory: Collate: PromptLen and ResponseLen must be > 0 or FitLongest, got %d and %d", P, R)
 	}
 	B := len(trajs)
+	if P == FitLongest || R == FitLongest {
+		longP, longR := 1, 1
+		for _, t := range trajs {
+			if t != nil { // a nil row is reported below
+				longP, longR = max(longP, len(t.PromptIDs)), max(longR, len(t.ResponseIDs))
+			}
+		}
+		if P == FitLongest {
+			P = longP
+		}
+		if R == FitLongest {
+			R = longR
+		}
+		opts.PromptLen, opts.ResponseLen = P, R
+	}
+	// Each width is checked alone first, so that P+R and B×(P+R) cannot
+	// overflow.
+	if P > MaxCollateElements || R > MaxCollateElements || P+R > MaxCollateElements/max(B, 1) {
+		return nil, fmt.Errorf("trajectory: Collate: %d rows × (PromptLen %d + ResponseLen %d) is over MaxCollateElements (%d)", B, P, R, MaxCollateElements)
+	}
 	// Logprobs are present when any row carries them; a row with policy
 	// tokens but no logprobs then cannot be padded honestly. Rows without
 	// policy tokens need none (their logprobs are all 0 by the contract).

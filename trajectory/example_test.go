@@ -54,3 +54,25 @@ func Example() {
 	// scores    [0 0 0 0 1 0]
 	// JSONL round trip: true
 }
+
+// ExampleCollate_fitLongest pads to the longest prompt and response of
+// the batch instead of fixed widths.
+func ExampleCollate_fitLongest() {
+	short := trajectory.NewBuilder([]int32{11})
+	_ = short.AppendModel([]int32{21}, nil)
+	long := trajectory.NewBuilder([]int32{12, 13, 14})
+	_ = long.AppendModel([]int32{22, 23}, nil)
+	batch, err := trajectory.Collate([]*trajectory.Trajectory{short.Build(), long.Build()},
+		trajectory.CollateOptions{PromptLen: trajectory.FitLongest, ResponseLen: trajectory.FitLongest})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("widths   ", batch.PromptLen, batch.ResponseLen)
+	fmt.Println("prompts  ", batch.Prompts)
+	fmt.Println("responses", batch.Responses)
+	// Output:
+	// widths    3 2
+	// prompts   [0 0 11 12 13 14]
+	// responses [21 0 22 23]
+}

@@ -25,8 +25,12 @@ type JSONLWriter struct {
 	enc *json.Encoder
 }
 
-// NewJSONLWriter returns a writer; call Flush when done.
+// NewJSONLWriter returns a writer; call Flush when done. With a nil w
+// every write fails (ErrNilIO) instead of panicking.
 func NewJSONLWriter(w io.Writer) *JSONLWriter {
+	if w == nil {
+		w = nilIO{}
+	}
 	bw := bufio.NewWriterSize(w, 1<<16)
 	enc := json.NewEncoder(bw)
 	enc.SetEscapeHTML(false)
@@ -52,6 +56,9 @@ func (jw *JSONLWriter) Flush() error { return jw.w.Flush() }
 
 // WriteJSONL writes all trajectories and flushes.
 func WriteJSONL(w io.Writer, trajs []*Trajectory) error {
+	if w == nil {
+		return ErrNilIO
+	}
 	jw := NewJSONLWriter(w)
 	for i, t := range trajs {
 		if err := jw.Write(t); err != nil {
@@ -72,6 +79,9 @@ type JSONLReader struct {
 
 // NewJSONLReader returns a reader over r.
 func NewJSONLReader(r io.Reader) *JSONLReader {
+	if r == nil {
+		r = nilIO{}
+	}
 	return &JSONLReader{r: bufio.NewReaderSize(r, 1<<16)}
 }
 
@@ -146,6 +156,16 @@ func (jr *JSONLReader) readLine() ([]byte, error) {
 		}
 	}
 }
+
+// ErrNilIO is returned by the readers and writers of this package given a
+// nil io.Reader or io.Writer.
+var ErrNilIO = errors.New("trajectory: nil io.Reader or io.Writer")
+
+// nilIO stands in for a nil reader or writer: every call fails.
+type nilIO struct{}
+
+func (nilIO) Read([]byte) (int, error)  { return 0, ErrNilIO }
+func (nilIO) Write([]byte) (int, error) { return 0, ErrNilIO }
 
 // ReadJSONL reads every trajectory of r.
 func ReadJSONL(r io.Reader) ([]*Trajectory, error) {

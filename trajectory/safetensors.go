@@ -158,6 +158,12 @@ func (b *Batch) metadata() (map[string]string, error) {
 // ({"metrics": [...]}, times in seconds), ids, group_ids and stop_reasons
 // (JSON arrays) and the lengths and truncation counts (decimal strings).
 func (b *Batch) WriteSafetensors(w io.Writer) error {
+	if b == nil {
+		return fmt.Errorf("%w: nil batch", ErrSafetensors)
+	}
+	if w == nil {
+		return ErrNilIO
+	}
 	if err := b.checkShapes(); err != nil {
 		return err
 	}
@@ -254,6 +260,9 @@ func (b *Batch) checkShapes() error {
 // offset is checked against dtype×shape and the data size; tensors may not
 // overlap or leave gaps; errors wrap ErrSafetensors and name the tensor.
 func ReadSafetensorsBatch(r io.Reader) (*Batch, error) {
+	if r == nil {
+		return nil, ErrNilIO
+	}
 	h, data, err := safetensors.Read(r)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrSafetensors, err)

@@ -98,8 +98,12 @@ func (e *FieldError) Error() string {
 func (e *FieldError) Unwrap() error { return ErrInvalid }
 
 // Validate checks the contract. The error is a *FieldError naming the field
-// and position; errors.Is(err, ErrInvalid) holds.
+// and position; errors.Is(err, ErrInvalid) holds. A nil trajectory is
+// invalid too.
 func (t *Trajectory) Validate() error {
+	if t == nil {
+		return &FieldError{"trajectory", -1, "nil"}
+	}
 	n := len(t.ResponseIDs)
 	if len(t.ResponseMask) != n {
 		return &FieldError{"response_mask", -1, fmt.Sprintf("length %d, response_ids has %d", len(t.ResponseMask), n)}

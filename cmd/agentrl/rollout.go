@@ -427,12 +427,14 @@ func managerSettings(cfg rolloutConfig, validate bool) (*agentloop.Registry, age
 		Concurrency:  cfg.AgentRL.Concurrency,
 		N:            max(ro.N, 1),
 		Sampling:     sp,
+		NoLogprobs:   !sp.Logprobs, // calculate_log_probs: false
 		Validation:   agentloop.ValidationOptions{Sampling: val, N: max(vk.N, 1)},
 		Timeout:      cfg.AgentRL.Timeout,
 		Collate:      trajectory.CollateOptions{PromptLen: promptLen, ResponseLen: respLen},
 	}
 	switch cfg.AgentRL.Reward {
 	case "":
+		opts.RewardFromLoop = true // interactions score, or nothing does
 	case "gsm8k":
 		opts.Reward = agentloop.GSM8KReward(true)
 	case "gsm8k_flexible":

@@ -70,7 +70,7 @@ func TestRolloutValidatesBeforeFirstRequest(t *testing.T) {
 		want       string
 	}{
 		{"typo is an error with --strict-config", good, []string{"--config", typo, "--strict-config"}, "1 unknown keys"},
-		{"wrong format", good, []string{"--config", write("fmt.yaml", "actor_rollout_ref:\n  rollout:\n    multi_turn:\n      enable: true\n      format: nope\n")}, `agent "tool_agent"`},
+		{"wrong format", good, []string{"--config", write("fmt.yaml", "actor_rollout_ref:\n  rollout:\n    multi_turn:\n      enable: true\n      format: nope\n")}, `multi_turn: agent "single_turn_agent": agentloop: invalid config: format: parser: unknown format "nope"`},
 		{"bad row", badRow, nil, "bad.jsonl: row 3: column prompt[0].role"},
 		{"unknown tool", unknownTool, []string{"--config", write("tools.yaml2", "actor_rollout_ref:\n  rollout:\n    multi_turn:\n      tool_config_path: "+tools+"\n")}, `tool_selection names "search"`},
 		{"bad top_p", good, []string{"--config", write("topp.yaml", "actor_rollout_ref:\n  rollout:\n    top_p: 0\n")}, "top_p 0 not in (0, 1]"},

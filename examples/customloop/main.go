@@ -125,7 +125,7 @@ func rollout(ctx context.Context, tok *tokenizer.Tokenizer, stdout io.Writer) er
 	defer tools.Close(context.WithoutCancel(ctx))
 	engine := servertest.New(servertest.Config{Rule: rule})
 	env := &agentloop.Env{Server: engine, Tokenizer: tok, Tools: tools}
-	m, err := agentloop.NewManager(nil, env, agentloop.Options{DefaultAgent: "retry_agent",
+	m, err := agentloop.NewManager(nil, env, agentloop.Options{RewardFromLoop: true, DefaultAgent: "retry_agent",
 		Sampling: server.SamplingParams{Temperature: 1, Logprobs: true}})
 	if err != nil {
 		return err

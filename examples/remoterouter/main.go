@@ -79,9 +79,10 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		}
 	}}
 	m, err := agentloop.NewManager(nil, env, agentloop.Options{
-		DefaultAgent: agentloop.ToolAgentName,
-		Concurrency:  8,
-		Sampling:     server.SamplingParams{Temperature: 1, Logprobs: true},
+		DefaultAgent:   agentloop.ToolAgentName,
+		Concurrency:    8,
+		Sampling:       server.SamplingParams{Temperature: 1},
+		RewardFromLoop: true, // the demo shows routing, not scoring
 	})
 	if err != nil {
 		return err

@@ -118,7 +118,8 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		Interactions: map[string]agentloop.Interaction{"guess": &guessingUser{episodes: map[string]*episode{}}},
 	}
 	m, err := agentloop.NewManager(nil, env, agentloop.Options{DefaultAgent: agentloop.ToolAgentName,
-		Sampling: server.SamplingParams{Logprobs: true}})
+		Sampling:       server.SamplingParams{Logprobs: true},
+		RewardFromLoop: true}) // the simulated user's final score is the reward
 	if err != nil {
 		return err
 	}

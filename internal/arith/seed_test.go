@@ -44,7 +44,7 @@ func TestSeededGroupOnEngine(t *testing.T) {
 		seed := uint64(2026)
 		sp.Seed = &seed
 		mgr, err := agentloop.NewManager(reg, &agentloop.Env{Server: e, Tokenizer: tok, Tools: tools},
-			agentloop.Options{DefaultAgent: agentloop.ToolAgentName, N: 8, Sampling: sp})
+			agentloop.Options{RewardFromLoop: true, DefaultAgent: agentloop.ToolAgentName, N: 8, Sampling: sp})
 		require.NoError(t, err)
 		out, err := mgr.Generate(context.Background(), []agentloop.Sample{tasks[0].Sample(0)})
 		require.NoError(t, err)

@@ -101,7 +101,10 @@ func (g *GRPO) Update(b *trajectory.Batch) (GRPOStats, error) {
 		return GRPOStats{}, err
 	}
 	mask := b.ResponseMask
-	rewards := trainer.FromBatch(b.TokenLevelScores, b)
+	rewards, err := trainer.FromBatch(b.TokenLevelScores, b)
+	if err != nil {
+		return GRPOStats{}, fmt.Errorf("reference: rewards: %w", err)
+	}
 	adv, err := trainer.GRPO(rewards, mask, b.GroupIDs)
 	if g.Config.DrGRPO {
 		adv, err = trainer.DrGRPO(rewards, mask, b.GroupIDs)
@@ -118,7 +121,10 @@ func (g *GRPO) Update(b *trajectory.Batch) (GRPOStats, error) {
 	}
 	in := trainer.PolicyInputs{Old: lp, LogProb: lp, Advantages: adv, Mask: mask}
 	if b.RolloutLogprobs != nil {
-		rollout := trainer.FromBatch(b.RolloutLogprobs, b)
+		rollout, err := trainer.FromBatch(b.RolloutLogprobs, b)
+		if err != nil {
+			return st, fmt.Errorf("reference: rollout logprobs: %w", err)
+		}
 		if st.Mismatch, err = trainer.MismatchMetrics(lp, rollout, mask); err != nil {
 			return st, fmt.Errorf("reference: mismatch: %w", err)
 		}

@@ -94,7 +94,10 @@ func (t *Trainer) responseLogprobs(b *trajectory.Batch) (trainer.Matrix, [][]int
 	if err != nil {
 		return trainer.Matrix{}, nil, nil, fmt.Errorf("reference: forward: %w", err)
 	}
-	out := trainer.NewMatrix(b.Size, b.ResponseLen)
+	out, err := trainer.NewMatrix(b.Size, b.ResponseLen)
+	if err != nil {
+		return trainer.Matrix{}, nil, nil, err
+	}
 	for i := range rs {
 		copy(out.Row(i), lp[i][plens[i]-1:])
 	}
@@ -154,7 +157,10 @@ func SFTLoss(logp trainer.Matrix, mask []int32) (float64, trainer.Matrix, int, e
 	if n == 0 {
 		return 0, trainer.Matrix{}, 0, fmt.Errorf("%w: no response token has mask 1", ErrBatch)
 	}
-	grad := trainer.NewMatrix(logp.Rows, logp.Cols)
+	grad, err := trainer.NewMatrix(logp.Rows, logp.Cols)
+	if err != nil {
+		return 0, trainer.Matrix{}, 0, err
+	}
 	var loss float64
 	for k, m := range mask {
 		if m != 0 {
