@@ -13,7 +13,7 @@ import (
 )
 
 func TestCustomLoop(t *testing.T) {
-	// Without --tokenizer the example runs on the embedded demo tokenizer.
+	// Without --tokenizer the example runs on tokenizertest's tokenizer.
 	var def bytes.Buffer
 	require.NoError(t, run(context.Background(), nil, &def))
 	require.Contains(t, def.String(), "0/0: completed")
