@@ -37,7 +37,7 @@ type Call struct {
 // server applies the request's StopTokenIDs and MaxNewTokens. A call that
 // resumes an aborted turn (see Call) does not run the rule again: it plays
 // the rest of the turn's reply, from where the aborted call stopped, with
-// the logprobs of those positions; the reply's Fault applied to the turn's
+// the logprobs of those positions; the reply's Fault applies to the turn's
 // first call only.
 type Reply struct {
 	Tokens []int32
@@ -291,7 +291,8 @@ type conversation struct {
 	reply *Reply
 }
 
-// turnOf says which turn req is and whether it resumes that turn.
+// turnOf says which turn a call with this prompt is, and whether it
+// resumes that turn.
 func (c *conversation) turnOf(prompt []int32) (turn int, resume bool) {
 	switch {
 	case !c.done:
@@ -552,10 +553,12 @@ func (s *Server) run(ctx context.Context, req server.GenerateRequest, tc turnCal
 	whole := tc.reply
 	if whole == nil {
 		r := s.cfg.Rule(Call{Req: req, Turn: tc.turn})
-		whole = &r
 		if r.Fault != nil {
 			fault = *r.Fault
 		}
+		// Kept for a resume: a copy, as a rule may hand out slices it (or
+		// the caller, through Echo's prompt) changes later.
+		whole = &Reply{Tokens: slices.Clone(r.Tokens), Logprobs: slices.Clone(r.Logprobs)}
 	}
 	switch fault.Kind {
 	case FaultError:
