@@ -36,9 +36,9 @@
 // and on every resume of a turn the engine aborted (GenerateResumable
 // resends the prompt plus the tokens so far under the same id). Engines
 // abort by that id, routers keep a trajectory on one server by it, and
-// servertest counts a conversation's turns by it. A Manager never runs two
-// trajectories with one id at once (ErrSample); a later batch may reuse
-// ids, as a dataset read again does.
+// servertest counts a conversation's turns by it. Within a batch the ids
+// are unique (ids that would repeat are an ErrSample error); a later batch
+// may reuse them, as a dataset read again does.
 //
 // Env.Trace receives an Event for each step: the prompt's encoding, each
 // generate call, parse, tool call and observation, the tool session and
