@@ -67,6 +67,9 @@ var importRules = map[string][]string{
 	// The event streams the trace consumers' benchmarks feed (tests only).
 	"agentloop/internal/tracestream": {"agentloop"},
 
+	// The small test tokenizer: a merge-free bpetrain tokenizer (tests only).
+	"tokenizer/tokenizertest": {"tokenizer", "tokenizer/bpetrain"},
+
 	// The application behind agentrl demo/train: everything but the
 	// binaries and examples.
 	"internal/arith": {"agentloop", "chat", "cuda", "cuda/...", "parser", "server", "tokenizer", "tokenizer/...",

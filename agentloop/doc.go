@@ -44,6 +44,16 @@
 // Sample.GroupID). An Accumulator keeps, counts and collates finished groups
 // the same way for Generate and for a caller reading Stream.
 //
+// Request ids: every engine call of a trajectory carries the trajectory's
+// id (Trajectory.ID, "<ID>" or "<ID>/<rollout>", see Sample.ID) as
+// server.GenerateRequest.RequestID and its group as GroupID, on every turn
+// and on every resume of a turn the engine aborted (GenerateResumable
+// resends the prompt plus the tokens so far under the same id). Engines
+// abort by that id, routers keep a trajectory on one server by it, and
+// servertest counts a conversation's turns by it. Within a batch the ids
+// are unique (ids that would repeat are an ErrSample error); a later batch
+// may reuse them, as a dataset read again does.
+//
 // Env.Trace receives an Event for each step: the prompt's encoding, each
 // generate call, parse, tool call and observation, the tool session and
 // its instances, the end; and, from the Manager, each rollout queued,

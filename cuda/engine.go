@@ -402,36 +402,14 @@ wait:
 	return res.out, res.err
 }
 
+// validate runs the check every engine shares (server.CheckRequest) and
+// then this engine's own: the prompt must leave room in the context.
 func (e *Engine) validate(req *server.GenerateRequest) error {
-	bad := func(format string, a ...any) error {
-		return fmt.Errorf("%w: "+format, append([]any{server.ErrBadRequest}, a...)...)
+	if err := server.CheckRequest(*req, e.vocab); err != nil {
+		return err
 	}
-	n := len(req.PromptIDs)
-	if n == 0 {
-		return bad("empty prompt")
-	}
-	if n >= e.maxCtx {
-		return bad("prompt of %d tokens leaves no room in the context of %d", n, e.maxCtx)
-	}
-	for i, id := range req.PromptIDs {
-		if id < 0 || int(id) >= e.vocab {
-			return bad("prompt token %d: id %d outside the vocabulary of %d", i, id, e.vocab)
-		}
-	}
-	p := &req.Params
-	switch {
-	case p.Temperature < 0:
-		return bad("temperature %v is negative", p.Temperature)
-	case p.TopP < 0 || p.TopP > 1:
-		return bad("top_p %v outside [0,1]", p.TopP)
-	case p.MinP < 0 || p.MinP > 1:
-		return bad("min_p %v outside [0,1]", p.MinP)
-	case p.RepetitionPenalty < 0:
-		return bad("repetition_penalty %v is negative", p.RepetitionPenalty)
-	case p.MaxNewTokens < 0:
-		return bad("max_new_tokens %d is negative", p.MaxNewTokens)
-	case p.PromptLogprobs && (p.PromptLogprobsFrom < 0 || p.PromptLogprobsFrom >= n):
-		return bad("prompt logprobs from position %d: outside the prompt of %d tokens", p.PromptLogprobsFrom, n)
+	if n := len(req.PromptIDs); n >= e.maxCtx {
+		return fmt.Errorf("%w: PromptIDs: prompt of %d tokens leaves no room in the context of %d", server.ErrBadRequest, n, e.maxCtx)
 	}
 	return nil
 }

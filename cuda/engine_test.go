@@ -153,12 +153,15 @@ func TestBadInput(t *testing.T) {
 		req  server.GenerateRequest
 		want string
 	}{
-		{"empty", server.GenerateRequest{}, "empty prompt"},
-		{"vocab", server.GenerateRequest{PromptIDs: []int32{1, 256}}, "prompt token 1: id 256 outside the vocabulary of 256"},
-		{"negative", server.GenerateRequest{PromptIDs: []int32{-3}}, "id -3"},
+		{"empty", server.GenerateRequest{}, "PromptIDs: empty prompt"},
+		{"vocab", server.GenerateRequest{PromptIDs: []int32{1, 256}}, "PromptIDs[1]: id 256 outside the vocabulary of 256"},
+		{"negative", server.GenerateRequest{PromptIDs: []int32{-3}}, "PromptIDs[0]: id -3"},
 		{"too long", server.GenerateRequest{PromptIDs: long}, "prompt of 40 tokens leaves no room in the context of 40"},
 		{"top_p", server.GenerateRequest{PromptIDs: []int32{1}, Params: server.SamplingParams{TopP: 2}}, "top_p"},
 		{"temperature", server.GenerateRequest{PromptIDs: []int32{1}, Params: server.SamplingParams{Temperature: -1}}, "temperature"},
+		{"max_new_tokens", server.GenerateRequest{PromptIDs: []int32{1}, Params: server.SamplingParams{MaxNewTokens: -5}}, "max_new_tokens"},
+		{"NaN temperature", server.GenerateRequest{PromptIDs: []int32{1}, Params: server.SamplingParams{Temperature: math.NaN()}}, "temperature"},
+		{"stop id", server.GenerateRequest{PromptIDs: []int32{1}, Params: server.SamplingParams{StopTokenIDs: []int32{2, 256}}}, "stop_token_ids[1]: id 256 outside the vocabulary of 256"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -9,8 +9,8 @@
 //   - usersim: an Interaction that simulates a user.
 //
 // Each runs from a clone as is (`go run ./examples/customloop`): the
-// stand-in model speaks Qwen's chat format with the tokenizer of the tiny
-// model embedded in agentrl. --tokenizer DIR (a directory with
-// tokenizer.json and tokenizer_config.json, e.g. a Qwen model directory)
-// uses another tokenizer in that format.
+// stand-in model (servertest.Text) speaks Qwen's chat format with the
+// small test tokenizer of tokenizer/tokenizertest. --tokenizer DIR (a
+// directory with tokenizer.json and tokenizer_config.json, e.g. a Qwen
+// model directory) uses another tokenizer in that format.
 package examples

@@ -44,8 +44,17 @@ type SamplingParams struct {
 
 // GenerateRequest is one token-in/token-out generation call.
 type GenerateRequest struct {
-	// RequestID identifies the call to the engine (abort) and is the sticky
-	// routing key: one per trajectory, reused on every turn.
+	// RequestID names the conversation the call belongs to. The contract:
+	// one id per trajectory, the same on every turn and on every resume
+	// of a turn after an engine abort; two trajectories never run under
+	// one id at the same time, and an id may come back in a later
+	// trajectory once the earlier one has ended. agentloop sends the
+	// trajectory's id (Trajectory.ID). Engines abort by it
+	// (Aborter.Abort stops every call with the id), routers route by it
+	// (a trajectory's turns reach the server holding its prefix), and
+	// servertest tells turns and resumes apart by it (servertest.Call).
+	// Empty is allowed: such a call can be neither aborted by id nor
+	// routed stickily.
 	RequestID string
 	// GroupID names a group of samples that share a prompt (a GRPO group), so a
 	// router can start them on one server and reuse its prefix cache. Optional.

@@ -22,7 +22,7 @@ func observation(text string) string {
 }
 
 func TestCustomLoop(t *testing.T) {
-	// Without --tokenizer the example runs on the embedded demo tokenizer.
+	// Without --tokenizer the example runs on tokenizertest's tokenizer.
 	var def bytes.Buffer
 	require.NoError(t, run(context.Background(), nil, &def))
 	require.Contains(t, def.String(), "0/0: completed, 2 tool calls (1 failed)")

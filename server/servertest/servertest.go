@@ -7,21 +7,38 @@ import (
 	"hash/fnv"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/agentrl/agentrl/server"
 )
 
-// Call is what a Rule sees: the request and how many earlier calls this
-// server received with the same RequestID (0 on a trajectory's first turn).
+// Call is what a Rule sees: the request and its turn in the conversation
+// its RequestID names.
+//
+// Turn follows the request-id contract (see the package doc): the server
+// remembers, per request id, the prompt and output of the last call that
+// returned. A call whose prompt is exactly them after that call was
+// aborted (StopAbort) resumes the same turn, as
+// agentloop.GenerateResumable does after a partial rollout; otherwise a
+// call whose prompt starts with them (the conversation so far, usually
+// plus an observation) is the next turn; any other call, the first with
+// an id included, starts a conversation at turn 0, so a request id reused
+// by a new trajectory starts its script over. A call that fails is no
+// turn: its retry gets the turn it would have had. Calls with one id that
+// overlap see the conversation as the last returned call left it.
 type Call struct {
 	Req  server.GenerateRequest
 	Turn int
 }
 
-// Reply is what the scripted model "samples" for one call, before the server
-// applies the request's StopTokenIDs and MaxNewTokens.
+// Reply is what the scripted model "samples" for one turn, before the
+// server applies the request's StopTokenIDs and MaxNewTokens. A call that
+// resumes an aborted turn (see Call) does not run the rule again: it plays
+// the rest of the turn's reply, from where the aborted call stopped, with
+// the logprobs of those positions; the reply's Fault applies to the turn's
+// first call only.
 type Reply struct {
 	Tokens []int32
 	// Logprobs, when set, must have one entry per token. When nil and the
@@ -231,6 +248,11 @@ type Config struct {
 	TokenLatency Latency
 	// Seed seeds the latency draws.
 	Seed uint64
+	// Vocab, when > 0, is the vocabulary size requests are checked
+	// against (prompt and stop ids below it), as an engine with that
+	// vocabulary checks them; 0 checks only that ids are not negative.
+	// Every request goes through server.CheckRequest either way.
+	Vocab int
 }
 
 // Stats are the server's counters.
@@ -251,6 +273,48 @@ type inflight struct {
 
 func (f *inflight) stop() { f.once.Do(func() { close(f.abort) }) }
 
+// conversation is what the server remembers of a request id (see Call).
+type conversation struct {
+	calls int // calls received (CallsFor), refused ones included
+	// done: a call with this id returned; the fields below describe it.
+	done bool
+	turn int
+	// seq is that call's prompt and output: the next turn's prompt extends
+	// it, a resume's prompt equals it.
+	seq     []int32
+	aborted bool
+	// turnStart is the prompt length of the turn's first call: what a
+	// resume's prompt holds beyond it, the turn produced.
+	turnStart int
+	// reply is the rule's reply for the turn; nil when the rule has not
+	// run (a call aborted while paused).
+	reply *Reply
+}
+
+// turnOf says which turn a call with this prompt is, and whether it
+// resumes that turn.
+func (c *conversation) turnOf(prompt []int32) (turn int, resume bool) {
+	switch {
+	case !c.done:
+		return 0, false
+	case c.aborted && slices.Equal(prompt, c.seq):
+		return c.turn, true
+	case len(prompt) >= len(c.seq) && slices.Equal(prompt[:len(c.seq)], c.seq):
+		return c.turn + 1, false
+	}
+	return 0, false
+}
+
+// turnCall is how one call stands in its conversation.
+type turnCall struct {
+	turn   int
+	resume bool
+	// reply and played, on a resume of a turn whose rule ran: the turn's
+	// reply and how many of its tokens earlier calls produced.
+	reply  *Reply
+	played int
+}
+
 type faultRule struct {
 	fault Fault
 	left  int // calls it still applies to; <0 = forever
@@ -266,8 +330,8 @@ type Server struct {
 	mu          sync.Mutex
 	rng         *rand.Rand
 	stats       Stats
-	turns       map[string]int
-	lastSeq     map[string][]int32 // per request id: prompt+output of the last call, for CachedTokens
+	convs       map[string]*conversation
+	lastSeq     map[string][]int32 // per request id: prompt+output of the last call, for CachedTokens (FlushCache clears it)
 	running     map[*inflight]struct{}
 	faults      []faultRule
 	healthy     bool
@@ -290,7 +354,7 @@ func New(cfg Config) *Server {
 	return &Server{
 		cfg:     cfg,
 		rng:     rand.New(rand.NewPCG(cfg.Seed, 0x5eed)),
-		turns:   map[string]int{},
+		convs:   map[string]*conversation{},
 		lastSeq: map[string][]int32{},
 		running: map[*inflight]struct{}{},
 		healthy: true,
@@ -336,18 +400,23 @@ func (s *Server) Stats() Stats {
 	return s.stats
 }
 
-// CallsFor returns how many calls this server received with request id rid.
+// CallsFor returns how many calls this server received with request id
+// rid: every call, resumes and refused ones included (Call.Turn counts
+// turns).
 func (s *Server) CallsFor(rid string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.turns[rid]
+	if c := s.convs[rid]; c != nil {
+		return c.calls
+	}
+	return 0
 }
 
 // RequestIDs returns how many distinct request ids this server has seen.
 func (s *Server) RequestIDs() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(s.turns)
+	return len(s.convs)
 }
 
 // WeightVersion returns the current weight version.
@@ -382,9 +451,11 @@ func (s *Server) errorf(op string, err error) error {
 	return &server.Error{Server: s.cfg.Name, Op: op, Err: err}
 }
 
-// Generate runs the rule for req and plays its reply out with the configured
-// latencies. A cancelled context ends the call with the context's error; an
-// Abort ends it with the tokens produced so far and StopAbort.
+// Generate checks req as engines do (server.CheckRequest, against
+// Config.Vocab), runs the rule for it and plays its reply out with the
+// configured latencies. A cancelled context ends the call with the
+// context's error; an Abort ends it with the tokens produced so far and
+// StopAbort.
 func (s *Server) Generate(ctx context.Context, req server.GenerateRequest) (server.TokenOutput, error) {
 	return s.generate(ctx, req, nil)
 }
@@ -406,8 +477,22 @@ func (s *Server) generate(ctx context.Context, req server.GenerateRequest, emit 
 	}
 	s.mu.Lock()
 	s.stats.Calls++
-	turn := s.turns[req.RequestID]
-	s.turns[req.RequestID] = turn + 1
+	conv := s.convs[req.RequestID]
+	if conv == nil {
+		conv = &conversation{}
+		s.convs[req.RequestID] = conv
+	}
+	conv.calls++
+	if err := server.CheckRequest(req, s.cfg.Vocab); err != nil {
+		s.stats.Failed++
+		s.mu.Unlock()
+		return server.TokenOutput{}, s.errorf("generate", fmt.Errorf("servertest: request %q: %w", req.RequestID, err))
+	}
+	tc := turnCall{}
+	tc.turn, tc.resume = conv.turnOf(req.PromptIDs)
+	if tc.resume && conv.reply != nil {
+		tc.reply, tc.played = conv.reply, len(req.PromptIDs)-conv.turnStart
+	}
 	if s.sleeping {
 		s.stats.Failed++
 		s.mu.Unlock()
@@ -424,7 +509,7 @@ func (s *Server) generate(ctx context.Context, req server.GenerateRequest, emit 
 	s.stats.MaxInFlight = max(s.stats.MaxInFlight, s.stats.InFlight)
 	s.mu.Unlock()
 
-	out, err := s.run(ctx, req, turn, fault, paused, first, fl, emit)
+	out, reply, err := s.run(ctx, req, tc, fault, paused, first, fl, emit)
 
 	s.mu.Lock()
 	delete(s.running, fl)
@@ -440,45 +525,67 @@ func (s *Server) generate(ctx context.Context, req server.GenerateRequest, emit 
 		out.PromptTokens = len(req.PromptIDs)
 		out.CachedTokens = cached
 		seq := make([]int32, 0, len(req.PromptIDs)+len(out.TokenIDs))
-		s.lastSeq[req.RequestID] = append(append(seq, req.PromptIDs...), out.TokenIDs...)
+		seq = append(append(seq, req.PromptIDs...), out.TokenIDs...)
+		s.lastSeq[req.RequestID] = seq
+		if !tc.resume {
+			conv.turnStart = len(req.PromptIDs)
+		}
+		conv.done, conv.turn, conv.seq, conv.reply = true, tc.turn, seq, reply
+		conv.aborted = out.StopReason == server.StopAbort
 	}
 	s.mu.Unlock()
 	return out, err
 }
 
-func (s *Server) run(ctx context.Context, req server.GenerateRequest, turn int, fault Fault, paused chan struct{}, first time.Duration, fl *inflight, emit func(server.Chunk) error) (server.TokenOutput, error) {
+// run plays one call out. It returns the turn's reply (the rule's, or the
+// resumed one), which a later resume continues; nil when the rule did not
+// run.
+func (s *Server) run(ctx context.Context, req server.GenerateRequest, tc turnCall, fault Fault, paused chan struct{}, first time.Duration, fl *inflight, emit func(server.Chunk) error) (server.TokenOutput, *Reply, error) {
 	if paused != nil {
 		select {
 		case <-paused:
 		case <-fl.abort:
-			return server.TokenOutput{StopReason: server.StopAbort, TokenIDs: []int32{}}, nil
+			return server.TokenOutput{StopReason: server.StopAbort, TokenIDs: []int32{}}, tc.reply, nil
 		case <-ctx.Done():
-			return server.TokenOutput{}, s.errorf("generate", ctx.Err())
+			return server.TokenOutput{}, nil, s.errorf("generate", ctx.Err())
 		}
 	}
-	reply := s.cfg.Rule(Call{Req: req, Turn: turn})
-	if reply.Fault != nil {
-		fault = *reply.Fault
+	whole := tc.reply
+	if whole == nil {
+		r := s.cfg.Rule(Call{Req: req, Turn: tc.turn})
+		if r.Fault != nil {
+			fault = *r.Fault
+		}
+		// Kept for a resume: a copy, as a rule may hand out slices it (or
+		// the caller, through Echo's prompt) changes later.
+		whole = &Reply{Tokens: slices.Clone(r.Tokens), Logprobs: slices.Clone(r.Logprobs)}
 	}
 	switch fault.Kind {
 	case FaultError:
 		if err := wait(ctx, nil, first); err != nil {
-			return server.TokenOutput{}, s.errorf("generate", err)
+			return server.TokenOutput{}, nil, s.errorf("generate", err)
 		}
 		var se *server.Error
 		if errors.As(fault.Err, &se) {
-			return server.TokenOutput{}, fault.Err
+			return server.TokenOutput{}, nil, fault.Err
 		}
 		// Nothing was produced: refusals (503/429-like) may be resent.
 		retry := errors.Is(fault.Err, server.ErrUnavailable) || errors.Is(fault.Err, server.ErrOverloaded)
-		return server.TokenOutput{}, &server.Error{Server: s.cfg.Name, Op: "generate", Retryable: retry, Err: fault.Err}
+		return server.TokenOutput{}, nil, &server.Error{Server: s.cfg.Name, Op: "generate", Retryable: retry, Err: fault.Err}
 	case FaultHang:
 		<-ctx.Done()
-		return server.TokenOutput{}, s.errorf("generate", ctx.Err())
+		return server.TokenOutput{}, nil, s.errorf("generate", ctx.Err())
 	}
-	if reply.Logprobs != nil && len(reply.Logprobs) != len(reply.Tokens) {
-		return server.TokenOutput{}, s.errorf("generate", fmt.Errorf("servertest: rule gave %d logprobs for %d tokens: %w",
-			len(reply.Logprobs), len(reply.Tokens), server.ErrBadRequest))
+	if whole.Logprobs != nil && len(whole.Logprobs) != len(whole.Tokens) {
+		return server.TokenOutput{}, nil, s.errorf("generate", fmt.Errorf("servertest: rule gave %d logprobs for %d tokens: %w",
+			len(whole.Logprobs), len(whole.Tokens), server.ErrBadRequest))
+	}
+	// A resume plays the rest of the turn, at the positions it would have
+	// had unbroken.
+	played := min(tc.played, len(whole.Tokens))
+	reply := Reply{Tokens: whole.Tokens[played:]}
+	if whole.Logprobs != nil {
+		reply.Logprobs = whole.Logprobs[played:]
 	}
 	toks, reason := truncate(reply.Tokens, req.Params)
 	abortAt := -1
@@ -500,11 +607,11 @@ func (s *Server) run(ctx context.Context, req server.GenerateRequest, turn int, 
 				out.StopReason = server.StopAbort
 				break
 			}
-			return server.TokenOutput{}, s.errorf("generate", err)
+			return server.TokenOutput{}, nil, s.errorf("generate", err)
 		}
 		out.TokenIDs = append(out.TokenIDs, t)
 		if req.Params.Logprobs {
-			lp := DefaultLogprob(t, i)
+			lp := DefaultLogprob(t, played+i)
 			if reply.Logprobs != nil {
 				lp = reply.Logprobs[i]
 			}
@@ -516,7 +623,7 @@ func (s *Server) run(ctx context.Context, req server.GenerateRequest, turn int, 
 				c.Logprobs = out.Logprobs[i : i+1 : i+1]
 			}
 			if err := emit(c); err != nil {
-				return server.TokenOutput{}, s.errorf("generate", fmt.Errorf("servertest: streaming token %d: %w", i, err))
+				return server.TokenOutput{}, nil, s.errorf("generate", fmt.Errorf("servertest: streaming token %d: %w", i, err))
 			}
 		}
 	}
@@ -532,7 +639,7 @@ func (s *Server) run(ctx context.Context, req server.GenerateRequest, turn int, 
 			out.PromptLogprobs = append(out.PromptLogprobs, DefaultPromptLogprob(req.PromptIDs[p], p))
 		}
 	}
-	return out, nil
+	return out, whole, nil
 }
 
 // DefaultPromptLogprob is the prompt logprob servertest reports for token t

@@ -35,10 +35,10 @@ func TestRulesAndTruncation(t *testing.T) {
 	}{
 		{"echo", servertest.Echo(), []int32{1, 2, 3}, server.SamplingParams{}, []int32{1, 2, 3}, server.StopEOS},
 		{"echo max tokens", servertest.Echo(), []int32{1, 2, 3}, server.SamplingParams{MaxNewTokens: 2}, []int32{1, 2}, server.StopLength},
-		{"stop token kept", servertest.Constant(5, 6, 9, 7), nil, server.SamplingParams{StopTokenIDs: []int32{8, 9}}, []int32{5, 6, 9}, server.StopEOS},
-		{"stop at limit wins", servertest.Constant(5, 9), nil, server.SamplingParams{MaxNewTokens: 2, StopTokenIDs: []int32{9}}, []int32{5, 9}, server.StopEOS},
-		{"length before stop", servertest.Constant(5, 6, 9), nil, server.SamplingParams{MaxNewTokens: 2, StopTokenIDs: []int32{9}}, []int32{5, 6}, server.StopLength},
-		{"empty", servertest.Constant(), nil, server.SamplingParams{}, []int32{}, server.StopEOS},
+		{"stop token kept", servertest.Constant(5, 6, 9, 7), []int32{1}, server.SamplingParams{StopTokenIDs: []int32{8, 9}}, []int32{5, 6, 9}, server.StopEOS},
+		{"stop at limit wins", servertest.Constant(5, 9), []int32{1}, server.SamplingParams{MaxNewTokens: 2, StopTokenIDs: []int32{9}}, []int32{5, 9}, server.StopEOS},
+		{"length before stop", servertest.Constant(5, 6, 9), []int32{1}, server.SamplingParams{MaxNewTokens: 2, StopTokenIDs: []int32{9}}, []int32{5, 6}, server.StopLength},
+		{"empty", servertest.Constant(), []int32{1}, server.SamplingParams{}, []int32{}, server.StopEOS},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -72,13 +72,13 @@ func TestScriptsTurnsAndCachedTokens(t *testing.T) {
 	require.Equal(t, 2, s.CallsFor("a"))
 
 	// Third turn is not scripted and there is no fallback.
-	_, err = s.Generate(ctx, req("a", []int32{1}, server.SamplingParams{}))
+	_, err = s.Generate(ctx, req("a", []int32{1, 2, 10, 11, 3, 12, 4}, server.SamplingParams{}))
 	require.ErrorIs(t, err, server.ErrBadRequest)
 	require.ErrorContains(t, err, `request "a" turn 2`)
 
 	require.NoError(t, s.FlushCache(ctx))
 	s2 := servertest.New(servertest.Config{Rule: servertest.Scripts(nil, servertest.Constant(4))})
-	out, err = s2.Generate(ctx, req("zz", nil, server.SamplingParams{}))
+	out, err = s2.Generate(ctx, req("zz", []int32{1}, server.SamplingParams{}))
 	require.NoError(t, err)
 	require.Equal(t, []int32{4}, out.TokenIDs)
 	st := s.Stats()
@@ -87,9 +87,9 @@ func TestScriptsTurnsAndCachedTokens(t *testing.T) {
 
 func TestRandomIsDeterministic(t *testing.T) {
 	rule := servertest.Random(7, 100, 3, 9)
-	a := rule(servertest.Call{Req: req("x", nil, server.SamplingParams{}), Turn: 1})
-	b := rule(servertest.Call{Req: req("x", nil, server.SamplingParams{}), Turn: 1})
-	c := rule(servertest.Call{Req: req("x", nil, server.SamplingParams{}), Turn: 2})
+	a := rule(servertest.Call{Req: req("x", []int32{1}, server.SamplingParams{}), Turn: 1})
+	b := rule(servertest.Call{Req: req("x", []int32{1}, server.SamplingParams{}), Turn: 1})
+	c := rule(servertest.Call{Req: req("x", []int32{1}, server.SamplingParams{}), Turn: 2})
 	require.Equal(t, a.Tokens, b.Tokens)
 	require.NotEqual(t, a.Tokens, c.Tokens)
 	require.GreaterOrEqual(t, len(a.Tokens), 3)
@@ -127,30 +127,30 @@ func TestFaults(t *testing.T) {
 
 	s.FaultNext(1, servertest.Unavailable())
 	s.FaultNext(1, servertest.Overloaded())
-	_, err := s.Generate(ctx, req("r", nil, server.SamplingParams{}))
+	_, err := s.Generate(ctx, req("r", []int32{1}, server.SamplingParams{}))
 	require.ErrorIs(t, err, server.ErrUnavailable)
 	var se *server.Error
 	require.ErrorAs(t, err, &se)
 	require.Equal(t, "s1", se.Server)
 	require.True(t, se.Retryable)
-	_, err = s.Generate(ctx, req("r", nil, server.SamplingParams{}))
+	_, err = s.Generate(ctx, req("r", []int32{1}, server.SamplingParams{}))
 	require.ErrorIs(t, err, server.ErrOverloaded)
 	require.True(t, server.IsRetryable(err))
-	out, err := s.Generate(ctx, req("r", nil, server.SamplingParams{}))
+	out, err := s.Generate(ctx, req("r", []int32{1}, server.SamplingParams{}))
 	require.NoError(t, err)
 	require.Equal(t, []int32{1, 2, 3, 4}, out.TokenIDs)
 
 	// Abort mid-way returns the partial tokens.
 	s.SetFault(servertest.AbortFault(2))
 	for range 2 {
-		out, err = s.Generate(ctx, req("r", nil, server.SamplingParams{Logprobs: true}))
+		out, err = s.Generate(ctx, req("r", []int32{1}, server.SamplingParams{Logprobs: true}))
 		require.NoError(t, err)
 		require.Equal(t, server.StopAbort, out.StopReason)
 		require.Equal(t, []int32{1, 2}, out.TokenIDs)
 		require.Len(t, out.Logprobs, 2)
 	}
 	s.SetFault(servertest.AbortFault(0))
-	out, err = s.Generate(ctx, req("r", nil, server.SamplingParams{}))
+	out, err = s.Generate(ctx, req("r", []int32{1}, server.SamplingParams{}))
 	require.NoError(t, err)
 	require.Equal(t, server.StopAbort, out.StopReason)
 	require.Empty(t, out.TokenIDs)
@@ -160,11 +160,11 @@ func TestFaults(t *testing.T) {
 	tctx, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
 	defer cancel()
 	require.NoError(t, s.Abort(ctx, "r")) // hangs ignore aborts; this one is not even running yet
-	_, err = s.Generate(tctx, req("r", nil, server.SamplingParams{}))
+	_, err = s.Generate(tctx, req("r", []int32{1}, server.SamplingParams{}))
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 
 	s.SetFault(servertest.Fault{})
-	_, err = s.Generate(ctx, req("r", nil, server.SamplingParams{}))
+	_, err = s.Generate(ctx, req("r", []int32{1}, server.SamplingParams{}))
 	require.NoError(t, err)
 
 	// A rule can inject per call.
@@ -173,14 +173,14 @@ func TestFaults(t *testing.T) {
 		f := servertest.ErrorFault(custom)
 		return servertest.Reply{Fault: &f}
 	}})
-	_, err = s2.Generate(ctx, req("r", nil, server.SamplingParams{}))
+	_, err = s2.Generate(ctx, req("r", []int32{1}, server.SamplingParams{}))
 	require.ErrorIs(t, err, custom)
 	require.False(t, server.IsRetryable(err))
 	// Mismatched logprobs from a rule are reported, not silently used.
 	s3 := servertest.New(servertest.Config{Rule: func(servertest.Call) servertest.Reply {
 		return servertest.Reply{Tokens: []int32{1}, Logprobs: []float32{-1, -2}}
 	}})
-	_, err = s3.Generate(ctx, req("r", nil, server.SamplingParams{}))
+	_, err = s3.Generate(ctx, req("r", []int32{1}, server.SamplingParams{}))
 	require.ErrorContains(t, err, "2 logprobs for 1 tokens")
 }
 
@@ -197,7 +197,7 @@ func TestAbortMidwayAndInFlight(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			outs[i], errs[i] = s.Generate(ctx, req(fmt.Sprint("r", i%2), nil, server.SamplingParams{}))
+			outs[i], errs[i] = s.Generate(ctx, req(fmt.Sprint("r", i%2), []int32{1}, server.SamplingParams{}))
 		}()
 	}
 	require.Eventually(t, func() bool { return s.Stats().InFlight == 4 }, 2*time.Second, time.Millisecond)
@@ -221,7 +221,7 @@ func TestAbortMidwayAndInFlight(t *testing.T) {
 	// Cancellation returns the context's error.
 	cctx, cancel := context.WithCancel(ctx)
 	time.AfterFunc(30*time.Millisecond, cancel)
-	_, err := s.Generate(cctx, req("c", nil, server.SamplingParams{}))
+	_, err := s.Generate(cctx, req("c", []int32{1}, server.SamplingParams{}))
 	require.ErrorIs(t, err, context.Canceled)
 }
 
@@ -241,7 +241,7 @@ func TestCapabilities(t *testing.T) {
 	s.SetHealthy(true)
 
 	require.NoError(t, s.UpdateWeights(ctx, server.Weights{Version: 7, Path: "/ckpt/7"}))
-	out, err := s.Generate(ctx, req("r", nil, server.SamplingParams{}))
+	out, err := s.Generate(ctx, req("r", []int32{1}, server.SamplingParams{}))
 	require.NoError(t, err)
 	require.Equal(t, int64(7), out.WeightVersion)
 	require.Equal(t, "/ckpt/7", s.WeightsPath())
@@ -251,18 +251,18 @@ func TestCapabilities(t *testing.T) {
 	sl, lvl := s.Sleeping()
 	require.True(t, sl)
 	require.Equal(t, server.SleepWeights, lvl)
-	_, err = s.Generate(ctx, req("r", nil, server.SamplingParams{}))
+	_, err = s.Generate(ctx, req("r", []int32{1}, server.SamplingParams{}))
 	require.ErrorIs(t, err, servertest.ErrSleeping)
 	require.ErrorIs(t, err, server.ErrUnavailable)
 	require.NoError(t, s.WakeUp(ctx))
-	_, err = s.Generate(ctx, req("r", nil, server.SamplingParams{}))
+	_, err = s.Generate(ctx, req("r", []int32{1}, server.SamplingParams{}))
 	require.NoError(t, err)
 
 	// Pause holds new calls until Resume.
 	require.NoError(t, s.Pause(ctx, false))
 	done := make(chan server.TokenOutput)
 	go func() {
-		o, _ := s.Generate(ctx, req("p", nil, server.SamplingParams{}))
+		o, _ := s.Generate(ctx, req("p", []int32{1}, server.SamplingParams{}))
 		done <- o
 	}()
 	require.Eventually(t, func() bool { return s.Stats().InFlight == 1 }, time.Second, time.Millisecond)
@@ -280,7 +280,7 @@ func TestPauseAbortAndEdges(t *testing.T) {
 	s := servertest.New(servertest.Config{Rule: servertest.Constant(1, 2, 3, 4, 5), TokenLatency: servertest.Fixed(20 * time.Millisecond)})
 	done := make(chan server.TokenOutput, 1)
 	go func() {
-		out, _ := s.Generate(ctx, req("p", nil, server.SamplingParams{}))
+		out, _ := s.Generate(ctx, req("p", []int32{1}, server.SamplingParams{}))
 		done <- out
 	}()
 	require.Eventually(t, func() bool { return s.Stats().InFlight == 1 }, time.Second, time.Millisecond)
@@ -290,7 +290,7 @@ func TestPauseAbortAndEdges(t *testing.T) {
 	require.Less(t, len(out.TokenIDs), 5)
 	// A call held by the pause can be aborted too.
 	go func() {
-		out, _ := s.Generate(ctx, req("q", nil, server.SamplingParams{}))
+		out, _ := s.Generate(ctx, req("q", []int32{1}, server.SamplingParams{}))
 		done <- out
 	}()
 	require.Eventually(t, func() bool { return s.Stats().InFlight == 1 }, time.Second, time.Millisecond)
@@ -303,7 +303,7 @@ func TestPauseAbortAndEdges(t *testing.T) {
 
 	r := rand.New(rand.NewPCG(1, 1))
 	require.Equal(t, time.Millisecond, servertest.Uniform(time.Millisecond, time.Millisecond).Sample(r))
-	rep := servertest.Random(1, 10, 4, 4)(servertest.Call{Req: req("x", nil, server.SamplingParams{})})
+	rep := servertest.Random(1, 10, 4, 4)(servertest.Call{Req: req("x", []int32{1}, server.SamplingParams{})})
 	require.Len(t, rep.Tokens, 4)
 }
 
