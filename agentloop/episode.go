@@ -54,6 +54,7 @@ type Episode struct {
 	minV, maxV     int64
 	haveVersion    bool
 	preempted      int
+	routing        *server.Routing // the last turn's MoE routing of the sequence
 	assistantTurns int
 	userTurns      int
 	turnRewards    []float64
@@ -193,6 +194,11 @@ func (e *Episode) Generate(ctx context.Context) (ids []int32, ok bool) {
 		} else {
 			e.minV, e.maxV = min(e.minV, g.MinWeightVersion), max(e.maxV, g.MaxWeightVersion)
 		}
+	}
+	if g.RoutedExperts != nil {
+		// Each turn's call covers the whole sequence: its routing
+		// replaces the last (verl's ToolAgentLoop keeps the last output's).
+		e.routing = g.RoutedExperts
 	}
 	if aerr := e.b.AppendModel(g.TokenIDs, g.Logprobs); aerr != nil && err == nil {
 		err = fmt.Errorf("%w: %w", server.ErrBadResponse, aerr)
@@ -361,6 +367,12 @@ func (e *Episode) Finish() (*trajectory.Trajectory, error) {
 	e.timing.Total = time.Since(e.start)
 	t.Timing = e.timing
 	t.ToolCalls, t.ToolErrors, t.NumPreempted = e.toolCalls, e.toolErrors, e.preempted
+	if r := e.routing; r != nil {
+		// Rows past the sequence (tokens the budget cut) are dropped.
+		w := r.Layers * r.TopK
+		rows := min(r.Rows(), len(t.PromptIDs)+len(t.ResponseIDs))
+		t.RoutedExperts = &trajectory.Routing{Layers: r.Layers, TopK: r.TopK, Experts: r.Experts[:rows*w]}
+	}
 	for k, v := range e.extra {
 		setExtra(t, k, v)
 	}

@@ -26,6 +26,11 @@ type Generation struct {
 	// call resends the tokens so far), and CachedTokens those the engine
 	// said it served from its prefix cache (server.TokenOutput).
 	PromptTokens, CachedTokens int
+	// RoutedExperts is the MoE routing of prompt ++ TokenIDs from position
+	// 0, when the request asked for it (SamplingParams.RoutedExperts) and
+	// the engine returned it: the first call's, with only the new tokens'
+	// rows of each resumed call appended (verl's llm_server resume loop).
+	RoutedExperts *server.Routing
 }
 
 // maxIdleResumes bounds resends after aborts that produced no token, so an
@@ -122,6 +127,9 @@ func (g *Generation) add(out server.TokenOutput, haveVersion *bool) error {
 			g.MaxWeightVersion = max(g.MaxWeightVersion, out.WeightVersion)
 		}
 	}
+	if err := g.addRouting(out.RoutedExperts); err != nil {
+		return err
+	}
 	if len(out.TokenIDs) > 0 {
 		if out.Logprobs != nil && g.Logprobs == nil && len(g.TokenIDs) == 0 {
 			g.Logprobs = make([]float32, 0, len(out.Logprobs))
@@ -130,6 +138,33 @@ func (g *Generation) add(out server.TokenOutput, haveVersion *bool) error {
 		if out.Logprobs != nil {
 			g.Logprobs = append(g.Logprobs, out.Logprobs...)
 		}
+	}
+	return nil
+}
+
+// addRouting keeps the first output's routing and appends, of each later
+// one, the rows of the positions not covered yet: the rows of tokens
+// generated before a resume keep the routing of the weights that made them.
+func (g *Generation) addRouting(r *server.Routing) error {
+	if r == nil {
+		return nil
+	}
+	if err := r.Check(); err != nil {
+		return fmt.Errorf("%w: %w", server.ErrBadResponse, err)
+	}
+	if r.Start != 0 {
+		return fmt.Errorf("%w: routed experts start at position %d, not 0", server.ErrBadResponse, r.Start)
+	}
+	if g.RoutedExperts == nil {
+		g.RoutedExperts = &server.Routing{Layers: r.Layers, TopK: r.TopK, Experts: append([]int16(nil), r.Experts...)}
+		return nil
+	}
+	have := g.RoutedExperts
+	if r.Layers != have.Layers || r.TopK != have.TopK {
+		return fmt.Errorf("%w: resumed generation's routed experts are %d layers × top-%d, before %d × %d", server.ErrBadResponse, r.Layers, r.TopK, have.Layers, have.TopK)
+	}
+	if n := have.Rows(); r.Rows() > n {
+		have.Experts = append(have.Experts, r.Experts[n*r.Layers*r.TopK:]...)
 	}
 	return nil
 }

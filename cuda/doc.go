@@ -44,4 +44,8 @@
 //	defer e.Close()
 //	out, err := e.Generate(ctx, server.GenerateRequest{PromptIDs: ids,
 //		Params: server.SamplingParams{Temperature: 1, MaxNewTokens: 128}})
+//
+// The models it runs are dense: there is no MoE router, so a request's
+// SamplingParams.RoutedExperts (routing replay) gets no routing back
+// (TokenOutput.RoutedExperts stays nil); routing comes from SGLang and vLLM.
 package cuda

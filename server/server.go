@@ -40,6 +40,13 @@ type SamplingParams struct {
 	// that cannot compute them leave TokenOutput.PromptLogprobs nil.
 	PromptLogprobs     bool
 	PromptLogprobsFrom int
+	// RoutedExperts asks a mixture-of-experts engine for the experts its
+	// router chose at every position (routing replay, R3): SGLang's
+	// return_routed_experts; vLLM reports them when the server runs with
+	// --enable-return-routed-experts. TokenOutput.RoutedExperts carries
+	// them; engines without routing (dense models, the in-process engine)
+	// leave it nil.
+	RoutedExperts bool
 }
 
 // GenerateRequest is one token-in/token-out generation call.
@@ -81,6 +88,43 @@ type TokenOutput struct {
 	// cannot compute them). Prompt position 0 has no tokens before it: its
 	// entry is NaN (null on the wire).
 	PromptLogprobs []float32
+	// RoutedExperts is the MoE routing of the sequence (prompt ++ sampled
+	// tokens) when Params.RoutedExperts asked for it and the engine has it.
+	RoutedExperts *Routing
+}
+
+// Routing is the mixture-of-experts routing of consecutive positions of a
+// sequence: for each position, each MoE layer, the TopK experts the router
+// chose, as int16 (verl's dtype for routed_experts). Row r is position
+// Start+r. Engines give no row for the last sampled token, which was never
+// run through the model.
+type Routing struct {
+	Start   int
+	Layers  int
+	TopK    int
+	Experts []int16 // Rows() × Layers × TopK, row-major
+}
+
+// Rows is the number of positions r covers.
+func (r *Routing) Rows() int {
+	if r == nil || r.Layers <= 0 || r.TopK <= 0 {
+		return 0
+	}
+	return len(r.Experts) / (r.Layers * r.TopK)
+}
+
+// Check reports a malformed Routing: a negative start, a non-positive
+// shape, or data that is not whole rows.
+func (r *Routing) Check() error {
+	switch {
+	case r.Start < 0:
+		return fmt.Errorf("routed experts: start %d < 0", r.Start)
+	case r.Layers <= 0 || r.TopK <= 0:
+		return fmt.Errorf("routed experts: layers %d and top-k %d must be > 0", r.Layers, r.TopK)
+	case len(r.Experts)%(r.Layers*r.TopK) != 0:
+		return fmt.Errorf("routed experts: %d values are not whole rows of %d layers × %d experts", len(r.Experts), r.Layers, r.TopK)
+	}
+	return nil
 }
 
 // LLMServer is a token-in/token-out engine: a remote server, a router over

@@ -29,6 +29,11 @@ const FitLongest = -1
 // not the process running out of memory.
 const MaxCollateElements = 1 << 30
 
+// ErrMixedRouting is returned by Collate when some rows carry MoE routing
+// and others do not, or their layers and top-k differ: a row of zeros would
+// replay expert 0 everywhere.
+var ErrMixedRouting = errors.New("rows differ in routed experts")
+
 // CollateOptions shape a Batch.
 type CollateOptions struct {
 	// PromptLen and ResponseLen are the padded widths: each > 0, or
@@ -81,6 +86,13 @@ type Batch struct {
 	// ResponseLens is the number of valid response tokens per row after
 	// cutting to ResponseLen. [B]
 	ResponseLens []int32
+	// RoutedExperts is verl's routed_experts (routing replay, R3) when the
+	// rows carry routing: each row's Routing at the left-pad offset, so
+	// that position j of input_ids has its experts at [i, j]; zeros on
+	// padding and past the rows the engine reported. nil otherwise.
+	// [B, P+R, RoutingLayers, RoutingTopK]
+	RoutedExperts              []int16
+	RoutingLayers, RoutingTopK int
 
 	IDs         []string
 	Indices     []int32
@@ -159,6 +171,25 @@ func Collate(trajs []*Trajectory, opts CollateOptions) (*Batch, error) {
 			hasLP, lpRow = true, i
 		}
 	}
+	var routing *Routing
+	for i, t := range trajs {
+		r := t.RoutedExperts
+		switch {
+		case i == 0:
+			routing = r
+		case (r == nil) != (routing == nil):
+			return nil, &RowError{i, fmt.Errorf("%w: row 0 has routing %v, this row %v", ErrMixedRouting, routing != nil, r != nil)}
+		case r != nil && (r.Layers != routing.Layers || r.TopK != routing.TopK):
+			return nil, &RowError{i, fmt.Errorf("%w: %d layers × top-%d, row 0 has %d × %d", ErrMixedRouting, r.Layers, r.TopK, routing.Layers, routing.TopK)}
+		}
+	}
+	if routing != nil {
+		// routed_experts holds layers × top-k values per position: the
+		// same bound, counted in values, before it is allocated.
+		if w := routing.Layers * routing.TopK; w > MaxCollateElements/(max(B, 1)*(P+R)) {
+			return nil, fmt.Errorf("trajectory: Collate: routed_experts of %d rows × %d positions × %d values is over MaxCollateElements (%d)", B, P+R, w, MaxCollateElements)
+		}
+	}
 	if hasLP {
 		for i, t := range trajs {
 			if t.Logprobs == nil && t.MaskOnes() > 0 {
@@ -188,6 +219,10 @@ func Collate(trajs []*Trajectory, opts CollateOptions) (*Batch, error) {
 	}
 	if hasLP {
 		b.RolloutLogprobs = make([]float32, B*R)
+	}
+	if routing != nil {
+		b.RoutingLayers, b.RoutingTopK = routing.Layers, routing.TopK
+		b.RoutedExperts = make([]int16, B*L*routing.Layers*routing.TopK)
 	}
 	// Rows are independent: large batches are filled by one goroutine per
 	// core (each owns a contiguous range of rows and is joined here).
@@ -331,6 +366,9 @@ func (b *Batch) fillRows(trajs []*Trajectory, first int, opts CollateOptions) (p
 		if t.Logprobs != nil {
 			copy(b.RolloutLogprobs[i*R:i*R+n], t.Logprobs[:n])
 		}
+		if r := t.RoutedExperts; r != nil && b.RoutedExperts != nil {
+			b.fillRouting(i, r, len(t.PromptIDs)-np, pad, np+n)
+		}
 		if t.Reward != nil {
 			b.Rewards[i] = float32(*t.Reward)
 			b.HasReward[i] = 1
@@ -355,6 +393,22 @@ func (b *Batch) fillRows(trajs []*Trajectory, first int, opts CollateOptions) (p
 		}
 	}
 	return pTrunc, rTrunc
+}
+
+// fillRouting places row i's routing as verl's _postprocess does: position
+// k of the kept sequence (the prompt without its cut tokens, then the
+// response cut to R) at column pad+k, where pad is the prompt's left
+// padding; cut is the number of prompt tokens truncated away and kept the
+// length of the kept sequence.
+func (b *Batch) fillRouting(i int, r *Routing, cut, pad, kept int) {
+	w := r.Layers * r.TopK
+	L := b.PromptLen + b.ResponseLen
+	row := b.RoutedExperts[i*L*w : (i+1)*L*w]
+	rows := min(r.Rows()-cut, kept)
+	if rows <= 0 {
+		return
+	}
+	copy(row[pad*w:(pad+rows)*w], r.Experts[cut*w:(cut+rows)*w])
 }
 
 func fill(s []int32, v int32) {

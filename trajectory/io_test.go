@@ -237,6 +237,10 @@ func TestSafetensorsLoadedByTorch(t *testing.T) {
 				tr.Reward = f64(1)
 			}
 		}},
+		{"routed experts", func(tr *Trajectory, i int) {
+			tr.Reward = f64(1)
+			tr.RoutedExperts = sampleRouting(len(tr.PromptIDs)+len(tr.ResponseIDs)-1, i)
+		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			trajs := sampleTrajectories(t)[:16]
@@ -272,6 +276,7 @@ func TestVerlPostprocessCatchesFaults(t *testing.T) {
 	trajs := sampleTrajectories(t)[:16]
 	for i, tr := range trajs {
 		tr.Reward = f64(float64(i%3) - 0.5)
+		tr.RoutedExperts = sampleRouting(len(tr.PromptIDs)+len(tr.ResponseIDs)-1, i)
 	}
 	opts := CollateOptions{PromptLen: 6, ResponseLen: 9, PadTokenID: 151643, TruncatePrompts: true}
 	// A row with padding on both sides to put faults in.
@@ -303,6 +308,11 @@ func TestVerlPostprocessCatchesFaults(t *testing.T) {
 			r[0] = s + 1
 		}},
 		{"log-prob on padding", "rollout_log_probs", func(b *Batch) { b.RolloutLogprobs[row*b.ResponseLen+b.ResponseLen-1] = -1 }},
+		{"routing one position late", "routed_experts", func(b *Batch) {
+			w := b.RoutingLayers * b.RoutingTopK
+			r := b.RoutedExperts[row*(b.PromptLen+b.ResponseLen)*w : (row+1)*(b.PromptLen+b.ResponseLen)*w]
+			copy(r[w:], append([]int16(nil), r[:len(r)-w]...))
+		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			b, err := Collate(trajs, opts)
@@ -321,6 +331,17 @@ func TestVerlPostprocessCatchesFaults(t *testing.T) {
 			require.Contains(t, string(out), "FAIL: "+c.tensor, string(out))
 		})
 	}
+}
+
+// sampleRouting is routing for rows positions of 3 layers × top-2, every
+// value distinct per position so a misplaced row shows.
+func sampleRouting(rows, seed int) *Routing {
+	rows = max(rows, 0)
+	r := &Routing{Layers: 3, TopK: 2, Experts: make(Int16s, rows*6)}
+	for k := range r.Experts {
+		r.Experts[k] = int16((k*7 + seed*13) % 251)
+	}
+	return r
 }
 
 // torchPython is the python3 that has torch; without one the test skips,

@@ -24,22 +24,29 @@ var ErrSafetensors = errors.New("invalid safetensors")
 
 type stTensor struct {
 	name  string
-	dtype string // "I64" (written from int32 values) or "F32"
+	dtype string // "I64" (written from int32 values), "I16" or "F32"
 	shape []int
 	i32   []int32
+	i16   []int16
 	f32   []float32
 }
 
 func (t stTensor) nbytes() int {
-	if t.dtype == "I64" {
+	switch t.dtype {
+	case "I64":
 		return 8 * len(t.i32)
+	case "I16":
+		return 2 * len(t.i16)
 	}
 	return 4 * len(t.f32)
 }
 
 func (t stTensor) values() int {
-	if t.dtype == "I64" {
+	switch t.dtype {
+	case "I64":
 		return len(t.i32)
+	case "I16":
+		return len(t.i16)
 	}
 	return len(t.f32)
 }
@@ -56,6 +63,7 @@ const (
 	TensorResponseMask    = "response_mask"
 	TensorRolloutLogProbs = "rollout_log_probs"
 	TensorRMScores        = "rm_scores"
+	TensorRoutedExperts   = "routed_experts"
 
 	TensorRewards      = "rewards"
 	TensorHasReward    = "has_reward"
@@ -91,6 +99,9 @@ func (b *Batch) tensors() []stTensor {
 	}
 	if b.RolloutLogprobs != nil {
 		ts = append(ts, stTensor{name: TensorRolloutLogProbs, dtype: "F32", shape: []int{B, R}, f32: b.RolloutLogprobs})
+	}
+	if b.RoutedExperts != nil {
+		ts = append(ts, stTensor{name: TensorRoutedExperts, dtype: "I16", shape: []int{B, P + R, b.RoutingLayers, b.RoutingTopK}, i16: b.RoutedExperts})
 	}
 	return ts
 }
@@ -151,7 +162,8 @@ func (b *Batch) metadata() (map[string]string, error) {
 // DataProto layout: int64 tensors prompts, responses, input_ids,
 // attention_mask, position_ids and response_mask; float32
 // rollout_log_probs (when the rows have logprobs) and rm_scores (when every
-// row is scored, as verl does); agentrl's per-row rewards, has_reward,
+// row is scored, as verl does); int16 routed_experts [B, P+R, layers, topk]
+// when the rows carry MoE routing (routing replay); agentrl's per-row rewards, has_reward,
 // num_turns, response_lens and indices. The string metadata holds
 // "non_tensor_batch" (a JSON object of per-row arrays: uid, index,
 // turn_scores, tool_rewards, __num_turns__, raw_prompt, ...), "meta_info"
@@ -184,8 +196,11 @@ func (b *Batch) WriteSafetensors(w io.Writer) error {
 	}
 	return safetensors.WriteStreamTo(w, specs, md, func(spec safetensors.Tensor, _ int64, w io.Writer) error {
 		t := byName[spec.Name]
-		if t.dtype == "I64" {
+		switch t.dtype {
+		case "I64":
 			return writeI64(w, t.i32)
+		case "I16":
+			return writeI16(w, t.i16)
 		}
 		return writeF32(w, t.f32)
 	})
@@ -200,6 +215,22 @@ func writeI64(w io.Writer, s []int32) error {
 			binary.LittleEndian.PutUint64(buf[8*i:], uint64(int64(s[i])))
 		}
 		if _, err := w.Write(buf[:8*n]); err != nil {
+			return err
+		}
+		s = s[n:]
+	}
+	return nil
+}
+
+// writeI16 writes int16 values little-endian through a bounded buffer.
+func writeI16(w io.Writer, s []int16) error {
+	var buf [8192]byte
+	for len(s) > 0 {
+		n := min(len(s), len(buf)/2)
+		for i := 0; i < n; i++ {
+			binary.LittleEndian.PutUint16(buf[2*i:], uint16(s[i]))
+		}
+		if _, err := w.Write(buf[:2*n]); err != nil {
 			return err
 		}
 		s = s[n:]
@@ -270,8 +301,12 @@ func ReadSafetensorsBatch(r io.Reader) (*Batch, error) {
 	for _, t := range h.Tensors {
 		switch t.DType {
 		case safetensors.I64, safetensors.I32, safetensors.F32:
+		case safetensors.I16:
+			if t.Name != TensorRoutedExperts {
+				return nil, fmt.Errorf("%w: tensor %q: dtype I16 (only %s is I16)", ErrSafetensors, t.Name, TensorRoutedExperts)
+			}
 		default:
-			return nil, fmt.Errorf("%w: tensor %q: dtype %q (a batch holds only I64, I32 and F32)", ErrSafetensors, t.Name, t.DType)
+			return nil, fmt.Errorf("%w: tensor %q: dtype %q (a batch holds only I64, I32, I16 and F32)", ErrSafetensors, t.Name, t.DType)
 		}
 	}
 	md := h.Metadata
@@ -364,6 +399,17 @@ func ReadSafetensorsBatch(r io.Reader) (*Batch, error) {
 	b.RolloutLogprobs = loadF(TensorRolloutLogProbs, true, "rollout_logprobs")
 	if err != nil {
 		return nil, err
+	}
+	if t, ok := h.Lookup(TensorRoutedExperts); ok {
+		if len(t.Shape) != 4 || t.Shape[2] <= 0 || t.Shape[3] <= 0 || t.Shape[2] > math.MaxInt32 || t.Shape[3] > math.MaxInt32 {
+			return nil, fmt.Errorf("%w: tensor %q: shape %v, want [B, P+R, layers, topk]", ErrSafetensors, TensorRoutedExperts, t.Shape)
+		}
+		b.RoutingLayers, b.RoutingTopK = int(t.Shape[2]), int(t.Shape[3])
+		raw := data[t.Begin:t.End]
+		b.RoutedExperts = make([]int16, len(raw)/2)
+		for i := range b.RoutedExperts {
+			b.RoutedExperts[i] = int16(binary.LittleEndian.Uint16(raw[2*i:]))
+		}
 	}
 	if b.TokenLevelScores == nil {
 		// Not every row was scored, so there is no rm_scores (as in verl):

@@ -74,6 +74,11 @@ type Trajectory struct {
 	MaxWeightVersion int64  `json:"max_weight_version"`
 	Timing           Timing `json:"timing"`
 
+	// RoutedExperts is the MoE routing the rollout engine reported for
+	// the sequence (routing replay, R3); nil for dense models or when not
+	// requested.
+	RoutedExperts *Routing `json:"routed_experts,omitempty"`
+
 	// Extra carries caller-defined fields through JSONL unchanged.
 	Extra map[string]json.RawMessage `json:"extra,omitempty"`
 }
@@ -136,6 +141,11 @@ func (t *Trajectory) Validate() error {
 	}
 	if t.Reward != nil && (math.IsNaN(*t.Reward) || math.IsInf(*t.Reward, 0)) {
 		return &FieldError{"reward", -1, fmt.Sprintf("not finite: %v", *t.Reward)}
+	}
+	if t.RoutedExperts != nil {
+		if err := t.RoutedExperts.validate(len(t.PromptIDs) + n); err != nil {
+			return err
+		}
 	}
 	if t.MinWeightVersion > t.MaxWeightVersion {
 		return &FieldError{"min_weight_version", -1, fmt.Sprintf("%d > max_weight_version %d", t.MinWeightVersion, t.MaxWeightVersion)}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentrl/agentrl/server"
 	"github.com/agentrl/agentrl/server/internal/httpclient"
+	"github.com/agentrl/agentrl/server/internal/wire"
 )
 
 // RoutingHeader is the header sglang-router (sgl-model-gateway) keys sticky
@@ -41,6 +42,11 @@ type Config struct {
 	AbortTimeout time.Duration
 	// MaxResponseBytes bounds a successful response body (default 256 MiB).
 	MaxResponseBytes int64
+	// RoutingLayers and RoutingTopK are the model's MoE layers and experts
+	// per token (config.json num_hidden_layers and num_experts_per_tok),
+	// needed to read the routed experts SGLang returns as a flat array when
+	// SamplingParams.RoutedExperts asks for them.
+	RoutingLayers, RoutingTopK int
 }
 
 // Client talks to one SGLang server (or an sglang-router in front of many)
@@ -99,6 +105,9 @@ func (c *Client) Generate(ctx context.Context, req server.GenerateRequest) (serv
 	out, err := ParseGenerateResponse(data, req.Params.Logprobs)
 	if err == nil && req.Params.PromptLogprobs {
 		out.PromptLogprobs, err = parseInputLogprobs(data, req)
+	}
+	if err == nil && req.Params.RoutedExperts {
+		out.RoutedExperts, err = parseRoutedExperts(data, c.cfg.RoutingLayers, c.cfg.RoutingTopK, len(req.PromptIDs)+len(out.TokenIDs))
 	}
 	if err != nil {
 		return server.TokenOutput{}, c.t.Errorf("generate", http.StatusOK, false, err)
@@ -193,6 +202,34 @@ func ParseGenerateResponse(data []byte, wantLogprobs bool) (server.TokenOutput, 
 		return out, err
 	}
 	return out, nil
+}
+
+// parseRoutedExperts reads meta_info.routed_experts (and
+// routed_experts_dtype) of a request that asked for them: nil when the
+// server sent none (it runs without --enable-return-routed-experts, or the
+// request was aborted before a forward pass). The rows cover the sequence
+// from position 0 and cannot outnumber its seqLen tokens.
+func parseRoutedExperts(data []byte, layers, topk, seqLen int) (*server.Routing, error) {
+	var r struct {
+		MetaInfo struct {
+			RoutedExperts *string `json:"routed_experts"`
+			Dtype         string  `json:"routed_experts_dtype"`
+		} `json:"meta_info"`
+	}
+	if err := json.Unmarshal(data, &r); err != nil {
+		return nil, httpclient.BadResponse("meta_info.routed_experts: %v", err)
+	}
+	if r.MetaInfo.RoutedExperts == nil {
+		return nil, nil
+	}
+	rt, err := wire.RoutingFromFlat(*r.MetaInfo.RoutedExperts, r.MetaInfo.Dtype, layers, topk)
+	if err != nil {
+		return nil, httpclient.BadResponse("meta_info.%v", err)
+	}
+	if rt.Rows() > seqLen {
+		return nil, httpclient.BadResponse("meta_info.routed_experts has %d positions for a sequence of %d tokens", rt.Rows(), seqLen)
+	}
+	return rt, nil
 }
 
 // parseInputLogprobs reads meta_info.input_token_logprobs of a request

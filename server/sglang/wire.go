@@ -79,6 +79,9 @@ func appendGenerateRequest(b []byte, req server.GenerateRequest, stream bool) ([
 	} else {
 		b = append(b, `,"logprob_start_len":-1`...)
 	}
+	if p.RoutedExperts {
+		b = append(b, `,"return_routed_experts":true`...)
+	}
 	if req.Priority != 0 {
 		b = append(b, `,"priority":`...)
 		b = strconv.AppendInt(b, int64(req.Priority), 10)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentrl/agentrl/server"
 	"github.com/agentrl/agentrl/server/internal/httpclient"
+	"github.com/agentrl/agentrl/server/internal/wire"
 )
 
 // SessionHeader is the header vllm-router keys sticky routing on; the
@@ -188,6 +189,9 @@ func (c *Client) Generate(ctx context.Context, req server.GenerateRequest) (serv
 		switch {
 		case err == nil:
 			out, err := ParseGenerateResponse(data, req.Params.Logprobs)
+			if err == nil && req.Params.RoutedExperts {
+				out.RoutedExperts, err = parseRoutedExperts(data, len(req.PromptIDs)+len(out.TokenIDs))
+			}
 			if err != nil {
 				return server.TokenOutput{}, c.t.Errorf("generate", http.StatusOK, false, err)
 			}
@@ -219,6 +223,9 @@ func (c *Client) Generate(ctx context.Context, req server.GenerateRequest) (serv
 		return server.TokenOutput{}, err
 	}
 	out, err := ParseCompletionsResponse(data, req.Params.Logprobs)
+	if err == nil && req.Params.RoutedExperts {
+		out.RoutedExperts, err = parseRoutedExperts(data, len(req.PromptIDs)+len(out.TokenIDs))
+	}
 	if err != nil {
 		return server.TokenOutput{}, c.t.Errorf("generate", http.StatusOK, false, err)
 	}
@@ -304,6 +311,34 @@ func ParseGenerateResponse(data []byte, wantLogprobs bool) (server.TokenOutput, 
 	}
 	out.WeightVersion = r.WeightVersion
 	return out, nil
+}
+
+// parseRoutedExperts reads choices[0].routed_experts, which both endpoints
+// send when the server runs with --enable-return-routed-experts: base64 of
+// a .npy array (positions, layers, topk) covering the sequence from
+// position 0, one position short of it (the last sampled token was never
+// run). nil when absent (the flag is off, or the request was aborted before
+// a forward pass).
+func parseRoutedExperts(data []byte, seqLen int) (*server.Routing, error) {
+	var r struct {
+		Choices []struct {
+			RoutedExperts *string `json:"routed_experts"`
+		} `json:"choices"`
+	}
+	if err := json.Unmarshal(data, &r); err != nil || len(r.Choices) != 1 {
+		return nil, httpclient.BadResponse("choices[0].routed_experts: expected one choice")
+	}
+	if r.Choices[0].RoutedExperts == nil {
+		return nil, nil
+	}
+	rt, err := wire.RoutingFromNPY(*r.Choices[0].RoutedExperts)
+	if err != nil {
+		return nil, httpclient.BadResponse("choices[0].%v", err)
+	}
+	if rt.Rows() > seqLen {
+		return nil, httpclient.BadResponse("choices[0].routed_experts has %d positions for a sequence of %d tokens", rt.Rows(), seqLen)
+	}
+	return rt, nil
 }
 
 // choiceResponse is a response of either endpoint: one choice is asked for.

@@ -13,7 +13,7 @@ import sys
 
 import torch
 
-DTYPES = {"I64": torch.int64, "I32": torch.int32, "F32": torch.float32}
+DTYPES = {"I64": torch.int64, "I32": torch.int32, "I16": torch.int16, "F32": torch.float32}
 
 
 def load(path):
@@ -67,6 +67,18 @@ def main(path):
     mean = (logp * mask).sum() / (mask.sum() + 1e-8)
     if not torch.isfinite(mean):
         fail("masked mean of log-probs is not finite")
+    if "routed_experts" in t:
+        # Routing replay (R3): int16 (B, P+R, layers, topk), zero where
+        # attention_mask is 0, indexed by position like input_ids.
+        re = t["routed_experts"]
+        if re.dtype != torch.int16 or re.dim() != 4 or re.shape[:2] != t["input_ids"].shape:
+            fail("routed_experts has shape %s dtype %s" % (tuple(re.shape), re.dtype))
+        if torch.any(re * (1 - t["attention_mask"])[:, :, None, None].to(torch.int16) != 0):
+            fail("routed_experts is non-zero on padding")
+        # The actor replays it per micro-batch: rows selected like input_ids.
+        idx = torch.arange(B).flip(0)
+        if not torch.equal(re[idx][:, P:], re.index_select(0, idx)[:, P:]):
+            fail("routed_experts does not survive index_select")
     if "rollout_log_probs" in t:
         lp = t["rollout_log_probs"]
         if lp.shape != (B, R) or lp.dtype != torch.float32:

@@ -24,7 +24,14 @@ at commit 1dda039b9c6311889a9c9a26040677e1254814f9:
     attention_mask[:, prompt_length:].sum(1) - 1, __num_turns__;
 - verl/experimental/agent_loop/tool_agent_loop.py ToolAgentLoop.run: the
   response ids, mask and log-probs cut to rollout.response_length;
-- verl/utils/model.py compute_position_id_with_mask.
+- verl/utils/model.py compute_position_id_with_mask;
+- routing replay (R3): _agent_loop_postprocess's routed_experts, an int16
+  (1, P+R, layers, topk) zero tensor with the trajectory's rows placed
+  from start_pos = P - len(prompt_ids), after ToolAgentLoop.run's cut to
+  len(prompt_ids) + response_length rows; _postprocess concatenates them.
+  verl caps a long prompt before generating, so its routing starts at the
+  capped prompt; agentrl cuts the prompt when collating, so the rows of the
+  cut tokens are dropped first (the same alignment).
 
 prompt_length and response_length are verl's rollout config; they are read
 from the batch's metadata (what agentrl was configured with). The agentrl
@@ -32,13 +39,14 @@ batch is read by hand (8-byte header length, JSON header, raw tensors), as
 the safetensors package may be absent. Exits non-zero naming the first
 tensor and row that differ.
 """
+import base64
 import json
 import struct
 import sys
 
 import torch
 
-DTYPES = {"I64": torch.int64, "I32": torch.int32, "F32": torch.float32}
+DTYPES = {"I64": torch.int64, "I32": torch.int32, "I16": torch.int16, "F32": torch.float32}
 
 
 def load(path):
@@ -100,8 +108,25 @@ def agent_loop_postprocess(out, prompt_length, response_length, pad_id):
     response_mask = response_mask_output["input_ids"] * response_output["attention_mask"]
     attention_mask = torch.cat([prompt_output["attention_mask"], response_output["attention_mask"]], dim=1)
     input_ids = torch.cat([prompt_output["input_ids"], response_output["input_ids"]], dim=1)
+
+    routed_experts = None
+    experts = out.get("routed_experts")
+    if experts is not None:
+        experts = experts[len(out["prompt_ids"]) - len(prompt_ids) :]  # the capped prompt's rows
+        experts = experts[: len(prompt_ids) + response_length]  # ToolAgentLoop.run's cut
+        total_length = input_ids.shape[1]
+        length, layer_num, topk_num = experts.shape
+        experts_tensor = experts.to(torch.int16)
+        routed_experts = torch.zeros(1, total_length, layer_num, topk_num, dtype=experts_tensor.dtype)
+        start_pos = prompt_output["input_ids"].shape[1] - len(prompt_ids)
+        end_pos = min(start_pos + length, total_length)
+        if start_pos < 0 or end_pos > total_length:
+            raise ValueError("Invalid position range: start_pos=%d, end_pos=%d, total_length=%d" % (start_pos, end_pos, total_length))
+        routed_experts[:, start_pos:end_pos] = experts_tensor.unsqueeze(0)
+
     position_ids = compute_position_id_with_mask(attention_mask)
     return {
+        "routed_experts": routed_experts,
         "prompt_ids": prompt_output["input_ids"],
         "response_ids": response_output["input_ids"],
         "input_ids": input_ids,
@@ -123,6 +148,8 @@ def postprocess(inputs):
         "attention_mask": torch.cat([i["attention_mask"] for i in inputs], dim=0),
         "position_ids": torch.cat([i["position_ids"] for i in inputs], dim=0),
     }
+    if inputs[0]["routed_experts"] is not None:
+        batch["routed_experts"] = torch.cat([i["routed_experts"] for i in inputs], dim=0)
     if inputs[0]["response_logprobs"] is not None:
         batch["rollout_log_probs"] = torch.cat([i["response_logprobs"] for i in inputs], dim=0)
     scores = [i["reward_score"] for i in inputs]
@@ -134,6 +161,16 @@ def postprocess(inputs):
         batch["rm_scores"] = rm_scores
     num_turns = [i["num_turns"] for i in inputs]
     return batch, num_turns
+
+
+def routing(r):
+    """A trajectory's routed_experts (base64 of little-endian int16, rows x
+    layers x topk) as the (rows, layers, topk) array an engine returns."""
+    if r is None:
+        return None
+    raw = bytearray(base64.b64decode(r["experts"]))
+    flat = torch.frombuffer(raw, dtype=torch.int16) if raw else torch.zeros(0, dtype=torch.int16)
+    return flat.reshape(-1, r["layers"], r["topk"]).clone()
 
 
 def fail(msg):
@@ -175,6 +212,7 @@ def main(batch_path, traj_path, pad_id):
                     or ([0.0] * len(tr["response_ids"] or []) if with_lp else None),
                     "reward_score": tr.get("reward"),
                     "num_turns": tr["num_turns"],
+                    "routed_experts": routing(tr.get("routed_experts")),
                 },
                 P,
                 R,
@@ -195,7 +233,7 @@ def main(batch_path, traj_path, pad_id):
                 "%s row %d (%s): %d columns differ, first %s: agentrl %s, verl %s"
                 % (name, r, ids[r], len(cols), cols[:8], g[r][cols[:8]].tolist(), w[r][cols[:8]].tolist())
             )
-    for name in ("rm_scores", "rollout_log_probs"):
+    for name in ("rm_scores", "rollout_log_probs", "routed_experts"):
         if name in got and name not in want:
             fail("agentrl's batch has %s; verl's has none for these rows" % name)
     nt = json.loads(meta["non_tensor_batch"])

@@ -1,0 +1,118 @@
+package agentloop
+
+import (
+	"context"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentrl/agentrl/chat"
+	"github.com/agentrl/agentrl/server"
+	"github.com/agentrl/agentrl/tool"
+	"github.com/agentrl/agentrl/trajectory"
+)
+
+// routingEngine answers from a script and reports MoE routing as SGLang and
+// vLLM do: one row per position of prompt ++ output except the last token,
+// 2 layers × top-1, each value version*1000 + position so the test can
+// tell which call a row came from.
+type routingEngine struct {
+	mu      sync.Mutex
+	turns   [][]int32
+	abortAt map[int]int // call → tokens returned before a (resumable) abort
+	calls   int
+	version int16
+}
+
+func (e *routingEngine) Generate(_ context.Context, req server.GenerateRequest) (server.TokenOutput, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	call := e.calls
+	e.calls++
+	e.version++
+	toks := e.turns[0]
+	stop := server.StopEOS
+	if n, ok := e.abortAt[call]; ok {
+		toks, stop = toks[:n], server.StopAbort
+		e.turns[0] = e.turns[0][n:]
+	} else {
+		e.turns = e.turns[1:]
+	}
+	out := server.TokenOutput{TokenIDs: toks, StopReason: stop}
+	if req.Params.RoutedExperts {
+		rows := len(req.PromptIDs) + len(toks) - 1
+		r := &server.Routing{Layers: 2, TopK: 1, Experts: make([]int16, 2*rows)}
+		for p := range rows {
+			r.Experts[2*p], r.Experts[2*p+1] = e.version*1000+int16(p), -(e.version*1000 + int16(p))
+		}
+		out.RoutedExperts = r
+	}
+	return out, nil
+}
+
+// The trajectory's routing is the last turn's, covering the whole
+// sequence; a resumed turn keeps the first call's rows for the tokens
+// generated before the abort (verl's resume loop) and appends the rest.
+func TestEpisodeRoutedExperts(t *testing.T) {
+	tok := qwen3(t)
+	call := "<tool_call>\n{\"name\": \"add\", \"arguments\": {\"a\": 1, \"b\": 2}}\n</tool_call>"
+	first, second := turn(t, tok, call), turn(t, tok, "3")
+	eng := &routingEngine{turns: [][]int32{first, second}, abortAt: map[int]int{1: 1}}
+	set, err := tool.NewSet(addTool(t))
+	require.NoError(t, err)
+	kit, err := NewToolKit(&Env{Server: eng, Tokenizer: tok, Tools: set}, Config{})
+	require.NoError(t, err)
+	e := kit.Episode(Sample{ID: "r", Messages: []chat.Message{{Role: chat.RoleUser, Content: "1+2?"}}},
+		server.SamplingParams{RoutedExperts: true})
+	require.True(t, e.Start())
+	for {
+		res, ok := e.GenerateTurn(context.Background())
+		if !ok {
+			break
+		}
+		if !res.HasCalls() {
+			e.Stop(trajectory.StopCompleted)
+			break
+		}
+		if !e.Step(context.Background(), res) {
+			break
+		}
+	}
+	tr, err := e.Finish()
+	require.NoError(t, err)
+	require.NoError(t, tr.Validate())
+	require.Equal(t, 3, eng.calls, "the second turn was resumed once")
+	r := tr.RoutedExperts
+	require.NotNil(t, r)
+	seq := len(tr.PromptIDs) + len(tr.ResponseIDs)
+	require.Equal(t, seq-1, r.Rows(), "one row short of the sequence: its last token was never run")
+	// Turn 2's first call (version 2) made the rows up to its one token;
+	// the resumed call (version 3) only the rest.
+	cut := seq - len(second) // position of turn 2's first token
+	for p := range r.Rows() {
+		v := int16(3)
+		if p < cut {
+			v = 2
+		}
+		require.Equal(t, v*1000+int16(p), r.Experts[2*p], "position %d", p)
+		require.Equal(t, -(v*1000 + int16(p)), r.Experts[2*p+1], "position %d", p)
+	}
+
+	// Not asked: no routing.
+	eng = &routingEngine{turns: [][]int32{second}}
+	plain := NewEpisode(&Env{Server: eng, Tokenizer: tok}, Config{}, Sample{ID: "n", Messages: []chat.Message{{Role: chat.RoleUser, Content: "1+2?"}}}, server.SamplingParams{}, nil)
+	require.True(t, plain.Start())
+	plain.Generate(context.Background())
+	tr, err = plain.Finish()
+	require.NoError(t, err)
+	require.Nil(t, tr.RoutedExperts)
+}
+
+func TestGenerationRoutingErrors(t *testing.T) {
+	var g Generation
+	require.NoError(t, g.addRouting(&server.Routing{Layers: 2, TopK: 1, Experts: make([]int16, 4)}))
+	require.ErrorIs(t, g.addRouting(&server.Routing{Layers: 1, TopK: 2, Experts: make([]int16, 6)}), server.ErrBadResponse)
+	require.ErrorIs(t, g.addRouting(&server.Routing{Start: 3, Layers: 2, TopK: 1, Experts: make([]int16, 4)}), server.ErrBadResponse)
+	require.ErrorIs(t, g.addRouting(&server.Routing{Layers: 2, TopK: 1, Experts: make([]int16, 3)}), server.ErrBadResponse)
+}
