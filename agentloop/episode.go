@@ -63,8 +63,9 @@ type Episode struct {
 	toolErrors     int
 	extra          map[string]any
 
-	stop trajectory.StopReason
-	err  error
+	stop   trajectory.StopReason
+	err    error
+	envErr error // NewEpisode got no usable Env
 }
 
 // NewEpisode starts the episode of sample s with sampling params p; tools
@@ -73,6 +74,16 @@ type Episode struct {
 // Factory got; env must have a Server and a Tokenizer (NewManager checks).
 func NewEpisode(env *Env, cfg Config, s Sample, p server.SamplingParams, tools []chat.ToolSchema) *Episode {
 	e := &Episode{env: env, cfg: cfg, s: s, params: p, start: time.Now()}
+	if env == nil || env.check() != nil {
+		// Start reports it: a loop that never went through NewManager's
+		// checks gets an error, not a panic.
+		e.envErr = errors.New("agentloop: NewEpisode: env is nil or has no Server or Tokenizer")
+		if env != nil {
+			e.envErr = env.check()
+		}
+		e.env = &Env{}
+		return e
+	}
 	e.cc = tokenizer.ChatContext{
 		Messages:            append(make([]chat.Message, 0, len(s.Messages)+8), s.Messages...),
 		Tools:               tools,
@@ -90,6 +101,16 @@ func NewEpisode(env *Env, cfg Config, s Sample, p server.SamplingParams, tools [
 // Config.PromptLength (StopPromptLength).
 func (e *Episode) Start() bool {
 	if e.stop != "" {
+		return false
+	}
+	if e.envErr != nil {
+		e.Fail(e.envErr)
+		return false
+	}
+	if err := e.s.Validate(); err != nil {
+		// Before the template, which would drop an unknown role or fail
+		// on an empty conversation with a message about its own code.
+		e.Fail(fmt.Errorf("agentloop: %s: %w", e.s.describe(e.s.Index), err))
 		return false
 	}
 	t0 := time.Now()

@@ -116,3 +116,34 @@ func TestGenerationRoutingErrors(t *testing.T) {
 	require.ErrorIs(t, g.addRouting(&server.Routing{Start: 3, Layers: 2, TopK: 1, Experts: make([]int16, 4)}), server.ErrBadResponse)
 	require.ErrorIs(t, g.addRouting(&server.Routing{Layers: 2, TopK: 1, Experts: make([]int16, 3)}), server.ErrBadResponse)
 }
+
+// A loop run without the Manager gets its checks too: no Env is an error,
+// not a panic, and a sample with no messages or an unknown role fails at
+// Start naming the sample, before the chat template drops or trips on it.
+func TestEpisodeStartChecks(t *testing.T) {
+	e := NewEpisode(nil, Config{}, Sample{ID: "x"}, server.SamplingParams{}, nil)
+	require.False(t, e.Start())
+	_, err := e.Finish()
+	require.ErrorContains(t, err, "env is nil")
+	e = NewEpisode(&Env{}, Config{}, Sample{ID: "x"}, server.SamplingParams{}, nil)
+	require.False(t, e.Start())
+	_, err = e.Finish()
+	require.ErrorContains(t, err, "Env.Server is nil")
+
+	tok := qwen3(t)
+	env := &Env{Server: &routingEngine{turns: [][]int32{{1}}}, Tokenizer: tok}
+	for _, c := range []struct {
+		s    Sample
+		want string
+	}{
+		{Sample{ID: "empty", Index: 3}, `sample 3 (id "empty")`},
+		{Sample{ID: "robot", Messages: []chat.Message{{Role: "robot", Content: "beep"}}}, `role "robot"`},
+	} {
+		e := NewEpisode(env, Config{}, c.s, server.SamplingParams{}, nil)
+		require.False(t, e.Start())
+		stop, err := e.Stopped()
+		require.Equal(t, trajectory.StopError, stop)
+		require.ErrorIs(t, err, ErrSample)
+		require.ErrorContains(t, err, c.want)
+	}
+}

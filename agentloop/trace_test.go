@@ -186,7 +186,7 @@ func TestPromptEventOnEncodeError(t *testing.T) {
 	var log eventLog
 	loop, err := NewSingleTurn(&Env{Server: servertest.New(servertest.Config{}), Tokenizer: failingTemplate{qwen3(t)}, Trace: log.trace}, Config{})
 	require.NoError(t, err)
-	_, err = loop.Run(context.Background(), Sample{ID: "x"}, server.SamplingParams{})
+	_, err = loop.Run(context.Background(), Sample{ID: "x", Messages: []chat.Message{{Role: chat.RoleUser, Content: "hi"}}}, server.SamplingParams{})
 	require.ErrorContains(t, err, "template error")
 	evs := log.events()
 	require.Len(t, evs, 2)
