@@ -274,9 +274,13 @@ func (d *dsmlDialect) invokeCall(s, closer string, v *validator) (name, args str
 			}
 			key, kind := attrs[:q], strings.TrimSpace(attrs[q+1:])
 			j += gt + 1
-			end := strings.Index(rest[j:], d.paramEnd)
+			// Only one search: the strict one would scan to the end of
+			// the text at every unclosed parameter (quadratic).
+			var end int
 			if d.lenient {
 				end = indexAny(rest[j:], d.paramEnd, d.param)
+			} else {
+				end = strings.Index(rest[j:], d.paramEnd)
 			}
 			if end < 0 {
 				return name, "", len(s), fmt.Sprintf("function %q: unclosed parameter %q: missing %s", name, key, d.paramEnd)
