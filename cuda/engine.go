@@ -307,7 +307,11 @@ func (e *Engine) submit(ctx context.Context, req server.GenerateRequest, stream 
 		prompt: len(req.PromptIDs), tokens: append([]int32(nil), req.PromptIDs...),
 		rng:   rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15)),
 		reply: make(chan result, 1),
+		// Checked after every sampled token: a set, so a long list costs
+		// its length once, not once per token.
+		stops: server.NewStopSet(req.Params.StopTokenIDs),
 	}
+	r.params.StopTokenIDs = nil // the scheduler reads stops
 	if stream {
 		r.stream = &tokenStream{notify: make(chan struct{}, 1)}
 	}
@@ -420,6 +424,9 @@ func (e *Engine) validate(req *server.GenerateRequest) error {
 		return bad("max_new_tokens %d is negative", p.MaxNewTokens)
 	case p.PromptLogprobs && (p.PromptLogprobsFrom < 0 || p.PromptLogprobsFrom >= n):
 		return bad("prompt logprobs from position %d: outside the prompt of %d tokens", p.PromptLogprobsFrom, n)
+	case len(p.StopTokenIDs) > e.vocab:
+		// A longer list repeats ids or names ids the model cannot sample.
+		return bad("%d stop token ids: more than the vocabulary of %d", len(p.StopTokenIDs), e.vocab)
 	}
 	return nil
 }
