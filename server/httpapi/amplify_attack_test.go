@@ -87,6 +87,7 @@ func TestAttackPromptPastTheContextIsNotRead(t *testing.T) {
 		require.Contains(t, resp, "context_length_exceeded", tc.path)
 		require.Contains(t, resp, fmt.Sprintf("more than %d input tokens", ctxLen-1), tc.path)
 		held, peak := httpapi.BodyMemory(s)
+		t.Logf("%s: read %d bytes of a %d-byte body", tc.path, peak, len(body))
 		require.Zero(t, held, tc.path)
 		require.Less(t, peak, int64(256<<10), "%s: the server read %d bytes of a %d-byte body", tc.path, peak, len(body))
 		// A prompt that fits is still served.
@@ -163,6 +164,7 @@ func TestAttackConcurrentBodiesHoldAtMostTheCap(t *testing.T) {
 		require.Equal(t, 200, r.code)
 	}
 	h, peak := httpapi.BodyMemory(s)
+	t.Logf("peak of the bytes held: %d (cap %d)", peak, limit)
 	require.Zero(t, h, "every body's bytes are given back")
 	require.LessOrEqual(t, peak, int64(limit))
 	require.Greater(t, peak, int64(3*part), "the counter saw the three bodies")
