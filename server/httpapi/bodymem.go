@@ -10,17 +10,15 @@ import (
 // 0: four bodies of the largest size at once, server-wide.
 const DefaultBodyMemory = 4 * DefaultMaxBodyBytes
 
-// bodyReadChunk bounds one read's charge: a reader may offer a buffer of
-// the whole Content-Length, and the charge is made before the read.
-const bodyReadChunk = 64 << 10
-
 // errBodyMemory is a body read refused because the bodies being read at
 // once already hold Config.MaxBodyMemory bytes.
 var errBodyMemory = errors.New("server busy: the request bodies being read at once hold the server's limit of body memory (MaxBodyMemory); retry later")
 
 // bodyBudget counts the bytes of request bodies being read and decoded at
 // once, server-wide (Config.MaxBodyMemory): each body's bytes are charged
-// as they are read, before the read, and given back when its reading ends
+// as they are read (into the reader's buffer, which exists either way:
+// what a request holds grows only with what it keeps of the bytes read),
+// and given back when its reading ends
 // (its end, an error, or the handler's return). A read that would pass the
 // limit fails at once and the request gets 429 with Retry-After, as for
 // the in-flight limit: the client retries the same server later, which a
@@ -67,15 +65,11 @@ func (r *budgetBody) Read(p []byte) (int, error) {
 	if r.done {
 		return r.ReadCloser.Read(p)
 	}
-	if len(p) > bodyReadChunk {
-		p = p[:bodyReadChunk]
-	}
-	if !r.b.take(int64(len(p))) {
+	n, err := r.ReadCloser.Read(p)
+	if n > 0 && !r.b.take(int64(n)) {
 		r.releaseLocked()
 		return 0, errBodyMemory
 	}
-	n, err := r.ReadCloser.Read(p)
-	r.b.give(int64(len(p) - n))
 	r.held += int64(n)
 	if err != nil {
 		// The body's end or a failure: its reading is over.
