@@ -209,7 +209,7 @@ func TestCallMemoryBoundWithoutCgroup(t *testing.T) {
 	t.Logf("bound %s; peak: RSS %s (%d processes), tmpfs/shmem %s, slab %s, sockets %s (%d), sum %s; host used %s more",
 		mib(bound), mib(peak.rss), peak.procs, mib(peak.shmem), mib(peak.slab), mib(peak.sockets), peak.nsockets, mib(peak.total()), mib(peak.used))
 	require.Positive(t, peak.procs, "the sandbox's processes were seen")
-	require.Positive(t, peak.sockets, "the sandbox's sockets were seen")
+	require.Positive(t, peak.sockets, "ss, run by nsenter in the launcher's user and network namespaces (which this uid owns), listed the sandbox's sockets")
 	require.Less(t, peak.total(), bound, "what the call held stays under SECURITY.md's bound")
 	// Each part stays under its own share too.
 	require.Less(t, peak.shmem, 3*(int64(cfg.DiskMB)<<20)+8<<20, "tmpfs: the three mounts of disk_mb, nothing else written")
