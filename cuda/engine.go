@@ -319,7 +319,11 @@ func (e *Engine) submit(ctx context.Context, req server.GenerateRequest, stream 
 		prompt: len(req.PromptIDs), tokens: append([]int32(nil), req.PromptIDs...),
 		rng:   rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15)),
 		reply: make(chan result, 1),
+		// Checked after every sampled token: a set, so a long list costs
+		// its length once, not once per token.
+		stops: server.NewStopSet(req.Params.StopTokenIDs),
 	}
+	r.params.StopTokenIDs = nil // the scheduler reads stops
 	if stream {
 		r.stream = &tokenStream{notify: make(chan struct{}, 1)}
 	}
@@ -405,6 +409,11 @@ wait:
 // validate runs the check every engine shares (server.CheckRequest) and
 // then this engine's own: the prompt must leave room in the context.
 func (e *Engine) validate(req *server.GenerateRequest) error {
+	if n := len(req.Params.StopTokenIDs); n > e.vocab {
+		// A longer list repeats ids or names ids the model cannot sample;
+		// refused before anything walks it.
+		return fmt.Errorf("%w: %d stop token ids: more than the vocabulary of %d", server.ErrBadRequest, n, e.vocab)
+	}
 	if err := server.CheckRequest(*req, e.vocab); err != nil {
 		return err
 	}

@@ -18,7 +18,8 @@ type request struct {
 	id       string
 	priority int
 	arrival  int64
-	params   server.SamplingParams
+	params   server.SamplingParams // StopTokenIDs cleared: see stops
+	stops    server.StopSet
 	prompt   int     // prompt length
 	tokens   []int32 // prompt + output so far
 	logprobs []float32
@@ -482,7 +483,7 @@ func (s *sched) retire() {
 		}
 		s.stats.DecodeTokens++
 		switch {
-		case slices.Contains(r.params.StopTokenIDs, tok):
+		case r.stops.Has(tok):
 			s.finish(r, server.StopEOS, nil)
 		case r.params.MaxNewTokens > 0 && len(r.tokens)-r.prompt >= r.params.MaxNewTokens,
 			len(r.tokens) >= s.e.maxCtx:

@@ -35,3 +35,15 @@ func Example() {
 	// [5 6 7] stop 3 logprobs
 	// abort: <nil>
 }
+
+// A StopSet is built once per request and looked up after every sampled
+// token, in constant time whatever the list's length.
+func ExampleNewStopSet() {
+	stops := server.NewStopSet([]int32{151645, 151643})
+	for _, tok := range []int32{872, 151645} {
+		fmt.Println(tok, stops.Has(tok))
+	}
+	// Output:
+	// 872 false
+	// 151645 true
+}

@@ -18,6 +18,7 @@ import (
 	"github.com/agentrl/agentrl/cuda/cudaprom"
 	"github.com/agentrl/agentrl/router"
 	"github.com/agentrl/agentrl/router/routerprom"
+	"github.com/agentrl/agentrl/server/httpapi"
 )
 
 // newLogger returns the slog logger --log-format asks for.
@@ -65,22 +66,30 @@ func metricsHandler(log *slog.Logger, cs ...prometheus.Collector) (http.Handler,
 	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelError)}), nil
 }
 
-func startMetrics(addr string, log *slog.Logger, cs ...prometheus.Collector) (*metricsServer, error) {
+func startMetrics(addr string, log *slog.Logger, access httpapi.Config, cs ...prometheus.Collector) (*metricsServer, error) {
 	h, err := metricsHandler(log, cs...)
 	if err != nil {
 		return nil, err
 	}
-	return serveMetrics(addr, log, h)
+	return serveMetrics(addr, log, h, access)
 }
 
-// serveMetrics serves h at /metrics on a listener of its own.
-func serveMetrics(addr string, log *slog.Logger, h http.Handler) (*metricsServer, error) {
+// serveMetrics serves h at /metrics on a listener of its own, behind the
+// API server's checks (httpapi.Guard) with access's auth token, allowed
+// hosts and origins: without a token, a Host that is not an IP address,
+// localhost or an allowed host is refused, so a DNS-rebinding page cannot
+// read the metrics.
+func serveMetrics(addr string, log *slog.Logger, h http.Handler, access httpapi.Config) (*metricsServer, error) {
+	guarded, err := httpapi.Guard(h, access)
+	if err != nil {
+		return nil, fmt.Errorf("--metrics-addr: %w", err)
+	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("--metrics-addr: %w", err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", h)
+	mux.Handle("GET /metrics", guarded)
 	m := &metricsServer{
 		srv:  &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelError)},
 		ln:   ln,

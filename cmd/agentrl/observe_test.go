@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -189,6 +190,7 @@ func TestServeMetricsAddr(t *testing.T) {
 	base := waitURL(t, &sout, servingOn, &serr)
 	text := scrapeText(t, url)
 	require.Equal(t, 0.0, metricValue(t, text, "agentrl_engine_requests_total"))
+	require.Equal(t, http.StatusMisdirectedRequest, getHost(t, url, "rebind.example", ""), "the metrics listener has the API's Host check")
 
 	sc, err := sglang.New(sglang.Config{BaseURL: base})
 	require.NoError(t, err)
@@ -217,6 +219,61 @@ func TestServeMetricsAddr(t *testing.T) {
 		var rec map[string]any
 		require.NoError(t, json.Unmarshal([]byte(line), &rec), "log line %q", line)
 	}
+}
+
+// getHost GETs url with the Host header host (and a bearer token when
+// given) and returns the status.
+func getHost(t *testing.T, url, host, token string) int {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	require.NoError(t, err)
+	req.Host = host
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// TestAttackMetricsAddrRebinding: the --metrics-addr listener checked
+// neither Host nor the auth token, so a DNS-rebinding page (its own host
+// name resolved to 127.0.0.1) could read it. It now answers as the API
+// port does: without a token only IP addresses, localhost and allowed
+// names; with one, only requests that carry it.
+func TestAttackMetricsAddrRebinding(t *testing.T) {
+	h := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "agentrl_up 1\n") })
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	for _, tc := range []struct {
+		name   string
+		access httpapi.Config
+		host   string
+		token  string
+		want   int
+	}{
+		{"rebinding", httpapi.Config{}, "rebind.example", "", http.StatusMisdirectedRequest},
+		{"rebinding with port", httpapi.Config{}, "rebind.example:9090", "", http.StatusMisdirectedRequest},
+		{"ip", httpapi.Config{}, "", "", 200},
+		{"localhost", httpapi.Config{}, "localhost:9090", "", 200},
+		{"allowed name", httpapi.Config{AllowedHosts: []string{"trainer-0"}}, "trainer-0:9090", "", 200},
+		{"other name", httpapi.Config{AllowedHosts: []string{"trainer-0"}}, "trainer-1:9090", "", http.StatusMisdirectedRequest},
+		{"no token", httpapi.Config{AuthToken: "t0k"}, "", "", http.StatusUnauthorized},
+		{"wrong token", httpapi.Config{AuthToken: "t0k"}, "", "t0K", http.StatusUnauthorized},
+		{"token", httpapi.Config{AuthToken: "t0k"}, "", "t0k", 200},
+	} {
+		m, err := serveMetrics("127.0.0.1:0", logger, h, tc.access)
+		require.NoError(t, err)
+		host := tc.host
+		if host == "" {
+			host = m.Addr()
+		}
+		require.Equal(t, tc.want, getHost(t, "http://"+m.Addr()+"/metrics", host, tc.token), tc.name)
+		require.NoError(t, m.stop())
+	}
+	_, err := serveMetrics("127.0.0.1:0", logger, h, httpapi.Config{AllowedHosts: []string{"a b"}})
+	require.ErrorContains(t, err, "AllowedHosts")
 }
 
 func TestLogFormatFlag(t *testing.T) {

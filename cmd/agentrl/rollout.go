@@ -24,6 +24,7 @@ import (
 	"github.com/agentrl/agentrl/dataset"
 	"github.com/agentrl/agentrl/router"
 	"github.com/agentrl/agentrl/server"
+	"github.com/agentrl/agentrl/server/httpapi"
 	"github.com/agentrl/agentrl/server/sglang"
 	"github.com/agentrl/agentrl/server/vllm"
 	"github.com/agentrl/agentrl/tokenizer"
@@ -52,6 +53,8 @@ func runRollout(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	validate := fs.Bool("validate", false, "sample with val_kwargs")
 	progress := fs.String("progress", "auto", "progress bar: auto (on a terminal), always, never")
 	metricsAddr := fs.String("metrics-addr", "", "serve Prometheus metrics (agent loop, router or engine) at http://ADDR/metrics while the rollout runs; empty: none")
+	var metricsHosts listFlag
+	fs.Var(&metricsHosts, "metrics-allow-host", "host name scrapers may address --metrics-addr by besides IPs and localhost (repeatable; DNS-rebinding defence)")
 	logFormat := fs.String("log-format", "text", "format of log records on stderr: text or json")
 	logInterval := fs.Duration("log-interval", 10*time.Second, "without a progress bar: log rollout progress (done/total, rate, stop reasons) this often")
 	fs.Usage = func() {
@@ -174,7 +177,7 @@ func runRollout(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	if *metricsAddr != "" {
 		loopMetrics := agentprom.New(agentprom.Options{})
 		env.Trace = loopMetrics.Trace
-		ms, err := startMetrics(*metricsAddr, logger, append(engineCollectors(engine), loopMetrics)...)
+		ms, err := startMetrics(*metricsAddr, logger, httpapi.Config{AllowedHosts: metricsHosts}, append(engineCollectors(engine), loopMetrics)...)
 		if err != nil {
 			return err
 		}

@@ -33,6 +33,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	toolParser := fs.String("tool-parser", "", "tool-call format for /v1/chat/completions (e.g. hermes); empty: plain text")
 	reasoning := fs.Bool("reasoning", false, "split <think>…</think> into reasoning_content")
 	maxBody := fs.Int64("max-body", httpapi.DefaultMaxBodyBytes, "request body limit in bytes")
+	maxBodyMem := fs.Int64("max-body-memory", 0, "bytes all request bodies being read at once may hold; a read past it gets 429 (0: 4 × -max-body)")
 	kvMemory := fs.Int64("kv-memory", 0, "KV cache bytes (default: the engine's)")
 	kvCache := fs.String("kv-cache", "fp32", "how the KV cache stores keys and values: fp32, or bf16 (CPU engine only: half the bytes, twice the positions in -kv-memory, faster decode over long contexts)")
 	device := fs.String("device", "cpu", "where the engine runs: cpu, or cuda (needs a binary built with -tags cuda)")
@@ -78,6 +79,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		bad  bool
 	}{
 		{"-max-body", *maxBody < 1},
+		{"-max-body-memory", *maxBodyMem < 0},
 		{"-max-conns", *maxConns < 1},
 		{"-max-inflight", *maxInFlight < 1},
 		{"-read-header-timeout", *headerTimeout <= 0},
@@ -96,7 +98,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if err != nil {
 		return err
 	}
-	cfg := httpapi.Config{Addr: *addr, MaxBodyBytes: *maxBody, Model: *name,
+	cfg := httpapi.Config{Addr: *addr, MaxBodyBytes: *maxBody, MaxBodyMemory: *maxBodyMem, Model: *name,
 		MaxConns: *maxConns, MaxInFlight: *maxInFlight,
 		ReadHeaderTimeout: *headerTimeout, BodyTimeout: *bodyTimeout, IdleTimeout: *idleTimeout, WriteTimeout: *writeTimeout,
 		AllowedWeightDirs: weightDirs, AllowedHosts: hosts, AllowedOrigins: origins,
@@ -144,7 +146,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 	cfg.Metrics = mh
 	if *metricsAddr != "" {
-		ms, err := serveMetrics(*metricsAddr, logger, mh)
+		ms, err := serveMetrics(*metricsAddr, logger, mh, cfg)
 		if err != nil {
 			return err
 		}

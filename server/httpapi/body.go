@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 )
 
 // A generation request's body is split while it is read, never held whole:
@@ -93,6 +94,29 @@ func (s *byteScanner) syntax(format string, args ...any) error {
 // which of two lists would win. Bodies that are not JSON objects go
 // whole into rest, for encoding/json to reject them in its words.
 func readBodySplit(r io.Reader, idKey string) (*splitBody, error) {
+	return readBodySplitMax(r, idKey, 0)
+}
+
+// splitBody is readBodySplit stopping once the id list passes what the
+// context can take (Config.MaxModelLen less one token to generate): a
+// prompt that cannot be served is refused before the rest of it is read,
+// not after it has been parsed whole.
+func (s *Server) splitBody(r io.Reader, idKey string) (*splitBody, error) {
+	if n := s.cfg.MaxModelLen; n > 0 {
+		return readBodySplitMax(r, idKey, n-1)
+	}
+	return readBodySplit(r, idKey)
+}
+
+// errTooManyIDs is an id list that passed its limit of max ids.
+type errTooManyIDs struct{ max int }
+
+func (e errTooManyIDs) Error() string { return fmt.Sprintf("more than %d token ids", e.max) }
+
+// readBodySplitMax is readBodySplit with the id list limited to maxIDs
+// ids (0: no limit), refused with vLLM's context_length_exceeded as soon
+// as one more is read.
+func readBodySplitMax(r io.Reader, idKey string, maxIDs int) (*splitBody, error) {
 	s := &byteScanner{r: bufio.NewReaderSize(r, 32<<10)}
 	out := &splitBody{}
 	c, err := s.nonSpace()
@@ -154,10 +178,16 @@ func readBodySplit(r io.Reader, idKey string) (*splitBody, error) {
 		}
 		if isID && c == '[' && !s.listOfLists() {
 			out.rest = out.rest[:start]
-			if out.ids, err = readIntList(s); err != nil {
+			if out.ids, err = readIntList(s, maxIDs); err != nil {
 				var re *errRequest
-				if errors.As(err, &re) {
+				var many errTooManyIDs
+				switch {
+				case errors.As(err, &re):
 					return nil, err // the body's end, size or time limit
+				case errors.As(err, &many):
+					return nil, &errRequest{status: http.StatusBadRequest, code: "context_length_exceeded", msg: fmt.Sprintf(
+						"field %q: this model's maximum context length is %d tokens, and the prompt has more than %d input tokens (the request was refused before the rest of it was read)",
+						idKey, many.max+1, many.max)}
 				}
 				return nil, badRequest("field %q: %v", idKey, err)
 			}
@@ -269,8 +299,10 @@ func copyValue(s *byteScanner, dst []byte, c byte) ([]byte, error) {
 
 // readIntList scans a JSON array of 32-bit integers whose '[' was read,
 // checking the JSON syntax itself (the list never goes through
-// encoding/json). Errors say which element is wrong.
-func readIntList(s *byteScanner) ([]int32, error) {
+// encoding/json). Errors say which element is wrong. With max > 0, a list
+// of more than max ids fails with errTooManyIDs as soon as the next one
+// starts, so what a refused list costs is bounded by max, not its length.
+func readIntList(s *byteScanner, max int) ([]int32, error) {
 	var done [][]int32
 	cur := make([]int32, 0, 256)
 	total := 0
@@ -289,6 +321,9 @@ func readIntList(s *byteScanner) ([]int32, error) {
 		}
 		if c == '[' {
 			return nil, errBatch
+		}
+		if max > 0 && total == max {
+			return nil, errTooManyIDs{max}
 		}
 		neg := c == '-'
 		if neg {
@@ -359,7 +394,7 @@ func parseIntList(data []byte) ([]int32, error) {
 	if err != nil || c != '[' {
 		return nil, errors.New("expected a list of token ids")
 	}
-	ids, err := readIntList(s)
+	ids, err := readIntList(s, 0)
 	if err != nil {
 		var re *errRequest
 		if errors.As(err, &re) {

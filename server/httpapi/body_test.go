@@ -138,6 +138,21 @@ func FuzzReadBodySplit(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		b, err := readBodySplit(bytes.NewReader(data), "input_ids")
+		// With a limit of 2 ids: the same result when the list has at
+		// most 2, else context_length_exceeded (unless another error
+		// comes first in the body).
+		lb, lerr := readBodySplitMax(bytes.NewReader(data), "input_ids", 2)
+		switch {
+		case err == nil && (!b.hasIDs || len(b.ids) <= 2):
+			require.NoError(t, lerr, "%q", data)
+			require.Equal(t, b, lb, "%q", data)
+		case err == nil:
+			var re *errRequest
+			require.ErrorAs(t, lerr, &re, "%q", data)
+			require.Equal(t, "context_length_exceeded", re.code, "%q: %v", data, lerr)
+		case lerr == nil:
+			t.Fatalf("%q: refused without a limit (%v), accepted with one", data, err)
+		}
 		if !json.Valid(data) {
 			if err == nil {
 				require.False(t, json.Valid(b.rest) && len(bytes.TrimSpace(data)) > 0, "invalid %q split into valid %q", data, b.rest)

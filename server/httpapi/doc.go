@@ -16,7 +16,9 @@
 //
 // The server binds 127.0.0.1 unless told otherwise (and logs a warning when
 // bound beyond loopback without a token), can require a bearer token
-// (compared in constant time), limits request bodies (413), bounds the
+// (compared in constant time), limits request bodies (413) and the bytes
+// of all bodies being read at once (429), stops reading a token-id prompt
+// once it passes the context, caps stop_token_ids, bounds the
 // time to send headers, body (408) and to read the response, closes idle
 // connections, caps open connections and requests in flight (429, health
 // checks exempt), refuses cross-site browser requests (Origin check; Host

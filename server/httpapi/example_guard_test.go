@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"strings"
 
@@ -44,4 +45,26 @@ func Example_hardened() {
 	// text/plain to /sleep: 415
 	// weights from /etc: 403
 	// weights from the allowed dir: 200
+}
+
+// Guard puts another handler (a metrics listener of its own) behind the
+// checks the Server makes: here no token, so a request must name the
+// server by an IP address, localhost or an allowed host (a DNS-rebinding
+// page's requests carry its own host name).
+func ExampleGuard() {
+	metrics := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "up 1") })
+	h, err := httpapi.Guard(metrics, httpapi.Config{AllowedHosts: []string{"trainer-0"}})
+	if err != nil {
+		panic(err)
+	}
+	for _, host := range []string{"127.0.0.1:9090", "trainer-0:9090", "rebind.example:9090"} {
+		w := httptest.NewRecorder()
+		r := httptest.NewRequest(http.MethodGet, "http://"+host+"/metrics", nil)
+		h.ServeHTTP(w, r)
+		fmt.Println(host, w.Code)
+	}
+	// Output:
+	// 127.0.0.1:9090 200
+	// trainer-0:9090 200
+	// rebind.example:9090 421
 }

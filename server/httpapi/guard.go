@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"crypto/subtle"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -69,10 +71,8 @@ func (c *Config) limitsDefaults() error {
 	if c.MaxBodyBytes < 0 {
 		return fmt.Errorf("httpapi: Config.MaxBodyBytes is negative (%d)", c.MaxBodyBytes)
 	}
-	for i, h := range c.AllowedHosts {
-		if h == "" || strings.ContainsAny(h, "/ ") {
-			return fmt.Errorf("httpapi: Config.AllowedHosts[%d] = %q is not a host name", i, h)
-		}
+	if err := checkHosts(c.AllowedHosts); err != nil {
+		return err
 	}
 	dirs := make([]string, len(c.AllowedWeightDirs))
 	for i, d := range c.AllowedWeightDirs {
@@ -87,12 +87,78 @@ func (c *Config) limitsDefaults() error {
 			return fmt.Errorf("httpapi: Config.AllowedWeightDirs[%d] = %q is not a directory", i, d)
 		}
 		dirs[i] = real
+		if clean := filepath.Clean(d); clean != real {
+			c.weightDirsAsGiven = append(c.weightDirsAsGiven, clean)
+		}
 	}
 	c.AllowedWeightDirs = dirs
 	return nil
 }
 
+func checkHosts(hosts []string) error {
+	for i, h := range hosts {
+		if h == "" || strings.ContainsAny(h, "/ ") {
+			return fmt.Errorf("httpapi: Config.AllowedHosts[%d] = %q is not a host name", i, h)
+		}
+	}
+	return nil
+}
+
 // ---- per-request checks ------------------------------------------------------
+
+// access is who may call the server: the checks ServeHTTP makes first, and
+// Guard makes for listeners of their own.
+type access struct {
+	token          string
+	hosts, origins []string
+}
+
+func accessOf(c Config) access {
+	return access{token: c.AuthToken, hosts: c.AllowedHosts, origins: c.AllowedOrigins}
+}
+
+// Guard returns h behind the checks the Server makes before any of its
+// endpoints: the Origin and (without an auth token) Host checks against
+// cross-site requests and DNS rebinding, and the bearer token when
+// cfg.AuthToken is set. Only cfg's AuthToken, AllowedHosts and
+// AllowedOrigins are read. It is for listeners of their own that serve
+// what the Server knows (a metrics port): without it a rebinding page
+// could read them.
+func Guard(h http.Handler, cfg Config) (http.Handler, error) {
+	if err := checkHosts(cfg.AllowedHosts); err != nil {
+		return nil, err
+	}
+	a := accessOf(cfg)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if a.allow(w, r) {
+			h.ServeHTTP(w, r)
+		}
+	}), nil
+}
+
+// allow answers a request that may not call the server (421, 403 or 401)
+// and returns false; else it returns true and writes nothing.
+func (a access) allow(w http.ResponseWriter, r *http.Request) bool {
+	if code, msg := a.checkOrigin(r); code != 0 {
+		writeError(w, code, msg)
+		return false
+	}
+	if a.token != "" && !a.authorized(r) {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="agentrl"`)
+		writeError(w, http.StatusUnauthorized, "missing or wrong bearer token in the Authorization header")
+		return false
+	}
+	return true
+}
+
+func (a access) authorized(r *http.Request) bool {
+	h := r.Header.Get("Authorization")
+	const prefix = "Bearer "
+	if len(h) < len(prefix) || !strings.EqualFold(h[:len(prefix)], prefix) {
+		return false
+	}
+	return subtle.ConstantTimeCompare([]byte(h[len(prefix):]), []byte(a.token)) == 1
+}
 
 // checkOrigin is the defence against cross-site requests from a browser on
 // a machine that can reach the server: CSRF (a page POSTing to
@@ -106,15 +172,15 @@ func (c *Config) limitsDefaults() error {
 //     address, "localhost", or one of Config.AllowedHosts: a rebinding
 //     page's requests carry the attacker's host name. With a token the
 //     check is off: a browser cannot attach the bearer token on its own.
-func (s *Server) checkOrigin(r *http.Request) (int, string) {
-	if s.cfg.AuthToken == "" && !s.hostAllowed(r.Host) {
+func (a access) checkOrigin(r *http.Request) (int, string) {
+	if a.token == "" && !a.hostAllowed(r.Host) {
 		return http.StatusMisdirectedRequest, fmt.Sprintf("host %q is not allowed: address this server by IP or localhost, or start it with an allowed host name (DNS-rebinding defence)", r.Host)
 	}
 	origin := r.Header.Get("Origin")
 	if origin == "" {
 		return 0, ""
 	}
-	for _, o := range s.cfg.AllowedOrigins {
+	for _, o := range a.origins {
 		if o == "*" || strings.EqualFold(o, origin) {
 			return 0, ""
 		}
@@ -126,7 +192,7 @@ func (s *Server) checkOrigin(r *http.Request) (int, string) {
 	return 0, ""
 }
 
-func (s *Server) hostAllowed(hostport string) bool {
+func (a access) hostAllowed(hostport string) bool {
 	host := hostport
 	if h, _, err := net.SplitHostPort(hostport); err == nil {
 		host = h
@@ -137,7 +203,7 @@ func (s *Server) hostAllowed(hostport string) bool {
 		// the browser send an IP literal as the Host of its own origin.
 		return true
 	}
-	for _, h := range s.cfg.AllowedHosts {
+	for _, h := range a.hosts {
 		if h == "*" || strings.EqualFold(h, host) || strings.EqualFold(h, hostport) {
 			return true
 		}
@@ -169,28 +235,67 @@ type errWeightsPath struct {
 	msg    string
 }
 
-// weightsPath checks that p lies inside one of Config.AllowedWeightDirs
-// once symbolic links are resolved, and returns the resolved path (so the
-// engine opens what was checked, not a link that could be swapped).
+// errWeightsOutside is the one answer for every path outside the allowed
+// directories, whether it exists or not, is a file or a directory, or is
+// reached through a symbolic link: a different answer (or the path echoed
+// back) would tell a client what exists on the host.
+var errWeightsOutside = &errWeightsPath{http.StatusForbidden,
+	`field "model_path": not a path inside the directories this server may load weights from`}
+
+// weightsPath checks that p lies inside one of Config.AllowedWeightDirs,
+// first as written (cleaned, so ".." cannot climb out), then with symbolic
+// links resolved, and returns the resolved path (so the engine opens what
+// was checked, not a link that could be swapped). Nothing outside the
+// allowed directories is looked at before the first check passes.
 func (s *Server) weightsPath(p string) (string, *errWeightsPath) {
 	if len(s.cfg.AllowedWeightDirs) == 0 {
 		return "", &errWeightsPath{http.StatusForbidden,
 			"loading weights from disk is disabled on this server: no directory is allowed (start it with -allow-weights-dir)"}
 	}
 	if !filepath.IsAbs(p) {
-		return "", &errWeightsPath{http.StatusBadRequest, fmt.Sprintf(`field "model_path": %q is not an absolute path`, p)}
+		return "", &errWeightsPath{http.StatusBadRequest, `field "model_path": not an absolute path`}
 	}
-	real, err := filepath.EvalSymlinks(filepath.Clean(p))
+	clean := filepath.Clean(p)
+	if !s.insideWeightDirs(clean, true) {
+		return "", errWeightsOutside
+	}
+	real, err := filepath.EvalSymlinks(clean)
 	if err != nil {
-		return "", &errWeightsPath{http.StatusBadRequest, fmt.Sprintf(`field "model_path": %v`, err)}
+		// Missing: say so only when what is missing would be inside (the
+		// deepest part that exists resolves inside); a link pointing out
+		// of the directories gets the same answer whether its target
+		// exists or not.
+		have := clean
+		for {
+			if _, err := os.Lstat(have); err == nil {
+				break
+			}
+			have = filepath.Dir(have)
+		}
+		if r, err := filepath.EvalSymlinks(have); err == nil && s.insideWeightDirs(r, false) {
+			return "", &errWeightsPath{http.StatusBadRequest, `field "model_path": no such file or directory inside the allowed directories`}
+		}
+		return "", errWeightsOutside
 	}
-	for _, d := range s.cfg.AllowedWeightDirs {
-		if rel, err := filepath.Rel(d, real); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-			return real, nil
+	if !s.insideWeightDirs(real, false) {
+		return "", errWeightsOutside
+	}
+	return real, nil
+}
+
+// insideWeightDirs reports whether the clean absolute path p lies inside
+// an allowed directory: as resolved, and (asWritten) as configured.
+func (s *Server) insideWeightDirs(p string, asWritten bool) bool {
+	dirs := s.cfg.AllowedWeightDirs
+	if asWritten {
+		dirs = append(slices.Clip(dirs), s.cfg.weightDirsAsGiven...)
+	}
+	for _, d := range dirs {
+		if rel, err := filepath.Rel(d, p); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+			return true
 		}
 	}
-	return "", &errWeightsPath{http.StatusForbidden,
-		fmt.Sprintf(`field "model_path": %q is outside the directories this server may load weights from`, p)}
+	return false
 }
 
 // ---- body read deadline ------------------------------------------------------

@@ -225,11 +225,12 @@ func TestAttackWeightsPathOutsideAllowedDirs(t *testing.T) {
 		code int
 		msg  string
 	}{
-		{outside, http.StatusForbidden, "outside the directories"},
-		{"/etc", http.StatusForbidden, "outside the directories"},
-		{filepath.Join(allowed, "..", "outside"), http.StatusForbidden, "outside the directories"},
-		{filepath.Join(allowed, "escape"), http.StatusForbidden, "outside the directories"},
-		{filepath.Join(allowed, "missing"), http.StatusBadRequest, "no such file"},
+		{outside, http.StatusForbidden, "not a path inside the directories"},
+		{"/etc", http.StatusForbidden, "not a path inside the directories"},
+		{filepath.Join(allowed, "..", "outside"), http.StatusForbidden, "not a path inside the directories"},
+		{filepath.Join(allowed, "escape"), http.StatusForbidden, "not a path inside the directories"},
+		{filepath.Join(allowed, "missing"), http.StatusBadRequest, "no such file or directory inside the allowed directories"},
+		{filepath.Join(allowed, "step-1", "missing", "deeper"), http.StatusBadRequest, "no such file or directory inside the allowed directories"},
 		{"allowed/step-1", http.StatusBadRequest, "not an absolute path"},
 	} {
 		code, body := post(t, s.URL()+"/update_weights_from_disk", `{"model_path":`+strconv.Quote(tc.path)+`}`)
@@ -247,6 +248,49 @@ func TestAttackWeightsPathOutsideAllowedDirs(t *testing.T) {
 	require.ErrorContains(t, err, "not an absolute path")
 	_, err = httpapi.New(eng, httpapi.Config{AllowedWeightDirs: []string{filepath.Join(root, "nope")}})
 	require.ErrorContains(t, err, "AllowedWeightDirs[0]")
+}
+
+// TestAttackWeightsPathProbe: /update_weights_from_disk must not tell a
+// client what exists outside the allowed directories. Symbolic links were
+// resolved before the check, so a missing path (/root/.ssh) got 400 "no
+// such file", an existing one (/etc/shadow) 403, and a followed link
+// leaked its target's size. Now every path outside, and every link out
+// of the allowed directory, gets the same bytes back.
+func TestAttackWeightsPathProbe(t *testing.T) {
+	eng := servertest.New(servertest.Config{})
+	root := t.TempDir()
+	allowed := filepath.Join(root, "allowed")
+	host := filepath.Join(root, "host") // stands for the host's own files
+	require.NoError(t, os.MkdirAll(allowed, 0o700))
+	require.NoError(t, os.MkdirAll(filepath.Join(host, "etc"), 0o700))
+	shadow := filepath.Join(host, "etc", "shadow")
+	require.NoError(t, os.WriteFile(shadow, []byte("root:*:19000:0:99999:7:::\n"), 0o600))
+	missing := filepath.Join(host, "root", ".ssh")
+	for name, target := range map[string]string{"to-shadow": shadow, "to-ssh": missing, "to-etc": filepath.Join(host, "etc"), "to-root": "/"} {
+		require.NoError(t, os.Symlink(target, filepath.Join(allowed, name)))
+	}
+	s := start(t, eng, httpapi.Config{AllowedWeightDirs: []string{allowed}})
+	probe := func(p string) string {
+		resp, err := testClient.Post(s.URL()+"/update_weights_from_disk", "application/json", strings.NewReader(`{"model_path":`+strconv.Quote(p)+`}`))
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return fmt.Sprintf("%d %s %s", resp.StatusCode, resp.Header.Get("Content-Type"), b)
+	}
+	want := probe(missing)
+	require.Contains(t, want, "403 ")
+	for _, p := range []string{
+		shadow, filepath.Join(host, "etc"), "/etc/shadow", "/root/.ssh", "/", "/proc/self/environ",
+		filepath.Join(allowed, "..", "host", "etc", "shadow"),
+		filepath.Join(allowed, "to-shadow"), filepath.Join(allowed, "to-ssh"), filepath.Join(allowed, "to-etc"),
+		filepath.Join(allowed, "to-etc", "shadow"), filepath.Join(allowed, "to-etc", "passwd"),
+		filepath.Join(allowed, "to-root", "etc", "shadow"), filepath.Join(allowed, "to-root", "root", ".ssh"),
+	} {
+		require.Equal(t, want, probe(p), p)
+	}
+	require.NotContains(t, want, host, "the path is not echoed back")
+	require.Empty(t, eng.WeightsPath())
 }
 
 func TestWarnsWhenServingBeyondLoopbackWithoutToken(t *testing.T) {

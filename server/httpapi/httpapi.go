@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"crypto/subtle"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -35,6 +34,13 @@ type Config struct {
 	AuthToken string
 	// MaxBodyBytes limits request bodies; larger ones get 413.
 	MaxBodyBytes int64
+	// MaxBodyMemory caps the bytes of all request bodies being read at
+	// once, server-wide: a body's bytes count from its first byte until
+	// it is read to its end (or its handler returns). A read past the cap
+	// fails and the request gets 429 with Retry-After. Default 4 ×
+	// MaxBodyBytes (DefaultBodyMemory with the default body limit); at
+	// least MaxBodyBytes.
+	MaxBodyMemory int64
 	// Model is the model name reported by /model_info, /v1/models and OpenAI
 	// responses; default "agentrl".
 	Model string
@@ -69,7 +75,13 @@ type Config struct {
 	AllowedOrigins []string
 	// AllowedWeightDirs are the directories /update_weights_from_disk may
 	// load from (symbolic links resolved); none refuses every such load.
+	// A path is checked as written first (cleaned), then resolved; every
+	// path outside gets one answer, whether it exists or not.
 	AllowedWeightDirs []string
+	// weightDirsAsGiven are the AllowedWeightDirs as configured (cleaned)
+	// where they differ from their resolved form, for the check of a path
+	// as written.
+	weightDirsAsGiven []string
 	// Logger receives warnings (an unauthenticated server bound beyond
 	// loopback); default slog.Default().
 	Logger *slog.Logger
@@ -120,6 +132,8 @@ type Server struct {
 	sleeping bool // as last set through /sleep, /release_memory_occupation, /wake_up
 
 	inflight chan struct{} // a slot per request being handled (MaxInFlight)
+	bodies   *bodyBudget   // bytes of the bodies being read (MaxBodyMemory)
+	access   access        // who may call: Host, Origin, token
 	created  time.Time     // reported as the model's "created"
 	versions weightVersions
 
@@ -141,6 +155,12 @@ func New(engine server.LLMServer, cfg Config) (*Server, error) {
 	if cfg.MaxBodyBytes == 0 {
 		cfg.MaxBodyBytes = DefaultMaxBodyBytes
 	}
+	switch {
+	case cfg.MaxBodyMemory == 0:
+		cfg.MaxBodyMemory = 4 * cfg.MaxBodyBytes
+	case cfg.MaxBodyMemory < cfg.MaxBodyBytes:
+		return nil, fmt.Errorf("httpapi: Config.MaxBodyMemory (%d) is below MaxBodyBytes (%d): a body of the largest size could never be read", cfg.MaxBodyMemory, cfg.MaxBodyBytes)
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -161,7 +181,7 @@ func New(engine server.LLMServer, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{engine: engine, cfg: cfg, mux: http.NewServeMux(), inflight: make(chan struct{}, cfg.MaxInFlight), created: time.Now(),
-		sessionSources: sources}
+		sessionSources: sources, bodies: &bodyBudget{limit: cfg.MaxBodyMemory}, access: accessOf(cfg)}
 	s.base, s.cancelBase = context.WithCancel(context.Background())
 	s.routes()
 	return s, nil
@@ -322,13 +342,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	rc := http.NewResponseController(w)
 	w = &writeDeadline{ResponseWriter: w, rc: rc, timeout: s.cfg.WriteTimeout}
-	if code, msg := s.checkOrigin(r); code != 0 {
-		writeError(w, code, msg)
-		return
-	}
-	if s.cfg.AuthToken != "" && !s.authorized(r) {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="agentrl"`)
-		writeError(w, http.StatusUnauthorized, "missing or wrong bearer token in the Authorization header")
+	if !s.access.allow(w, r) {
 		return
 	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
@@ -347,6 +361,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if rc.SetReadDeadline(time.Now().Add(s.cfg.BodyTimeout)) == nil {
 			r.Body = &deadlineBody{ReadCloser: r.Body, rc: rc}
 		}
+		b := s.bodies.wrap(r.Body)
+		defer b.release()
+		r.Body = b
 	}
 	// Requests must also end when the server is closed, also when the
 	// handler is mounted elsewhere.
@@ -355,15 +372,6 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	stop := context.AfterFunc(s.base, cancel)
 	defer stop()
 	s.mux.ServeHTTP(w, r.WithContext(ctx))
-}
-
-func (s *Server) authorized(r *http.Request) bool {
-	h := r.Header.Get("Authorization")
-	const prefix = "Bearer "
-	if len(h) < len(prefix) || !strings.EqualFold(h[:len(prefix)], prefix) {
-		return false
-	}
-	return subtle.ConstantTimeCompare([]byte(h[len(prefix):]), []byte(s.cfg.AuthToken)) == 1
 }
 
 // ---- shared helpers ------------------------------------------------------
@@ -573,6 +581,9 @@ func jsonFieldType(t reflect.Type, name string) reflect.Type {
 func writeRequestError(w http.ResponseWriter, err error) {
 	var re *errRequest
 	if errors.As(err, &re) {
+		if re.status == http.StatusTooManyRequests {
+			w.Header().Set("Retry-After", "1")
+		}
 		writeErrorCode(w, re.status, re.msg, re.code)
 		return
 	}

@@ -87,7 +87,7 @@ func (s *Server) parseSGLangGenerate(data []byte) (prepared, error) {
 }
 
 func (s *Server) readSGLangGenerate(r io.Reader) (prepared, error) {
-	b, err := readBodySplit(r, "input_ids")
+	b, err := s.splitBody(r, "input_ids")
 	if err != nil {
 		return prepared{}, err
 	}
@@ -276,6 +276,12 @@ func validParams(p *server.SamplingParams, prefix, maxName string) error {
 	if p.TopK < 0 {
 		p.TopK = 0
 	}
+	if len(p.StopTokenIDs) > server.MaxStopTokenIDs {
+		// Engines check the list after every sampled token (and refuse
+		// one longer than their vocabulary, which they know and this
+		// server may not).
+		return badRequest("field %q: %d ids, more than the limit of %d", prefix+"stop_token_ids", len(p.StopTokenIDs), server.MaxStopTokenIDs)
+	}
 	for i, id := range p.StopTokenIDs {
 		if id < 0 {
 			return badRequest("field %q: element %d is negative (%d)", prefix+"stop_token_ids", i, id)
@@ -427,7 +433,7 @@ func sglFinishOf(out server.TokenOutput) sglFinish {
 func (s *Server) handleSGLangGenerate(w http.ResponseWriter, r *http.Request) {
 	// Like SGLang's, the latency counts from the request's arrival.
 	start := time.Now()
-	b, err := readBodySplit(r.Body, "input_ids")
+	b, err := s.splitBody(r.Body, "input_ids")
 	if err != nil {
 		writeRequestError(w, err)
 		return
@@ -590,6 +596,8 @@ func bodyError(err error) error {
 	case errors.As(err, &mbe):
 		return &errRequest{status: http.StatusRequestEntityTooLarge,
 			msg: fmt.Sprintf("request body is larger than the limit of %d bytes", mbe.Limit)}
+	case errors.Is(err, errBodyMemory):
+		return &errRequest{status: http.StatusTooManyRequests, code: "rate_limit_exceeded", msg: errBodyMemory.Error()}
 	case isTimeout(err):
 		return &errRequest{status: http.StatusRequestTimeout, msg: "reading the request body took too long: " + err.Error()}
 	}

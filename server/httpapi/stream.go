@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -474,9 +475,12 @@ func (s *Server) streamCompletions(w http.ResponseWriter, r *http.Request, st se
 	reqs := sampleRequests(&p)
 	outs := make([]server.TokenOutput, len(reqs))
 	err := streamEach(r.Context(), reqs, func(ctx context.Context, i int, req server.GenerateRequest) error {
-		c := s.newChoiceText(p.skipSpecial, p.stops, p.includeStop, p.trimStop, func(id int32) bool {
-			return contains(req.Params.StopTokenIDs, id) || (s.cfg.Chat != nil && contains(s.cfg.Chat.Tokenizer.EOSTokenIDs(), id))
-		})
+		// Checked for every streamed token: a set, built once.
+		stopIDs := req.Params.StopTokenIDs
+		if s.cfg.Chat != nil {
+			stopIDs = append(slices.Clip(stopIDs), s.cfg.Chat.Tokenizer.EOSTokenIDs()...)
+		}
+		c := s.newChoiceText(p.skipSpecial, p.stops, p.includeStop, p.trimStop, server.NewStopSet(stopIDs).Has)
 		offset, sent := 0, false
 		send := func(text string, ids []int32, lps []float32, finish *string, stopReason any, weights int64) error {
 			ch := completionChoice{Index: i, Text: text, FinishReason: finish, StopReason: stopReason}
@@ -654,7 +658,7 @@ func (t *turnStream) run(ctx context.Context, st server.Streamer, req server.Gen
 		}
 		t.prs, skipSpecial = prs, false
 	}
-	ct := s.newChoiceText(skipSpecial, p.stops, false, true, func(id int32) bool { return contains(req.Params.StopTokenIDs, id) })
+	ct := s.newChoiceText(skipSpecial, p.stops, false, true, server.NewStopSet(req.Params.StopTokenIDs).Has)
 	tail, tailLps, text, out, err := streamGenerate(ctx, st, req, ct, func(text string, ids []int32, lps []float32) error {
 		d, err := t.delta(text)
 		if err != nil {

@@ -107,7 +107,7 @@ func (s *Server) parseVLLMGenerate(data []byte) (prepared, error) {
 }
 
 func (s *Server) readVLLMGenerate(r io.Reader) (prepared, error) {
-	b, err := readBodySplit(r, "token_ids")
+	b, err := s.splitBody(r, "token_ids")
 	if err != nil {
 		return prepared{}, err
 	}
@@ -297,7 +297,7 @@ func (s *Server) parseCompletions(data []byte) (prepared, error) {
 }
 
 func (s *Server) readCompletions(r io.Reader) (prepared, error) {
-	b, err := readBodySplit(r, "prompt")
+	b, err := s.splitBody(r, "prompt")
 	if err != nil {
 		return prepared{}, err
 	}

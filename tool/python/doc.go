@@ -21,8 +21,12 @@
 // the caller's cgroup, or the v1 hierarchies under root), memory and
 // process count for the whole sandbox together. Where no cgroup can be
 // created the process count still covers the whole sandbox (the kernel
-// counts it per user namespace) but memory is limited per process only;
-// cgroup: required refuses to run instead. Nothing survives a call: no
+// counts it per user namespace) but memory is limited per process only
+// (address space, open files, and with them socket buffers), with the
+// root and /dev read-only and the tmpfs mounts capped in size and inodes:
+// SECURITY.md states the bound this gives, per mode; cgroup "auto" warns
+// once when it falls back, cgroup: required refuses to run instead. Every
+// sandbox process has oom_score_adj 1000. Nothing survives a call: no
 // process, no file.
 //
 // Fail closed: where the sandbox cannot be set up (bubblewrap missing,
