@@ -68,8 +68,9 @@ type Vision struct {
 // (max position + 1 − L). mask is the attention mask (nil: all ones);
 // positions under a 0 are 1, as in HF. Images and videos are matched to
 // their runs of pad tokens in order, each run opened by <|vision_start|>.
-// Unlike HF, which indexes past its inputs or mis-sizes its output, a run
-// whose length is not t·h·w/merge² or a grid without a run is an error.
+// Unlike HF, which indexes past its inputs, mis-sizes its output or (given
+// no grids) ignores the blocks, a run whose length is not t·h·w/merge², a
+// grid without a block or a block without a grid is an error.
 func (c RopeConfig) RopeIndex(ids []int, mask []int, vis Vision) (pos [3][]int64, delta int64, err error) {
 	L := len(ids)
 	if mask != nil && len(mask) != L {
@@ -103,6 +104,28 @@ func (c RopeConfig) RopeIndex(ids []int, mask []int, vis Vision) (pos [3][]int64
 			valid = append(valid, i)
 		}
 	}
+	toks := make([]int, len(valid))
+	for j, i := range valid {
+		toks[j] = ids[i]
+	}
+	// Count blocks as HF does: a vision_start followed by an image or video pad.
+	imageNums, videoNums := 0, 0
+	for j := 0; j+1 < len(toks); j++ {
+		if toks[j] == c.VisionStartTokenID {
+			switch toks[j+1] {
+			case c.ImageTokenID:
+				imageNums++
+			case c.VideoTokenID:
+				videoNums++
+			}
+		}
+	}
+	if imageNums != len(vis.Images) || videoNums != len(videos) {
+		// HF takes its text-only branch when no grids are given whatever the
+		// ids hold, and fails or misplaces positions on other mismatches.
+		return pos, 0, fmt.Errorf("vision: rope index: the ids hold %d image and %d video blocks, the inputs %d images and %d videos",
+			imageNums, videoNums, len(vis.Images), len(videos))
+	}
 	if len(vis.Images) == 0 && len(videos) == 0 {
 		// HF's text-only branch: cumsum(mask) − 1, masked positions 1.
 		var p int64
@@ -123,26 +146,6 @@ func (c RopeConfig) RopeIndex(ids []int, mask []int, vis Vision) (pos [3][]int64
 			mx = max(mx, 1)
 		}
 		return pos, mx + 1 - int64(L), nil
-	}
-	toks := make([]int, len(valid))
-	for j, i := range valid {
-		toks[j] = ids[i]
-	}
-	// Count blocks as HF does: a vision_start followed by an image or video pad.
-	imageNums, videoNums := 0, 0
-	for j := 0; j+1 < len(toks); j++ {
-		if toks[j] == c.VisionStartTokenID {
-			switch toks[j+1] {
-			case c.ImageTokenID:
-				imageNums++
-			case c.VideoTokenID:
-				videoNums++
-			}
-		}
-	}
-	if imageNums != len(vis.Images) || videoNums != len(videos) {
-		return pos, 0, fmt.Errorf("vision: rope index: the ids hold %d image and %d video blocks, the inputs %d images and %d videos",
-			imageNums, videoNums, len(vis.Images), len(videos))
 	}
 	m := c.SpatialMergeSize
 	var out [3][]int64
