@@ -22,13 +22,16 @@ func jFix(x float64) int64 { return int64(x*(1<<jScaleBits) + 0.5) }
 var yccTables = func() (t struct {
 	crR, cbB [256]int32
 	crG, cbG [256]int64
-}) { for i := range 256 {
-	x := int64(i - 128)
-	t.crR[i] = int32((jFix(1.40200)*x + jOneHalf) >> jScaleBits)
-	t.cbB[i] = int32((jFix(1.77200)*x + jOneHalf) >> jScaleBits)
-	t.crG[i] = -jFix(0.71414) * x
-	t.cbG[i] = -jFix(0.34414)*x + jOneHalf
-}; return t }()
+}) {
+	for i := range 256 {
+		x := int64(i - 128)
+		t.crR[i] = int32((jFix(1.40200)*x + jOneHalf) >> jScaleBits)
+		t.cbB[i] = int32((jFix(1.77200)*x + jOneHalf) >> jScaleBits)
+		t.crG[i] = -jFix(0.71414) * x
+		t.cbG[i] = -jFix(0.34414)*x + jOneHalf
+	}
+	return t
+}()
 
 func yccToRGB(y, cb, cr uint8, dst []uint8) {
 	yy := int32(y)

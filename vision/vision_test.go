@@ -18,8 +18,8 @@ import (
 func TestSmartResize(t *testing.T) {
 	for _, c := range []struct {
 		h, w, factor, min, max int
-		wantH, wantW        int
-		err                 string
+		wantH, wantW           int
+		err                    string
 	}{
 		{448, 448, 28, 3136, 1003520, 448, 448, ""},
 		// Python's round() is half to even: 70/28 = 2.5 → 2, 126/28 = 4.5 → 4.
