@@ -25,9 +25,10 @@ type Limits struct {
 }
 
 // Default caps: 32 MiB encoded, 64 megapixels decoded (an 8K frame is 33
-// megapixels). 64 Mpx of RGB is 192 MiB, the most one Decode allocates for
-// the result, plus the decoder's own copy of at most 4 bytes a pixel (8 for
-// 16-bit PNG).
+// megapixels). 64 Mpx of RGB is 192 MiB for the result; the decoder's own
+// buffers are a small multiple of the pixel count on top (4 bytes a pixel
+// for 8-bit PNG, 8 for 16-bit, about 12 for progressive JPEG's
+// coefficients), so memory is bounded by MaxPixels.
 const (
 	DefaultMaxBytes  = 32 << 20
 	DefaultMaxPixels = 64 << 20

@@ -358,15 +358,22 @@ func (p *Processor) Process(img *RGB) (*Features, error) {
 					y0, x0 := (bh*m+mh)*ps, (bw*m+mw)*ps
 					dst := out[row*rowLen : (row+1)*rowLen]
 					i := 0
+					plane := ps * ps
 					for ch := range 3 {
-						for range tp {
-							for py := range ps {
-								src := img.Pix[3*((y0+py)*rw+x0):]
-								for px := range ps {
-									dst[i] = lut[ch][src[3*px+ch]]
-									i++
-								}
+						l := &lut[ch]
+						first := dst[i : i+plane]
+						for py := range ps {
+							src := img.Pix[3*((y0+py)*rw+x0)+ch:]
+							d := first[py*ps : (py+1)*ps]
+							for px := range d {
+								d[px] = l[src[3*px]]
 							}
+						}
+						i += plane
+						// The frame repeated temporal_patch_size times.
+						for range tp - 1 {
+							copy(dst[i:i+plane], first)
+							i += plane
 						}
 					}
 					row++
