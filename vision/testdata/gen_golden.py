@@ -229,6 +229,7 @@ def main():
         ("jpeg_prog_200x300.jpg", Image.fromarray(pattern(200, 300, "stripes")), "JPEG", dict(quality=80, progressive=True)),
         ("jpeg_1920x1080.jpg", Image.fromarray(pattern(1920, 1080, "smooth")), "JPEG", dict(quality=70)),
         ("jpeg_10x10.jpg", Image.fromarray(pattern(10, 10, "noise")), "JPEG", dict(quality=90)),
+        ("jpeg_cmyk_120x80.jpg", Image.fromarray(pattern(120, 80, "smooth")).convert("CMYK"), "JPEG", dict(quality=90)),
         ("webp_lossy_320x240.webp", Image.fromarray(pattern(320, 240, "smooth")), "WEBP", dict(quality=80)),
         ("webp_lossy_99x67.webp", Image.fromarray(pattern(99, 67, "checker")), "WEBP", dict(quality=60)),
         ("webp_lossy_rgba_80x80.webp", Image.fromarray(rgba[:80, :80], "RGBA"), "WEBP", dict(quality=85)),
