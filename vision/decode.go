@@ -154,6 +154,9 @@ func Decode(data []byte, lim Limits) (*RGB, error) {
 			}
 		}
 	}
+	if m, ok := img.(*image.Paletted); ok && format == "gif" {
+		restoreGIFTransparent(data, m)
+	}
 	if out == nil {
 		out = toRGB(img, compositeAlpha(format, data))
 	}
@@ -282,9 +285,7 @@ func toRGB(img image.Image, composite bool) *RGB {
 		}
 	case *image.Paletted:
 		// Palette entries' own colour, alpha ignored, as convert("RGB") of a
-		// P image. Go's GIF decoder blanks the transparent index's entry, so
-		// GIF pixels of that index come out black where Pillow shows the
-		// palette's colour.
+		// P image (a GIF's transparent entry was restored by Decode).
 		pal := make([][3]uint8, 256)
 		for i, c := range m.Palette {
 			pal[i] = straight(c)

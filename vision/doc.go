@@ -24,10 +24,11 @@
 // The goldens in testdata come from two references no one here wrote,
 // with their generators beside them: gen_golden.py (Debian's Pillow and
 // numpy running HF's processing steps) and gen_tjs.mjs (transformers.js'
-// Qwen2VLImageProcessor and get_rope_index). On their corpus of 57 images
+// Qwen2VLImageProcessor and get_rope_index). On their corpus of 58 images
 // (sizes from 1×1 to 3600×3600 and 150×20000, aspect ratios up to and past
-// 200, rounding ties, PNG RGB/RGBA/LA/L/P/tRNS/16-bit/1-bit, GIF, WebP
-// lossless and lossy, JPEG 4:2:0/4:4:4/gray/progressive/CMYK):
+// 200, rounding ties, PNG RGB/RGBA/LA/L/P/tRNS/16-bit/1-bit, GIF with a
+// transparent index and animated, WebP lossless and lossy, JPEG
+// 4:2:0/4:4:4/gray/progressive/CMYK):
 //
 //   - PNG, GIF and WebP (lossless and lossy, with or without alpha) decode
 //     to Pillow's bytes; resize and pixel_values are bit-exact for both
@@ -42,11 +43,9 @@
 //     ties, and its scaling up of a side below the factor); those cases
 //     follow Python and are listed with the reason in the tests.
 //
-// Known departures from Pillow: a GIF's transparent palette index decodes
-// black (Go's decoder drops that entry's colour) where Pillow shows the
-// palette colour; a GIF whose first frame is smaller than its canvas
-// decodes to the frame; EXIF orientation is not applied (neither does
-// qwen_vl_utils). CMYK JPEG (Adobe, inverted) goes through Pillow's
+// Known departures from Pillow: a GIF whose first frame is smaller than
+// its canvas decodes to the frame (Pillow fills the canvas around it);
+// EXIF orientation is not applied (nor does qwen_vl_utils). CMYK JPEG (Adobe, inverted) goes through Pillow's
 // cmyk2rgb on Go's samples and is within the JPEG tolerance.
 //
 // The reference is the slow (PIL) processor. transformers' default "fast"

@@ -47,6 +47,7 @@ var tjsGridDisagreements = map[string]string{
 	"rgb_70x126_smooth.png/qwen2vl":           whyTies + " (70/28 = 2.5, 126/28 = 4.5)",
 	"rgb_1232x1176_smooth.png/qwen3vl":        whyTies + " (1232/32 = 38.5)",
 	"webp_lossless_noise_130x70.webp/qwen2vl": whyTies + " (70/28 = 2.5)",
+	"gif_trns_90x70.gif/qwen2vl":              whyTies + " (70/28 = 2.5)",
 	"rgb_1000x5_xor.png/qwen2vl":              whyThin,
 	"rgb_1000x5_xor.png/qwen3vl":              whyThin,
 	"rgb_5x1000_noise.png/qwen2vl":            whyThin,

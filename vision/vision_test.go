@@ -368,7 +368,7 @@ func TestDecodeLimits(t *testing.T) {
 }
 
 func FuzzDecode(f *testing.F) {
-	for _, name := range []string{"rgba_96x80.png", "palette_trns_77x55.png", "gif_anim_50x40.gif",
+	for _, name := range []string{"rgba_96x80.png", "palette_trns_77x55.png", "gif_anim_50x40.gif", "gif_trns_90x70.gif",
 		"webp_lossless_rgba_64x64.webp", "webp_lossy_99x67.webp", "jpeg_10x10.jpg", "jpeg_prog_200x300.jpg"} {
 		data, err := os.ReadFile(filepath.Join("testdata", "images", name))
 		if err != nil {

@@ -213,6 +213,8 @@ def main():
         f.write(buf.getvalue())
     items.append(("gif_anim_50x40.gif", buf.getvalue(), False, "animated: first frame"))
     add("gif_gray_33x77.gif", Image.fromarray(pattern(33, 77, "xor", 1)[..., 0], "L"), "GIF")
+    add("gif_trns_90x70.gif", Image.fromarray(pattern(90, 70, "checker")).quantize(colors=6), "GIF", transparency=1,
+        note="transparent index: its palette colour, as Pillow's convert")
 
     # WebP lossless.
     add("webp_lossless_200x100.webp", Image.fromarray(pattern(200, 100, "smooth")), "WEBP", lossless=True)
