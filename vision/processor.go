@@ -60,11 +60,15 @@ func Qwen3VLConfig() Config {
 
 // Limits on a config's numbers, far above any released model's, so that a
 // hostile config cannot ask for absurd patch rows.
+// maxFrameValues bounds pixels × temporal_patch_size, the float32 count of
+// one image's pixel_values over 3 (2^26: 768 MiB of pixel_values); the
+// released configs ask for at most 16777216 × 2.
 const (
 	maxPatchSize    = 1024
 	maxMergeSize    = 64
-	maxTemporal     = 64
-	maxConfigPixels = 1 << 28
+	maxTemporal     = 16
+	maxConfigPixels = 1 << 26
+	maxFrameValues  = 1 << 26
 )
 
 // Validate says what is wrong with c, if anything.
@@ -84,6 +88,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxPixels <= 0 || c.MaxPixels > maxConfigPixels {
 		errs = append(errs, fmt.Errorf("max_pixels (size.longest_edge) %d: want 1..%d", c.MaxPixels, maxConfigPixels))
+	}
+	if int64(c.MaxPixels)*int64(max(c.TemporalPatchSize, 1)) > maxFrameValues {
+		errs = append(errs, fmt.Errorf("max_pixels %d × temporal_patch_size %d is above %d", c.MaxPixels, c.TemporalPatchSize, maxFrameValues))
 	}
 	if c.MinPixels > c.MaxPixels {
 		errs = append(errs, fmt.Errorf("min_pixels %d is above max_pixels %d", c.MinPixels, c.MaxPixels))
@@ -266,15 +273,19 @@ type Features struct {
 	ResizedH, ResizedW int
 	// RowLen is the length of one row of Pixels.
 	RowLen int
-	merge  int
+	// MergeSize is the processor's merge_size: merge² patches make a token.
+	MergeSize int
 }
 
 // Rows is the number of rows of Pixels (patches): t·h·w.
 func (f *Features) Rows() int { return f.Grid[0] * f.Grid[1] * f.Grid[2] }
 
 // Tokens is the number of <|image_pad|> tokens the image stands for:
-// t·h·w / merge².
-func (f *Features) Tokens() int { return f.Rows() / (f.merge * f.merge) }
+// t·h·w / merge² (a MergeSize of 0 counts as 1).
+func (f *Features) Tokens() int {
+	m := max(f.MergeSize, 1)
+	return f.Rows() / (m * m)
+}
 
 // Processor is a Qwen-VL image processor for one validated Config.
 type Processor struct {
@@ -303,6 +314,10 @@ func (p *Processor) Grid(height, width int) (grid [3]int, resizedH, resizedW int
 		if err != nil {
 			return grid, 0, 0, err
 		}
+	}
+	if int64(resizedH)*int64(resizedW)*int64(c.TemporalPatchSize) > 2*maxFrameValues {
+		// smart_resize's ceil branch can overshoot max_pixels a little; not this much.
+		return grid, 0, 0, fmt.Errorf("vision: %dx%d image resizes to %dx%d, too large", width, height, resizedW, resizedH)
 	}
 	gh, gw := resizedH/c.PatchSize, resizedW/c.PatchSize
 	if gh%c.MergeSize != 0 || gw%c.MergeSize != 0 || gh == 0 || gw == 0 {
@@ -347,7 +362,7 @@ func (p *Processor) Process(img *RGB) (*Features, error) {
 	ps, m, tp := c.PatchSize, c.MergeSize, c.TemporalPatchSize
 	gh, gw := grid[1], grid[2]
 	rowLen := c.RowLen()
-	f := &Features{Grid: grid, ResizedH: rh, ResizedW: rw, RowLen: rowLen, merge: m,
+	f := &Features{Grid: grid, ResizedH: rh, ResizedW: rw, RowLen: rowLen, MergeSize: m,
 		Pixels: make([]float32, gh*gw*rowLen)}
 	out := f.Pixels
 	row := 0

@@ -87,7 +87,7 @@ func TestTransformersJSGrids(t *testing.T) {
 				t.Fatal(err)
 			}
 			grid, _, _, err := p.Grid(im.Height, im.Width)
-			f := &Features{Grid: grid, merge: p.Config().MergeSize}
+			f := &Features{Grid: grid, MergeSize: p.Config().MergeSize}
 			same := (err != nil) == (want.Error != "") && (err != nil || (grid == want.Grid && f.Tokens() == want.Tokens))
 			why, listed := tjsGridDisagreements[key]
 			switch {

@@ -105,6 +105,8 @@ func TestParseConfig(t *testing.T) {
 		{`{"image_mean": [0.5, 0.5]}`, "image_mean: want 3 values"},
 		{`{"image_std": [0.5, 0, 0.5]}`, "image_std[1] is 0"},
 		{`{"resample": 2}`, "only 3 (bicubic)"},
+		{`{"max_pixels": 67108864, "temporal_patch_size": 2}`, "× temporal_patch_size 2 is above"},
+		{`{"min_pixels": 1e9}`, "cannot unmarshal"},
 		{`{"rescale_factor": -1}`, "rescale_factor"},
 		{`{"patch_size": "14"}`, "cannot unmarshal"},
 		{`{`, "preprocessor config"},
@@ -435,4 +437,37 @@ func FuzzRopeIndex(f *testing.F) {
 
 func rowsEqual(a, b [][]int64) bool {
 	return slices.EqualFunc(a, b, func(x, y []int64) bool { return slices.Equal(x, y) })
+}
+
+func FuzzProcess(f *testing.F) {
+	f.Add(uint16(40), uint16(30), uint8(14), uint8(2), uint8(2), uint32(3136), uint32(1003520), []byte{1, 2, 3})
+	f.Add(uint16(1), uint16(300), uint8(16), uint8(2), uint8(2), uint32(65536), uint32(16777216), []byte{255})
+	f.Add(uint16(500), uint16(3), uint8(1), uint8(1), uint8(1), uint32(1), uint32(64), []byte{})
+	f.Fuzz(func(t *testing.T, w, h uint16, patch, merge, temporal uint8, minPx, maxPx uint32, seed []byte) {
+		c := Qwen2VLConfig()
+		c.PatchSize, c.MergeSize, c.TemporalPatchSize = int(patch%32)+1, int(merge%4)+1, int(temporal%3)+1
+		// Keep the work small: at most 2^16 pixels out, 2^16 in.
+		c.MinPixels, c.MaxPixels = int(minPx%(1<<16))+1, int(maxPx%(1<<16))+1
+		if c.Validate() != nil {
+			return
+		}
+		img := NewRGB(int(w%256)+1, int(h%256)+1)
+		for i := range img.Pix {
+			if len(seed) > 0 {
+				img.Pix[i] = seed[i%len(seed)] + uint8(i)
+			}
+		}
+		p, err := NewProcessor(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		feat, err := p.Process(img)
+		if err != nil {
+			return
+		}
+		if len(feat.Pixels) != feat.Rows()*feat.RowLen || feat.RowLen != c.RowLen() ||
+			feat.Tokens()*c.MergeSize*c.MergeSize != feat.Rows() {
+			t.Fatalf("grid %v rows %d rowlen %d pixels %d", feat.Grid, feat.Rows(), feat.RowLen, len(feat.Pixels))
+		}
+	})
 }
