@@ -81,9 +81,11 @@ func NewRGB(w, h int) *RGB {
 //     loses its alpha, 16-bit gray is clipped at 255 (Pillow's I→RGB), 16-bit
 //     colour keeps the high byte, CMYK uses Pillow's cmyk2rgb.
 //
-// Decoding lossless formats is exact. JPEG and lossy WebP are decoded by Go's
-// decoders, which differ from libjpeg-turbo and libwebp by small amounts (no
-// "fancy" chroma upsampling): see the package doc for the measured tolerance.
+// PNG, GIF and WebP (lossy too: libwebp's fancy upsampling and YUV → RGB are
+// transcribed in webp.go) decode to Pillow's bytes. JPEG gets
+// libjpeg-turbo's fancy upsampling and colour conversion (jpeg.go) on Go's
+// inverse DCT, and is within a few levels of Pillow: see the package doc
+// for the measured tolerance.
 func Decode(data []byte, lim Limits) (*RGB, error) {
 	if int64(len(data)) > lim.maxBytes() {
 		return nil, fmt.Errorf("%w: %d bytes encoded, the limit is %d", ErrTooLarge, len(data), lim.maxBytes())
