@@ -40,10 +40,9 @@ func yccToRGB(y, cb, cr uint8, dst []uint8) {
 	dst[2] = clip8(int(yy + yccTables.cbB[cb]))
 }
 
-// h2Fancy is the horizontal half of the fancy upsamplers on one row of
-// column sums (h2v2: 3·nearer row + further row, weights out of 16;
-// h2v1: the samples themselves, out of 4), written to out (2·len(in)
-// values).
+// h2v2Row is h2v2_fancy_upsample for one output row: column sums of
+// 3·nearer chroma row + further row, then 3:1 across columns (weights out
+// of 16), 2·len(in0) values written to out.
 func h2v2Row(in0, in1 []uint8, out []uint8) {
 	n := len(in0)
 	sum := func(i int) int { return int(in0[i])*3 + int(in1[i]) }
@@ -68,6 +67,7 @@ func h2v2Row(in0, in1 []uint8, out []uint8) {
 	out[2*n-1] = uint8((this*4 + 7) >> 4)
 }
 
+// h2v1Row is h2v1_fancy_upsample: 3:1 across columns, weights out of 4.
 func h2v1Row(in []uint8, out []uint8) {
 	n := len(in)
 	if n == 1 {
