@@ -53,6 +53,7 @@ var importRules = map[string][]string{
 	"agentloop": {"chat", "trajectory", "tokenizer", "parser", "tool", "server"},
 	"dataset":   {"agentloop", "chat", "trajectory"},
 	"view":      {"trajectory", "tokenizer"},
+	"vision":    nil,
 	// Observability adapters: each reads one package's hooks or stats.
 	"agentloop/agentprom": {"agentloop", "tool"},
 	"agentloop/otelagent": {"agentloop", "tool"},

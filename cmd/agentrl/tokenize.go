@@ -24,6 +24,14 @@ func init() {
 // "ids" gets "text". Other fields are kept in their order. A line that is
 // not such a record becomes {"line": N, "error": ...}; processing goes on
 // and the command fails at the end so scripts notice.
+//
+// When the tokenizer directory also holds preprocessor_config.json (and the
+// model's config.json), a context's image parts ({"type": "image", "image":
+// SRC} or {"type": "image_url", "image_url": {"url": SRC}}, SRC a data URL or
+// a local file) go through the Qwen-VL image processor: "ids" are the
+// expanded ids, "images" gives each image's image_grid_thw, placeholder count
+// and a digest of its pixel_values (shape, mean, rms, first values), and
+// "position_ids" verl's (4, L) M-RoPE position ids.
 func runTokenize(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("tokenize", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -40,6 +48,10 @@ Reads JSON Lines on stdin and writes one line per input line to stdout, other fi
                                               when the chat template fails); other keys of
                                               "context" are template variables
   {"ids": [9707, 11]}  with --decode       -> adds "text"
+With a preprocessor_config.json (and config.json) in DIR, a context's image parts
+({"type":"image","image":SRC} or {"type":"image_url","image_url":{"url":SRC}}, SRC a data URL
+or a local file) are processed: "ids" come expanded, plus "images" (image_grid_thw,
+placeholder count, pixel_values shape/mean/rms/first values) and "position_ids" (4 rows).
 A line that is not such a record becomes {"line": N, "error": "..."}; the others are still
 processed and the command exits 1 at the end.
 
@@ -58,8 +70,12 @@ flags:
 	if err != nil {
 		return err
 	}
+	vis, err := loadTokenizeVision(*dir, tok)
+	if err != nil {
+		return err
+	}
 	failed, err := mapJSONL(ctx, stdin, stdout, true, func(_ int, line []byte) ([]byte, error) {
-		return tokenizeRecord(tok, line, *decode, *skipSpecial)
+		return tokenizeRecord(tok, vis, line, *decode, *skipSpecial)
 	})
 	if err != nil {
 		return err
@@ -70,7 +86,7 @@ flags:
 	return nil
 }
 
-func tokenizeRecord(tok *tokenizer.Tokenizer, line []byte, decode, skipSpecial bool) ([]byte, error) {
+func tokenizeRecord(tok *tokenizer.Tokenizer, vis *tokenizeVision, line []byte, decode, skipSpecial bool) ([]byte, error) {
 	keys, vals, err := objectFields(line)
 	if err != nil {
 		return nil, err
@@ -117,7 +133,19 @@ func tokenizeRecord(tok *tokenizer.Tokenizer, line []byte, decode, skipSpecial b
 				break
 			}
 			set("text", text)
-			set("ids", tokNonNil(tok.Encode(text)))
+			ids := tokNonNil(tok.Encode(text))
+			if vis != nil {
+				exp, images, pos, err := vis.expand(raw, ids)
+				if err != nil {
+					set("error", err.Error())
+					break
+				}
+				set("ids", exp)
+				set("images", images)
+				set("position_ids", pos)
+				break
+			}
+			set("ids", ids)
 			break
 		}
 		raw, ok := get("text")
