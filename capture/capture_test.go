@@ -290,4 +290,3 @@ func TestOpenAIClientToolConversationIsOneExactTrajectory(t *testing.T) {
 		})
 	}
 }
-
