@@ -123,15 +123,25 @@ const controlToken = "control-token-for-tests"
 
 func newRig(t *testing.T, tok *tokenizer.Tokenizer, sc *script) *rig {
 	t.Helper()
+	return newRigWith(t, tok, sc.Rule, nil)
+}
+
+// newRigWith is newRig with any engine rule and a change to the Config.
+func newRigWith(t *testing.T, tok *tokenizer.Tokenizer, rule servertest.Rule, change func(*capture.Config)) *rig {
+	t.Helper()
 	dir := t.TempDir()
 	store, err := capture.OpenDir(dir)
 	require.NoError(t, err)
-	eng := &tap{eng: servertest.New(servertest.Config{Rule: sc.Rule})}
+	eng := &tap{eng: servertest.New(servertest.Config{Rule: rule})}
 	r := &rig{store: store, dir: dir, eng: eng, tok: tok}
 	r.model = httptest.NewUnstartedServer(nil)
-	c, err := capture.New(context.Background(), capture.Config{Engine: eng, Store: store,
+	cfg := capture.Config{Engine: eng, Store: store,
 		Chat:    &httpapi.Chat{Tokenizer: tok, ToolParser: "hermes", Reasoning: true},
-		BaseURL: "http://" + r.model.Listener.Addr().String()})
+		BaseURL: "http://" + r.model.Listener.Addr().String()}
+	if change != nil {
+		change(&cfg)
+	}
+	c, err := capture.New(context.Background(), cfg)
 	require.NoError(t, err)
 	r.c = c
 	r.model.Config.Handler = c.Handler()
@@ -289,4 +299,8 @@ func TestOpenAIClientToolConversationIsOneExactTrajectory(t *testing.T) {
 			require.Empty(t, rep.Dropped)
 		})
 	}
+}
+
+func chatOf(tok *tokenizer.Tokenizer) *httpapi.Chat {
+	return &httpapi.Chat{Tokenizer: tok, ToolParser: "hermes", Reasoning: true}
 }
