@@ -46,7 +46,7 @@ func qwen(t *testing.T) *tokenizer.Tokenizer {
 
 // small is the repository's own small tokenizer (a Qwen-style template
 // with hermes tool calls), for tests about routing and storage.
-func small(t *testing.T) *tokenizer.Tokenizer {
+func small(t testing.TB) *tokenizer.Tokenizer {
 	t.Helper()
 	tok, err := tokenizer.Load(filepath.Join("..", "internal", "arith", "checkpoint"))
 	require.NoError(t, err)
