@@ -80,6 +80,8 @@ type Capture struct {
 	mu       sync.Mutex
 	rollouts map[string]*rollout
 	byKey    map[[32]byte]*rollout
+	// lastSweep is when expireIdle last scanned.
+	lastSweep time.Time
 }
 
 // Rollout is a created rollout: what a harness needs to reach it.
@@ -142,7 +144,7 @@ func New(ctx context.Context, cfg Config) (*Capture, error) {
 		if err != nil {
 			return nil, err
 		}
-		ro.lastUsed = c.cfg.Now()
+		ro.lastUsed.Store(c.cfg.Now().UnixNano())
 		c.rollouts[id] = ro
 		if !ro.finished {
 			c.byKey[ro.keyHash] = ro
@@ -199,7 +201,7 @@ func (c *Capture) Create(ctx context.Context, opts CreateOptions) (Rollout, erro
 		return Rollout{}, fmt.Errorf("capture: rollout id %s already exists", id)
 	}
 	ro := newRollout(info, digest)
-	ro.lastUsed = c.cfg.Now()
+	ro.lastUsed.Store(c.cfg.Now().UnixNano())
 	c.rollouts[id], c.byKey[digest] = ro, ro
 	c.mu.Unlock()
 	if err := c.cfg.Store.Append(ctx, id, true, Record{Kind: KindRollout, Time: info.Created, Rollout: &info}); err != nil {
@@ -232,27 +234,28 @@ func (c *Capture) get(id string) *rollout {
 
 // touch expires ro when it has been idle too long, else marks it used.
 func (c *Capture) touch(ro *rollout) {
-	now := c.cfg.Now()
-	ro.mu.Lock()
-	idle := !ro.finished && now.Sub(ro.lastUsed) > c.cfg.IdleTimeout
-	ro.lastUsed = now
-	ro.mu.Unlock()
-	if idle {
-		_ = c.finish(context.Background(), ro, "expired")
+	now := c.cfg.Now().UnixNano()
+	if now-ro.lastUsed.Swap(now) > int64(c.cfg.IdleTimeout) {
+		_ = c.finish(context.Background(), ro, "expired") // a no-op when finished
 	}
 }
 
-// expireIdle expires every idle rollout (at each Create).
+// expireIdle expires the idle rollouts, at a Create, at most every
+// IdleTimeout/16: a scan without locking any rollout, then finish (which
+// does nothing to one already finished).
 func (c *Capture) expireIdle(ctx context.Context) {
 	now := c.cfg.Now()
 	c.mu.Lock()
+	if now.Sub(c.lastSweep) < c.cfg.IdleTimeout/16 {
+		c.mu.Unlock()
+		return
+	}
+	c.lastSweep = now
 	var idle []*rollout
 	for _, ro := range c.rollouts {
-		ro.mu.Lock()
-		if !ro.finished && now.Sub(ro.lastUsed) > c.cfg.IdleTimeout {
+		if now.UnixNano()-ro.lastUsed.Load() > int64(c.cfg.IdleTimeout) {
 			idle = append(idle, ro)
 		}
-		ro.mu.Unlock()
 	}
 	c.mu.Unlock()
 	for _, ro := range idle {

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
-	"time"
+	"sync/atomic"
 
 	"github.com/agentrl/agentrl/chat"
 )
@@ -27,8 +27,10 @@ type rollout struct {
 	finishReason string
 	// lost are calls begun and never recorded nor aborted when the log
 	// was replayed: the process died mid-call.
-	lost     []string
-	lastUsed time.Time
+	lost []string
+	// lastUsed is when the rollout was last used (Unix nanoseconds),
+	// outside mu: expiry checks it without waiting for a call's sync.
+	lastUsed atomic.Int64
 	nextCall int
 	deleted  bool
 }

@@ -67,15 +67,17 @@ func (s *DirStore) path(id string) (string, error) {
 }
 
 // file returns id's open log, opening it for appending and cutting off a
-// torn last line first.
+// torn last line first. The store's lock is not held while a file is
+// opened or synced, so a new rollout does not stall the others' appends.
 func (s *DirStore) file(id string) (*logFile, error) {
 	p, err := s.path(id)
 	if err != nil {
 		return nil, err
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if lf, ok := s.files[id]; ok {
+	lf, ok := s.files[id]
+	s.mu.Unlock()
+	if ok {
 		return lf, nil
 	}
 	_, statErr := os.Stat(p)
@@ -94,7 +96,13 @@ func (s *DirStore) file(id string) (*logFile, error) {
 			return nil, err
 		}
 	}
-	lf := &logFile{f: f}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if lf, ok := s.files[id]; ok {
+		f.Close() // opened at the same time by another append
+		return lf, nil
+	}
+	lf = &logFile{f: f}
 	s.files[id] = lf
 	return lf, nil
 }
