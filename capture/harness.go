@@ -75,7 +75,7 @@ func (h Harness) Run(ctx context.Context, ro Rollout, prompt string) error {
 	return nil
 }
 
-// shellQuote quotes s for sh: single quotes, each ' written as '\''.
+// shellQuote quotes s for sh: single quotes, each ' written as '\”.
 func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
