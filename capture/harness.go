@@ -75,7 +75,7 @@ func (h Harness) Run(ctx context.Context, ro Rollout, prompt string) error {
 	return nil
 }
 
-// shellQuote quotes s for sh: single quotes, each ' written as '\”.
+// shellQuote quotes s for sh: in single quotes, each quote inside closed, escaped with a backslash and reopened.
 func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
