@@ -16,6 +16,16 @@
 // that rewrote history (compaction, edited turns, other tools) starts a
 // new segment, and its record says why.
 //
+// Rebuild makes one trajectory per chain of verified continuations (mask 1
+// exactly on the sampled tokens, their logprobs aligned, prompt ++
+// response the chain's last sequence); forks and sub-agents are chains of
+// their own that never train a shared call twice; a harness retry (a
+// sibling with the same prompt) is dropped when the harness continued its
+// twin; auxiliary calls (titles, memory extraction: RebuildOptions.
+// Auxiliary) are kept out; a call begun and never recorded marks the
+// rollout incomplete. The rollout's reward is broadcast to its
+// trajectories, which share its group. The Report says all of it.
+//
 // Records are durable before an answer is complete on the wire: a
 // non-streamed answer is written after its record is synced, a streamed
 // one gets its finish event after. So a harness that saw an answer always

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/agentrl/agentrl/server"
 	"github.com/agentrl/agentrl/trajectory"
@@ -15,6 +16,60 @@ type RebuildOptions struct {
 	// KeepIncomplete returns the trajectories of an incomplete rollout
 	// (a call begun and never recorded, or expiry) instead of none.
 	KeepIncomplete bool
+	// Auxiliary recognizes auxiliary calls (title generation, summaries,
+	// memory extraction): a segment whose first call matches a rule is
+	// kept out of training, so it takes neither the main chain nor the
+	// reward, and is reported. nil means DefaultAuxiliary; an empty
+	// non-nil list trains every segment.
+	Auxiliary []AuxRule
+}
+
+// AuxRule recognizes an auxiliary call: every field that is set must
+// match the segment's first call.
+type AuxRule struct {
+	// Name is what the report says.
+	Name string
+	// SystemContains: the call's system message contains this text.
+	SystemContains string
+	// LastUserContains: its last user message contains this text.
+	LastUserContains string
+	// NoTools: it offers no tools while another segment of the rollout
+	// does (a harness's side call next to its tool loop).
+	NoTools bool
+	// SingleCall: the segment is this one call (nothing continued it).
+	SingleCall bool
+}
+
+// DefaultAuxiliary is the rule measured harnesses need: a one-call
+// segment without the tools the rest of the rollout offers is a side
+// call (opencode's and crush's title generation, qwen-code's memory
+// extraction).
+var DefaultAuxiliary = []AuxRule{{Name: "a one-call segment without the rollout's tools (title, memory)", NoTools: true, SingleCall: true}}
+
+// matches says whether r recognizes the segment rooted at root.
+func (r AuxRule) matches(root *callState, continued, toolsElsewhere bool) bool {
+	m := root.rec.Messages
+	if r.SystemContains != "" && !(len(m) > 0 && m[0].Role == "system" && strings.Contains(m[0].Content, r.SystemContains)) {
+		return false
+	}
+	if r.LastUserContains != "" {
+		last := ""
+		for _, msg := range m {
+			if msg.Role == "user" {
+				last = msg.Content
+			}
+		}
+		if !strings.Contains(last, r.LastUserContains) {
+			return false
+		}
+	}
+	if r.NoTools && (len(root.rec.Tools) > 0 || !toolsElsewhere) {
+		return false
+	}
+	if r.SingleCall && continued {
+		return false
+	}
+	return r.SystemContains != "" || r.LastUserContains != "" || r.NoTools || r.SingleCall
 }
 
 // Report says what a Rebuild made of a rollout's calls.
@@ -111,6 +166,7 @@ func (c *Capture) Rebuild(ctx context.Context, id string, opts RebuildOptions) (
 
 	kept, retryDrops := dropRetries(calls)
 	rep.Dropped = append(rep.Dropped, retryDrops...)
+	rep.Dropped = append(rep.Dropped, dropAuxiliary(calls, kept, opts.Auxiliary)...)
 	paths := chains(calls, kept)
 	if rep.Incomplete && !opts.KeepIncomplete {
 		rep.Delivered = fraction(0, rep.SampledTokens)
@@ -207,6 +263,48 @@ func dropRetries(calls []*callState) (map[*callState]bool, []Dropped) {
 		}
 	}
 	return kept, drops
+}
+
+// dropAuxiliary unkeeps the segments an AuxRule recognizes, root and
+// descendants.
+func dropAuxiliary(calls []*callState, kept map[*callState]bool, rules []AuxRule) []Dropped {
+	if rules == nil {
+		rules = DefaultAuxiliary
+	}
+	children := map[string][]*callState{}
+	withTools := 0
+	for _, cs := range calls {
+		if cs.rec.Parent != "" {
+			children[cs.rec.Parent] = append(children[cs.rec.Parent], cs)
+		}
+		if len(cs.rec.Tools) > 0 {
+			withTools++
+		}
+	}
+	var drops []Dropped
+	for _, root := range calls {
+		if root.rec.Parent != "" || !kept[root] {
+			continue
+		}
+		toolsElsewhere := withTools > 0 && len(root.rec.Tools) == 0
+		for _, r := range rules {
+			if !r.matches(root, len(children[root.rec.ID]) > 0, toolsElsewhere) {
+				continue
+			}
+			stack := []*callState{root}
+			for len(stack) > 0 {
+				cs := stack[len(stack)-1]
+				stack = stack[:len(stack)-1]
+				if kept[cs] {
+					kept[cs] = false
+					drops = append(drops, Dropped{Call: cs.rec.ID, Reason: "auxiliary: " + r.Name})
+				}
+				stack = append(stack, children[cs.rec.ID]...)
+			}
+			break
+		}
+	}
+	return drops
 }
 
 // chains are the root-to-leaf paths of the kept calls, longest first

@@ -389,3 +389,38 @@ func TestTornLastRecordIsIgnoredAndCut(t *testing.T) {
 	_, err = s.Load(ctx, "../etc")
 	require.ErrorContains(t, err, "invalid rollout id")
 }
+
+// Hard case 8: a title call shares the rollout's key (opencode, crush)
+// but is not the trajectory: it takes neither the main chain nor the
+// reward, and is reported.
+func TestAuxiliaryCallsAreKeptOutOfTraining(t *testing.T) {
+	tok := small(t)
+	r := newRig(t, tok, newScript(t, tok, lsCall, "Files listed", "Two files."))
+	ctx := context.Background()
+	ro, err := r.c.Create(ctx, capture.CreateOptions{})
+	require.NoError(t, err)
+	a0 := turn(t, r, ro, list(sysMsg, taskMsg))
+	// The title call: no tools, its own system prompt.
+	code, body := do(t, r.model.Client(), "POST", ro.OpenAIBaseURL+"/chat/completions",
+		`{"messages":[{"role":"system","content":"Generate a short title."},{"role":"user","content":"List the files."}]}`,
+		"Authorization", "Bearer "+ro.Key)
+	require.Equal(t, 200, code, body)
+	turn(t, r, ro, list(sysMsg, taskMsg, a0, toolMsg(callID(t, a0), "a.txt b.txt")))
+	require.NoError(t, r.c.SetReward(ctx, ro.ID, 1))
+	trajs, rep := rebuild(t, r, ro.ID)
+	require.Len(t, trajs, 1, "%+v", rep)
+	require.Equal(t, 2, trajs[0].NumTurns)
+	require.Equal(t, []capture.Dropped{{Call: "c1", Reason: "auxiliary: " + capture.DefaultAuxiliary[0].Name}}, rep.Dropped)
+
+	// Rules are configurable: here the harness's compaction summary is
+	// auxiliary by its prompt, and with no rules the title is trained.
+	rules := []capture.AuxRule{{Name: "title", SystemContains: "short title"}, {Name: "summary", LastUserContains: "Summarize"}}
+	trajs, rep, err = r.c.Rebuild(ctx, ro.ID, capture.RebuildOptions{Auxiliary: rules})
+	require.NoError(t, err)
+	require.Len(t, trajs, 1)
+	require.Equal(t, "auxiliary: title", rep.Dropped[0].Reason)
+	trajs, rep, err = r.c.Rebuild(ctx, ro.ID, capture.RebuildOptions{Auxiliary: []capture.AuxRule{}})
+	require.NoError(t, err)
+	require.Len(t, trajs, 2)
+	require.Empty(t, rep.Dropped)
+}
