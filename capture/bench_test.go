@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -145,4 +146,48 @@ func benchCallID(msg string) string {
 		panic("no tool call in " + msg)
 	}
 	return m.ToolCalls[0].ID
+}
+
+// BenchmarkOpenRolloutMemory measures the heap an open rollout keeps
+// after the 8-turn conversation of BenchmarkCall (b.N rollouts, kept
+// open): its index of calls, sequences and messages.
+func BenchmarkOpenRolloutMemory(b *testing.B) {
+	tok := small(b)
+	end, _ := tok.TokenID("<|im_end|>")
+	eng := servertest.New(servertest.Config{Rule: servertest.Constant(append(tok.Encode(lsCall), end)...)})
+	store, err := capture.OpenDir(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer store.Close()
+	srv := httptest.NewUnstartedServer(nil)
+	c, err := capture.New(context.Background(), capture.Config{Engine: eng, Chat: chatOf(tok), Store: store,
+		BaseURL: "http://" + srv.Listener.Addr().String()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv.Config.Handler = c.Handler()
+	srv.Start()
+	defer srv.Close()
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	b.ResetTimer()
+	for range b.N {
+		ro, err := c.Create(context.Background(), capture.CreateOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		msgs := []string{sysMsg, taskMsg}
+		for range benchTurns {
+			answer := benchPost(srv.Client(), ro.OpenAIBaseURL, ro.Key, msgs)
+			msgs = append(msgs, answer, toolMsg(benchCallID(answer), "a.txt"))
+		}
+	}
+	b.StopTimer()
+	srv.Client().CloseIdleConnections()
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/float64(b.N), "heap-B/rollout")
+	runtime.KeepAlive(c)
 }

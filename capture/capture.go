@@ -474,6 +474,14 @@ func (p *pendingCall) Record(ctx context.Context, _ int, out server.TokenOutput,
 	return nil
 }
 
+// indexed is rec as the in-memory index keeps it: what continuing it
+// needs, without the request as received (Rebuild reads the store).
+func indexed(rec *CallRecord) *CallRecord {
+	r := *rec
+	r.Request, r.Header = nil, nil
+	return &r
+}
+
 // Abort implements httpapi.Recording.
 func (p *pendingCall) Abort(reason error) {
 	ro := p.ro

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentrl/agentrl/capture"
+	"github.com/agentrl/agentrl/server"
 	"github.com/agentrl/agentrl/server/servertest"
 	"github.com/agentrl/agentrl/trajectory"
 )
@@ -423,4 +424,61 @@ func TestAuxiliaryCallsAreKeptOutOfTraining(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, trajs, 2)
 	require.Empty(t, rep.Dropped)
+}
+
+// Hard case 9: calls of one chain served by different weights; the
+// trajectory says which versions produced it, each call's record its own.
+func TestWeightVersionsAcrossAnUpdate(t *testing.T) {
+	tok := small(t)
+	r := newRig(t, tok, newScript(t, tok, lsCall, "Two files."))
+	ctx := context.Background()
+	ro, err := r.c.Create(ctx, capture.CreateOptions{})
+	require.NoError(t, err)
+	require.NoError(t, r.eng.eng.UpdateWeights(ctx, server.Weights{Version: 3}))
+	a0 := turn(t, r, ro, list(sysMsg, taskMsg))
+	require.NoError(t, r.eng.eng.UpdateWeights(ctx, server.Weights{Version: 4}))
+	turn(t, r, ro, list(sysMsg, taskMsg, a0, toolMsg(callID(t, a0), "a.txt b.txt")))
+	trajs, _ := rebuild(t, r, ro.ID)
+	require.Len(t, trajs, 1)
+	require.Equal(t, int64(3), trajs[0].MinWeightVersion)
+	require.Equal(t, int64(4), trajs[0].MaxWeightVersion)
+	recs, err := r.c.Records(ctx, ro.ID)
+	require.NoError(t, err)
+	var versions []int64
+	for _, rec := range recs {
+		if rec.Kind == capture.KindCall {
+			versions = append(versions, rec.Call.WeightVersion)
+		}
+	}
+	require.Equal(t, []int64{3, 4}, versions)
+}
+
+// Hard case 7, streamed: an answer the record refuses never gets its
+// finish event, so the harness does not take it as an answer.
+func TestStreamedAnswerAfterFinishNeverFinishes(t *testing.T) {
+	tok := small(t)
+	end, _ := tok.TokenID("<|im_end|>")
+	release := make(chan struct{})
+	started := make(chan struct{}, 1)
+	rule := func(servertest.Call) servertest.Reply {
+		started <- struct{}{}
+		<-release
+		return servertest.Reply{Tokens: append(tok.Encode("late"), end)}
+	}
+	r := newRigWith(t, tok, rule, nil)
+	ctx := context.Background()
+	ro, err := r.c.Create(ctx, capture.CreateOptions{})
+	require.NoError(t, err)
+	done := make(chan string, 1)
+	go func() {
+		_, body := do(t, r.model.Client(), "POST", ro.OpenAIBaseURL+"/chat/completions",
+			strings.Replace(helloBody, `{"model"`, `{"stream":true,"model"`, 1), "Authorization", "Bearer "+ro.Key)
+		done <- body
+	}()
+	<-started
+	require.NoError(t, r.c.Finish(ctx, ro.ID))
+	close(release)
+	body := <-done
+	require.NotContains(t, body, `"finish_reason":"stop"`)
+	require.Contains(t, body, "after the rollout was finished")
 }

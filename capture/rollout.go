@@ -48,6 +48,7 @@ func newRollout(info RolloutInfo, digest [32]byte) *rollout {
 
 // add indexes a recorded call whose whole prompt is prompt.
 func (ro *rollout) add(rec *CallRecord, prompt []int32) {
+	rec = indexed(rec)
 	full := make([]int32, 0, len(prompt)+len(rec.SampledIDs))
 	full = append(append(full, prompt...), rec.SampledIDs...)
 	cs := &callState{rec: rec, prompt: full[:len(prompt):len(prompt)], full: full}
