@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -23,8 +24,9 @@ import (
 const benchTurns = 8
 
 // BenchmarkCall runs one harness call at a time (serial) or from many
-// goroutines (parallel) through capture with the embedded store (every
-// answer fsync'd before it is sent), and the same calls against httpapi
+// goroutines (parallel) through capture with each embedded store (every
+// answer fsync'd before it is sent: a file per rollout, or one log with
+// group commit), and the same calls against httpapi
 // alone over the same engine, side by side. Each call is one turn of an
 // 8-turn tool conversation (the answer echoed back with a tool result).
 // Metrics: p50-ns and p99-ns per call, calls/s.
@@ -33,7 +35,7 @@ func BenchmarkCall(b *testing.B) {
 	end, _ := tok.TokenID("<|im_end|>")
 	rule := servertest.Constant(append(tok.Encode(lsCall), end)...)
 	for _, mode := range []string{"serial", "parallel"} {
-		for _, path := range []string{"direct", "captured"} {
+		for _, path := range []string{"direct", "captured", "captured-log"} {
 			b.Run(path+"/"+mode, func(b *testing.B) {
 				eng := servertest.New(servertest.Config{Rule: rule})
 				var next func() (string, string)
@@ -46,11 +48,22 @@ func BenchmarkCall(b *testing.B) {
 					srv = httptest.NewServer(h)
 					next = func() (string, string) { return srv.URL + "/v1", "unused" }
 				} else {
-					store, err := capture.OpenDir(b.TempDir())
-					if err != nil {
-						b.Fatal(err)
+					var store capture.Store
+					if path == "captured" {
+						d, err := capture.OpenDir(b.TempDir())
+						if err != nil {
+							b.Fatal(err)
+						}
+						defer d.Close()
+						store = d
+					} else {
+						l, err := capture.OpenLog(filepath.Join(b.TempDir(), "capture.log"))
+						if err != nil {
+							b.Fatal(err)
+						}
+						defer l.Close()
+						store = l
 					}
-					defer store.Close()
 					srv = httptest.NewUnstartedServer(nil)
 					c, err := capture.New(context.Background(), capture.Config{Engine: eng, Chat: chatOf(tok), Store: store,
 						BaseURL: "http://" + srv.Listener.Addr().String()})

@@ -29,8 +29,10 @@
 // Records are durable before an answer is complete on the wire: a
 // non-streamed answer is written after its record is synced, a streamed
 // one gets its finish event after. So a harness that saw an answer always
-// has its call recorded. The embedded store (OpenDir) is one append-only
-// JSONL file per rollout, fsync'd; a torn last line is ignored on reopen.
+// has its call recorded. The embedded stores are append-only JSONL, fsync'd:
+// OpenDir keeps a file per rollout, OpenLog one log for all of them with
+// group commit (concurrent answers share an fsync); a torn last line is
+// ignored and cut on reopen.
 //
 // Security: rollout keys are 256 random bits, compared through their
 // SHA-256 in constant time, and never stored (only their digest is). A
