@@ -100,6 +100,12 @@ func TestRolloutKeysAreRefusedAcrossRollouts(t *testing.T) {
 	// A path that climbs out of a's prefix reaches nothing.
 	code, body = do(t, cl, "POST", base+"/rollouts/"+a.ID+"/../"+b.ID+"/v1/chat/completions", helloBody, "Authorization", "Bearer "+a.Key)
 	require.Equal(t, 404, code, body)
+	// Endpoints that would bypass the recorder are not served, even with
+	// a good key (text completions, SGLang's and vLLM's token APIs).
+	for _, path := range []string{"/completions", "/../generate", "/../inference/v1/generate"} {
+		code, body = do(t, cl, "POST", a.OpenAIBaseURL+path, `{"prompt":"hi","input_ids":[1]}`, "Authorization", "Bearer "+a.Key)
+		require.Equal(t, 404, code, "%s: %s", path, body)
+	}
 	// Anthropic-shaped refusal on the Messages path.
 	code, body = do(t, cl, "POST", base+"/v1/messages", `{}`, "x-api-key", "nope")
 	require.Equal(t, 401, code)
