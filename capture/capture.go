@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentrl/agentrl/chat"
@@ -82,6 +83,35 @@ type Capture struct {
 	byKey    map[[32]byte]*rollout
 	// lastSweep is when expireIdle last scanned.
 	lastSweep time.Time
+
+	stats struct {
+		recorded, aborted, refused, created atomic.Int64
+		recordNanos                         atomic.Int64
+	}
+}
+
+// Stats are a Capture's counters, for metrics.
+type Stats struct {
+	// RolloutsOpen are the rollouts created and not finished, expired or
+	// deleted; RolloutsCreated counts every Create.
+	RolloutsOpen, RolloutsCreated int64
+	// CallsRecorded counts answers recorded, CallsAborted calls that
+	// ended without one, CallsRefused calls refused before reaching a
+	// rollout (unknown key or id, an endpoint not served).
+	CallsRecorded, CallsAborted, CallsRefused int64
+	// RecordTime is the time spent making answers durable (the store's
+	// Append with sync), summed over CallsRecorded.
+	RecordTime time.Duration
+}
+
+// Stats returns the counters so far.
+func (c *Capture) Stats() Stats {
+	c.mu.Lock()
+	open := int64(len(c.byKey))
+	c.mu.Unlock()
+	return Stats{RolloutsOpen: open, RolloutsCreated: c.stats.created.Load(),
+		CallsRecorded: c.stats.recorded.Load(), CallsAborted: c.stats.aborted.Load(), CallsRefused: c.stats.refused.Load(),
+		RecordTime: time.Duration(c.stats.recordNanos.Load())}
 }
 
 // Rollout is a created rollout: what a harness needs to reach it.
@@ -211,6 +241,7 @@ func (c *Capture) Create(ctx context.Context, opts CreateOptions) (Rollout, erro
 		c.mu.Unlock()
 		return Rollout{}, err
 	}
+	c.stats.created.Add(1)
 	return Rollout{ID: id, Key: key, Group: opts.Group,
 		OpenAIBaseURL: c.cfg.BaseURL + "/rollouts/" + id + "/v1", AnthropicBaseURL: c.cfg.BaseURL + "/rollouts/" + id}, nil
 }
@@ -466,9 +497,12 @@ func (p *pendingCall) Record(ctx context.Context, _ int, out server.TokenOutput,
 	if ro.finished || ro.deleted {
 		return fmt.Errorf("%w: the answer arrived after the rollout was finished, so it is not sent", ErrFinished)
 	}
+	t0 := time.Now()
 	if err := p.c.cfg.Store.Append(ctx, ro.info.ID, true, Record{Kind: KindCall, Time: rec.Recorded, Call: rec}); err != nil {
 		return err
 	}
+	p.c.stats.recordNanos.Add(int64(time.Since(t0)))
+	p.c.stats.recorded.Add(1)
 	delete(ro.begun, p.id)
 	ro.add(rec, p.prompt)
 	return nil
@@ -491,6 +525,7 @@ func (p *pendingCall) Abort(reason error) {
 		return
 	}
 	delete(ro.begun, p.id)
+	p.c.stats.aborted.Add(1)
 	ro.aborted = append(ro.aborted, dropped{Call: p.id, Reason: "aborted: " + reason.Error()})
 	if !ro.deleted {
 		_ = p.c.cfg.Store.Append(context.Background(), ro.info.ID, false, Record{Kind: KindAbort, Time: p.c.cfg.Now().UTC(), CallID: p.id, Reason: reason.Error()})

@@ -49,10 +49,12 @@ func (c *Capture) serveModel(w http.ResponseWriter, r *http.Request) {
 		ro = c.byRolloutKey(key)
 	}
 	if ro == nil {
+		c.stats.refused.Add(1)
 		refuse(w, path, http.StatusUnauthorized, "missing or unknown rollout key (send it as Authorization: Bearer KEY or x-api-key: KEY), or a key of another rollout")
 		return
 	}
 	if !served(path) {
+		c.stats.refused.Add(1)
 		refuse(w, path, http.StatusNotFound, fmt.Sprintf("capture does not serve %s", path))
 		return
 	}

@@ -114,6 +114,12 @@ func TestRolloutKeysAreRefusedAcrossRollouts(t *testing.T) {
 	// Nothing was recorded by the refused calls.
 	require.Equal(t, 4, callCount(t, r, a.ID))
 	require.Equal(t, 2, callCount(t, r, b.ID))
+	st := r.c.Stats()
+	require.Equal(t, int64(3), st.CallsRecorded)
+	require.Equal(t, int64(12), st.CallsRefused) // 7 keys, 1 path, 3 endpoints, 1 Messages
+	require.Equal(t, int64(2), st.RolloutsOpen)
+	require.Equal(t, int64(2), st.RolloutsCreated)
+	require.Positive(t, st.RecordTime)
 
 	// A rollout key is not a control token: a harness cannot set its
 	// own reward, read or delete records.
