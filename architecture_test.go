@@ -54,6 +54,9 @@ var importRules = map[string][]string{
 	"dataset":   {"agentloop", "chat", "trajectory"},
 	"view":      {"trajectory", "tokenizer"},
 	"vision":    nil,
+	// capture wraps the serving path (httpapi's Recorder hook) and
+	// rebuilds trajectories; nothing but binaries imports it.
+	"capture": {"chat", "server", "server/httpapi", "tokenizer", "trajectory"},
 	// Observability adapters: each reads one package's hooks or stats.
 	"agentloop/agentprom": {"agentloop", "tool"},
 	"agentloop/otelagent": {"agentloop", "tool"},

@@ -108,6 +108,7 @@ func (s *Server) readChat(r *http.Request) (preparedChat, error) {
 	if c.sessionKey == "" {
 		c.sessionKey = s.sessionKey(r.Header, data)
 	}
+	c.hook = s.newHook(r, data, DialectChat)
 	return s.prepareConversation(c)
 }
 
@@ -245,6 +246,7 @@ func (s *Server) handleChatCompletions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p, err := s.readChat(r)
+	defer p.hook.end()
 	if err != nil {
 		writeRequestError(w, err)
 		return
@@ -331,6 +333,10 @@ func (s *Server) writeChatSamples(w http.ResponseWriter, p preparedChat, outs []
 		}
 		lps, err := s.chatLogprobs(p, out)
 		if err != nil {
+			writeEngineError(w, err)
+			return
+		}
+		if err := p.hook.record(i, out, turn); err != nil {
 			writeEngineError(w, err)
 			return
 		}

@@ -46,6 +46,8 @@ type conversation struct {
 	// Config.SessionKeys): the routing key when requestID is empty.
 	sessionKey string
 	priority   *int
+	// hook is the call's Recorder hook (nil without Config.Recorder).
+	hook *callHook
 }
 
 // preparedChat is a conversation ready for the engine.
@@ -57,6 +59,9 @@ type preparedChat struct {
 	// "msg_"): the request id, or a fresh one when the request id is a
 	// session key that many calls share.
 	callID string
+	// hook records the call (nil without Config.Recorder); handlers defer
+	// its end.
+	hook *callHook
 }
 
 // checkRole is the role a message may have: system, user, assistant and
@@ -136,7 +141,7 @@ func checkResponseFormat(field string, raw json.RawMessage) error {
 // conversation to engine tokens.
 func (s *Server) prepareConversation(c conversation) (preparedChat, error) {
 	ch := s.cfg.Chat
-	p := preparedChat{prepared: prepared{stream: c.stream, skipSpecial: true, returnIDs: c.returnIDs, includeUsage: c.includeUsage}}
+	p := preparedChat{prepared: prepared{stream: c.stream, skipSpecial: true, returnIDs: c.returnIDs, includeUsage: c.includeUsage}, hook: c.hook}
 	if c.sampling.SkipSpecialTokens != nil {
 		p.skipSpecial = *c.sampling.SkipSpecialTokens
 	}
@@ -185,6 +190,10 @@ func (s *Server) prepareConversation(c conversation) (preparedChat, error) {
 	if p.n, err = sp.takeN(); err != nil {
 		return p, err
 	}
+	// Before the budget: a recorder may give the engine another prompt.
+	if err := c.hook.begin(msgs, c, &p); err != nil {
+		return p, err
+	}
 	explicit := sp.MaxTokens != nil
 	if sp.MaxTokens == nil {
 		n := ch.MaxTokens
@@ -203,6 +212,9 @@ func (s *Server) prepareConversation(c conversation) (preparedChat, error) {
 	if c.logprobs {
 		p.req.Params.Logprobs = true
 		p.logprobs = true
+	}
+	if p.hook != nil {
+		p.req.Params.Logprobs = true // for the record; p.logprobs stays the client's
 	}
 	// Generation must end at the end of the assistant turn.
 	eos := ch.Tokenizer.EOSTokenIDs()

@@ -37,6 +37,12 @@
 // text that may still start one and end the generation where one
 // completes; n > 1 streams the samples interleaved, each naming its index.
 //
+// A Config.Recorder (see capture_hook.go) is told of every chat,
+// Responses and Messages call once its prompt is rendered, may give the
+// engine another prompt (a continuation's exact ids), and records each
+// answer before the answer is complete on the wire; package capture is
+// one.
+//
 //	srv, err := httpapi.Start(engine, httpapi.Config{AuthToken: token})
 //	if err != nil { ... }
 //	defer srv.Shutdown(ctx)

@@ -105,6 +105,10 @@ type Config struct {
 	// harnesses ask for their own configured budget (up to 32,000)
 	// whatever the served context. Off by default, as vLLM.
 	ClampMaxTokens bool
+	// Recorder, when set, is told of every chat, Responses and Messages
+	// call and records its answer before the answer is complete on the
+	// wire (see Recorder).
+	Recorder Recorder
 }
 
 // Server serves an engine over HTTP. Use it as an http.Handler, or Start it

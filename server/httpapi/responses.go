@@ -450,6 +450,7 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	in, p, err := s.readResponses(r)
+	defer p.hook.end()
 	if err != nil {
 		writeRequestError(w, err)
 		return
@@ -468,7 +469,10 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 		writeEngineError(w, err)
 		return
 	}
-	turn, _, err := s.finishTurn(p, out)
+	turn, out, err := s.finishTurn(p, out)
+	if err == nil {
+		err = p.hook.record(0, out, turn)
+	}
 	if err != nil {
 		writeEngineError(w, err)
 		return
@@ -490,6 +494,7 @@ func (s *Server) readResponses(r *http.Request) (responsesRequest, preparedChat,
 	if c.sessionKey == "" {
 		c.sessionKey = s.sessionKey(r.Header, data)
 	}
+	c.hook = s.newHook(r, data, DialectResponses)
 	p, err := s.prepareConversation(c)
 	return in, p, err
 }

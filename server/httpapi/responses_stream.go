@@ -252,9 +252,13 @@ func (s *Server) streamResponses(w http.ResponseWriter, r *http.Request, st serv
 		}
 		return writeFrames(sse, frames)
 	}
-	last, turn, _, err := s.newTurnStream(&p).run(r.Context(), st, p.req, func(d turnDelta) error {
+	last, turn, out, err := s.newTurnStream(&p).run(r.Context(), st, p.req, func(d turnDelta) error {
 		return send(ev.add(d))
 	})
+	if err == nil {
+		// Durable before the turn's last tokens and response.completed.
+		err = p.hook.record(0, out, turn)
+	}
 	if err == nil {
 		if err = send(ev.add(last)); err == nil {
 			err = send(ev.finish(turn))

@@ -577,6 +577,10 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, st server.St
 		cs := &chatEvents{s: s, p: &p, sse: sse, head: head, index: i}
 		ts := s.newTurnStream(&p)
 		last, turn, out, err := ts.run(ctx, st, req, cs.delta)
+		if err == nil {
+			// Durable before the sample's last tokens and finish_reason.
+			err = p.hook.record(i, out, turn)
+		}
 		if err != nil {
 			return err
 		}

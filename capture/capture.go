@@ -1,0 +1,540 @@
+package capture
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/agentrl/agentrl/chat"
+	"github.com/agentrl/agentrl/server"
+	"github.com/agentrl/agentrl/server/httpapi"
+	"github.com/agentrl/agentrl/tokenizer"
+)
+
+// DeltaTokenizer encodes the messages added after a model turn without
+// re-tokenizing the history; *tokenizer.Tokenizer implements it.
+type DeltaTokenizer interface {
+	EncodeDelta(c tokenizer.ChatContext, added []chat.Message) ([]int32, error)
+}
+
+// DefaultIdleTimeout is Config.IdleTimeout's default.
+const DefaultIdleTimeout = 30 * time.Minute
+
+// DefaultMaxCalls is Config.MaxCalls's default.
+const DefaultMaxCalls = 4096
+
+// Config configures a Capture.
+type Config struct {
+	// Engine serves the calls, token in and token out (a router, the
+	// in-process engine, a remote client).
+	Engine server.LLMServer
+	// Chat is the model's tokenizer, template and parser, as for
+	// httpapi.Config.Chat (required).
+	Chat *httpapi.Chat
+	// Delta encodes continuations; nil uses Chat.Tokenizer, which must
+	// then implement DeltaTokenizer.
+	Delta DeltaTokenizer
+	// HTTP holds the other serving settings (MaxModelLen, ClampMaxTokens,
+	// limits); its Chat, Recorder and AuthToken are set by Capture, which
+	// does its own authentication.
+	HTTP httpapi.Config
+	// Store keeps the records (required); OpenDir is the embedded one.
+	Store Store
+	// BaseURL is where harnesses reach Handler ("http://10.0.0.5:8080"),
+	// used in the base URLs a created rollout is given.
+	BaseURL string
+	// IdleTimeout: a rollout that is not finished and has had no model
+	// call or control request for this long expires (see Capture).
+	// Default DefaultIdleTimeout.
+	IdleTimeout time.Duration
+	// MaxCalls bounds the calls one rollout may record (so its memory is
+	// bounded); further calls get 429. Default DefaultMaxCalls.
+	MaxCalls int
+	// Now is the clock; default time.Now.
+	Now func() time.Time
+}
+
+// Capture records every model call of its rollouts token-exact and
+// rebuilds their trajectories. Calls reach it through Handler, control
+// requests through ControlHandler or the Go methods.
+//
+// Expiry: a rollout idle (no call, no control request) for IdleTimeout is
+// finished with reason "expired" and marked incomplete; it refuses
+// further calls, and its in-memory index is released (Rebuild and Export
+// read its log again); its log stays in the store until Delete. Expiry
+// is checked on each Create and each access, so no goroutine runs.
+type Capture struct {
+	cfg   Config
+	srv   *httpapi.Server
+	delta DeltaTokenizer
+	eos   []int32
+
+	mu       sync.Mutex
+	rollouts map[string]*rollout
+	byKey    map[[32]byte]*rollout
+	// lastSweep is when expireIdle last scanned.
+	lastSweep time.Time
+
+	stats struct {
+		recorded, aborted, refused, created atomic.Int64
+		recordNanos                         atomic.Int64
+	}
+}
+
+// Stats are a Capture's counters, for metrics.
+type Stats struct {
+	// RolloutsOpen are the rollouts created and not finished, expired or
+	// deleted; RolloutsCreated counts every Create.
+	RolloutsOpen, RolloutsCreated int64
+	// CallsRecorded counts answers recorded, CallsAborted calls that
+	// ended without one, CallsRefused calls refused before reaching a
+	// rollout (unknown key or id, an endpoint not served).
+	CallsRecorded, CallsAborted, CallsRefused int64
+	// RecordTime is the time spent making answers durable (the store's
+	// Append with sync), summed over CallsRecorded.
+	RecordTime time.Duration
+}
+
+// Stats returns the counters so far.
+func (c *Capture) Stats() Stats {
+	c.mu.Lock()
+	open := int64(len(c.byKey))
+	c.mu.Unlock()
+	return Stats{RolloutsOpen: open, RolloutsCreated: c.stats.created.Load(),
+		CallsRecorded: c.stats.recorded.Load(), CallsAborted: c.stats.aborted.Load(), CallsRefused: c.stats.refused.Load(),
+		RecordTime: time.Duration(c.stats.recordNanos.Load())}
+}
+
+// Rollout is a created rollout: what a harness needs to reach it.
+type Rollout struct {
+	ID    string `json:"id"`
+	Key   string `json:"key"`
+	Group string `json:"group"`
+	// OpenAIBaseURL is for OPENAI_BASE_URL (it ends in /v1), and
+	// AnthropicBaseURL for ANTHROPIC_BASE_URL (the SDK adds /v1).
+	OpenAIBaseURL    string `json:"openai_base_url"`
+	AnthropicBaseURL string `json:"anthropic_base_url"`
+}
+
+// New returns a Capture over cfg.Engine, recovering the rollouts already
+// in cfg.Store: calls that were begun and never recorded nor aborted (the
+// process died mid-call) mark their rollout incomplete.
+func New(ctx context.Context, cfg Config) (*Capture, error) {
+	if cfg.Store == nil {
+		return nil, errors.New("capture: Config.Store is required (OpenDir is the embedded store)")
+	}
+	if cfg.Chat == nil || cfg.Chat.Tokenizer == nil {
+		return nil, errors.New("capture: Config.Chat with a Tokenizer is required")
+	}
+	c := &Capture{cfg: cfg, delta: cfg.Delta, rollouts: map[string]*rollout{}, byKey: map[[32]byte]*rollout{}}
+	if c.delta == nil {
+		d, ok := cfg.Chat.Tokenizer.(DeltaTokenizer)
+		if !ok {
+			return nil, errors.New("capture: Config.Chat.Tokenizer has no EncodeDelta: set Config.Delta")
+		}
+		c.delta = d
+	}
+	if c.cfg.IdleTimeout <= 0 {
+		c.cfg.IdleTimeout = DefaultIdleTimeout
+	}
+	if c.cfg.MaxCalls <= 0 {
+		c.cfg.MaxCalls = DefaultMaxCalls
+	}
+	if c.cfg.Now == nil {
+		c.cfg.Now = time.Now
+	}
+	c.cfg.BaseURL = strings.TrimSuffix(c.cfg.BaseURL, "/")
+	c.eos = cfg.Chat.Tokenizer.EOSTokenIDs()
+	hc := cfg.HTTP
+	hc.Chat, hc.Recorder, hc.AuthToken = cfg.Chat, c, ""
+	srv, err := httpapi.New(cfg.Engine, hc)
+	if err != nil {
+		return nil, fmt.Errorf("capture: %w", err)
+	}
+	c.srv = srv
+	ids, err := cfg.Store.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, id := range ids {
+		recs, err := cfg.Store.Load(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		ro, err := replay(id, recs)
+		if err != nil {
+			return nil, err
+		}
+		ro.lastUsed.Store(c.cfg.Now().UnixNano())
+		c.rollouts[id] = ro
+		if !ro.finished {
+			c.byKey[ro.keyHash] = ro
+		}
+	}
+	return c, nil
+}
+
+// Shutdown stops serving: in-flight calls finish until ctx ends, then are
+// cancelled (see httpapi.Server.Shutdown).
+func (c *Capture) Shutdown(ctx context.Context) error { return c.srv.Shutdown(ctx) }
+
+// newToken is n random bytes from crypto/rand, hex.
+func newToken(n int) (string, error) {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("capture: crypto/rand: %w", err)
+	}
+	return hex.EncodeToString(b), nil
+}
+
+func keyDigest(key string) [32]byte { return sha256.Sum256([]byte(key)) }
+
+// CreateOptions are what a rollout is created with.
+type CreateOptions struct {
+	// Group is the GRPO group (the sample) the rollout belongs to: its
+	// trajectories get it as GroupID. Default: the rollout's id.
+	Group    string            `json:"group,omitempty"`
+	Metadata map[string]string `json:"metadata,omitempty"`
+}
+
+// Create makes a rollout with a fresh id and key (128 and 256 random bits).
+// The key is returned once and never stored: the store keeps its SHA-256.
+func (c *Capture) Create(ctx context.Context, opts CreateOptions) (Rollout, error) {
+	c.expireIdle(ctx)
+	id, err := newToken(16)
+	if err != nil {
+		return Rollout{}, err
+	}
+	id = "ro_" + id
+	key, err := newToken(32)
+	if err != nil {
+		return Rollout{}, err
+	}
+	key = "ark_" + key
+	if opts.Group == "" {
+		opts.Group = id
+	}
+	digest := keyDigest(key)
+	info := RolloutInfo{ID: id, KeySHA256: hex.EncodeToString(digest[:]), Group: opts.Group, Metadata: opts.Metadata, Created: c.cfg.Now().UTC()}
+	c.mu.Lock()
+	if _, dup := c.rollouts[id]; dup {
+		c.mu.Unlock()
+		return Rollout{}, fmt.Errorf("capture: rollout id %s already exists", id)
+	}
+	ro := newRollout(info, digest)
+	ro.lastUsed.Store(c.cfg.Now().UnixNano())
+	c.rollouts[id], c.byKey[digest] = ro, ro
+	c.mu.Unlock()
+	if err := c.cfg.Store.Append(ctx, id, true, Record{Kind: KindRollout, Time: info.Created, Rollout: &info}); err != nil {
+		c.mu.Lock()
+		delete(c.rollouts, id)
+		delete(c.byKey, digest)
+		c.mu.Unlock()
+		return Rollout{}, err
+	}
+	c.stats.created.Add(1)
+	return Rollout{ID: id, Key: key, Group: opts.Group,
+		OpenAIBaseURL: c.cfg.BaseURL + "/rollouts/" + id + "/v1", AnthropicBaseURL: c.cfg.BaseURL + "/rollouts/" + id}, nil
+}
+
+// ErrNotFound is returned for a rollout id that is not known.
+var ErrNotFound = errors.New("capture: no such rollout")
+
+// ErrFinished is returned for a call to, or a change of, a finished rollout.
+var ErrFinished = errors.New("capture: rollout is finished")
+
+// get returns id's rollout, touching it; nil when unknown.
+func (c *Capture) get(id string) *rollout {
+	c.mu.Lock()
+	ro := c.rollouts[id]
+	c.mu.Unlock()
+	if ro != nil {
+		c.touch(ro)
+	}
+	return ro
+}
+
+// touch expires ro when it has been idle too long, else marks it used.
+func (c *Capture) touch(ro *rollout) {
+	now := c.cfg.Now().UnixNano()
+	if now-ro.lastUsed.Swap(now) > int64(c.cfg.IdleTimeout) {
+		_ = c.finish(context.Background(), ro, "expired") // a no-op when finished
+	}
+}
+
+// expireIdle expires the idle rollouts, at a Create, at most every
+// IdleTimeout/16: a scan without locking any rollout, then finish (which
+// does nothing to one already finished).
+func (c *Capture) expireIdle(ctx context.Context) {
+	now := c.cfg.Now()
+	c.mu.Lock()
+	if now.Sub(c.lastSweep) < c.cfg.IdleTimeout/16 {
+		c.mu.Unlock()
+		return
+	}
+	c.lastSweep = now
+	var idle []*rollout
+	for _, ro := range c.rollouts {
+		if now.UnixNano()-ro.lastUsed.Load() > int64(c.cfg.IdleTimeout) {
+			idle = append(idle, ro)
+		}
+	}
+	c.mu.Unlock()
+	for _, ro := range idle {
+		_ = c.finish(ctx, ro, "expired")
+	}
+}
+
+// byRolloutKey returns the open rollout whose key is key. The map is
+// indexed by the key's SHA-256, and the digest is compared again in
+// constant time, so the lookup's timing says nothing about the key.
+func (c *Capture) byRolloutKey(key string) *rollout {
+	d := keyDigest(key)
+	c.mu.Lock()
+	ro := c.byKey[d]
+	c.mu.Unlock()
+	if ro == nil || subtle.ConstantTimeCompare(d[:], ro.keyHash[:]) != 1 {
+		return nil
+	}
+	c.touch(ro)
+	return ro
+}
+
+// SetReward sets the rollout's reward; its trajectories get it when
+// rebuilt.
+func (c *Capture) SetReward(ctx context.Context, id string, reward float64) error {
+	ro := c.get(id)
+	if ro == nil {
+		return fmt.Errorf("%w: %s", ErrNotFound, id)
+	}
+	if err := checkFinite("reward", reward); err != nil {
+		return err
+	}
+	ro.mu.Lock()
+	defer ro.mu.Unlock()
+	if err := c.cfg.Store.Append(ctx, id, true, Record{Kind: KindReward, Time: c.cfg.Now().UTC(), Reward: &reward}); err != nil {
+		return err
+	}
+	ro.reward = &reward
+	return nil
+}
+
+// Finish freezes the rollout: later calls with its key or id are refused
+// and recorded nowhere.
+func (c *Capture) Finish(ctx context.Context, id string) error {
+	ro := c.get(id)
+	if ro == nil {
+		return fmt.Errorf("%w: %s", ErrNotFound, id)
+	}
+	return c.finish(ctx, ro, "")
+}
+
+func (c *Capture) finish(ctx context.Context, ro *rollout, reason string) error {
+	ro.mu.Lock()
+	defer ro.mu.Unlock()
+	if ro.finished {
+		return nil
+	}
+	if err := c.cfg.Store.Append(ctx, ro.info.ID, true, Record{Kind: KindFinish, Time: c.cfg.Now().UTC(), Reason: reason}); err != nil {
+		return err
+	}
+	ro.finish(reason)
+	c.mu.Lock()
+	delete(c.byKey, ro.keyHash)
+	c.mu.Unlock()
+	return nil
+}
+
+// Delete removes the rollout and its log.
+func (c *Capture) Delete(ctx context.Context, id string) error {
+	c.mu.Lock()
+	ro := c.rollouts[id]
+	if ro != nil {
+		delete(c.rollouts, id)
+		delete(c.byKey, ro.keyHash)
+	}
+	c.mu.Unlock()
+	if ro == nil {
+		return fmt.Errorf("%w: %s", ErrNotFound, id)
+	}
+	ro.mu.Lock()
+	ro.deleted = true
+	ro.mu.Unlock()
+	return c.cfg.Store.Delete(ctx, id)
+}
+
+// Records returns the rollout's log as stored.
+func (c *Capture) Records(ctx context.Context, id string) ([]Record, error) {
+	if c.get(id) == nil {
+		return nil, fmt.Errorf("%w: %s", ErrNotFound, id)
+	}
+	return c.cfg.Store.Load(ctx, id)
+}
+
+// ---- the Recorder: httpapi calls these -------------------------------------
+
+type rolloutKey struct{}
+
+func withRollout(ctx context.Context, ro *rollout) context.Context {
+	return context.WithValue(ctx, rolloutKey{}, ro)
+}
+
+// Begin implements httpapi.Recorder: it finds the call the request
+// continues, gives the engine that call's exact prompt and sampled ids
+// followed by only the new messages as a tokenizer delta, and logs the
+// intent.
+func (c *Capture) Begin(ctx context.Context, hc *httpapi.Call) (httpapi.Recording, error) {
+	ro, _ := ctx.Value(rolloutKey{}).(*rollout)
+	if ro == nil {
+		return nil, &server.Error{Op: "capture", Status: http.StatusUnauthorized, Err: errors.New("a call reached the capture server without a rollout")}
+	}
+	if hc.Samples != 1 {
+		return nil, fmt.Errorf(`%w: field "n": capture records one sample per call, got n=%d`, server.ErrBadRequest, hc.Samples)
+	}
+	ro.mu.Lock()
+	defer ro.mu.Unlock()
+	switch {
+	case ro.deleted:
+		return nil, &server.Error{Op: "capture", Status: http.StatusNotFound, Err: ErrNotFound}
+	case ro.finished:
+		return nil, &server.Error{Op: "capture", Status: http.StatusConflict, Err: fmt.Errorf("%w: calls after finish are not recorded", ErrFinished)}
+	case len(ro.calls)+len(ro.begun) >= c.cfg.MaxCalls:
+		return nil, &server.Error{Op: "capture", Status: http.StatusTooManyRequests, Err: fmt.Errorf("capture: rollout %s has %d calls, the limit", ro.info.ID, c.cfg.MaxCalls)}
+	}
+	p := &pendingCall{c: c, ro: ro, id: fmt.Sprintf("c%d", ro.nextCall), received: hc.Received, header: recordedHeader(hc.Header),
+		body: hc.Body, dialect: hc.Dialect, msgs: hc.Messages, tools: hc.Tools, kwargs: hc.TemplateKwargs}
+	ro.nextCall++
+	link := ro.link(hc.Messages, hc.Tools, hc.TemplateKwargs, c.eos)
+	if link.parent != nil {
+		delta, err := c.delta.EncodeDelta(tokenizer.ChatContext{Messages: hc.Messages[:link.answerAt+1], Tools: hc.Tools,
+			AddGenerationPrompt: true, Extra: hc.TemplateKwargs}, hc.Messages[link.answerAt+1:])
+		if err != nil {
+			link = chainLink{why: fmt.Sprintf("continues %s, but the new messages have no delta: %v", link.parent.rec.ID, err)}
+		} else {
+			p.parent, p.delta = link.parent, delta
+			prompt := make([]int32, 0, len(link.parent.full)+len(delta))
+			prompt = append(append(prompt, link.parent.full...), delta...)
+			hc.PromptIDs = prompt
+		}
+	}
+	p.why, p.ambiguous, p.prompt = link.why, link.ambiguous, hc.PromptIDs
+	p.dispatched = c.cfg.Now()
+	// The intent is not synced: a crash before the answer is recorded
+	// loses the answer too, and the sync of the call record covers it.
+	if err := c.cfg.Store.Append(ctx, ro.info.ID, false, Record{Kind: KindBegin, Time: p.dispatched.UTC(), CallID: p.id}); err != nil {
+		return nil, err
+	}
+	ro.begun[p.id] = true
+	return p, nil
+}
+
+// recordedHeader is h without the credentials.
+func recordedHeader(h http.Header) map[string][]string {
+	out := make(map[string][]string, len(h))
+	for k, v := range h {
+		switch http.CanonicalHeaderKey(k) {
+		case "Authorization", "X-Api-Key", "Cookie", "Proxy-Authorization":
+			continue
+		}
+		out[k] = v
+	}
+	return out
+}
+
+// pendingCall is a call between Begin and its record.
+type pendingCall struct {
+	c          *Capture
+	ro         *rollout
+	id         string
+	dialect    string
+	header     map[string][]string
+	body       []byte
+	msgs       []chat.Message
+	tools      []chat.ToolSchema
+	kwargs     map[string]any
+	parent     *callState
+	delta      []int32
+	prompt     []int32
+	why        string
+	ambiguous  []string
+	received   time.Time
+	dispatched time.Time
+}
+
+// Record implements httpapi.Recording: the call's answer is synced to the
+// store before it returns.
+func (p *pendingCall) Record(ctx context.Context, _ int, out server.TokenOutput, answer chat.Message) error {
+	ro := p.ro
+	rec := &CallRecord{ID: p.id, Dialect: p.dialect, Request: append([]byte(nil), p.body...), Header: p.header,
+		Messages: p.msgs, Tools: p.tools, TemplateKwargs: p.kwargs, Segment: p.why,
+		SampledIDs: out.TokenIDs, Logprobs: out.Logprobs, StopReason: string(out.StopReason), WeightVersion: out.WeightVersion,
+		Answer: answer, Received: p.received.UTC(), Dispatched: p.dispatched.UTC(), Recorded: p.c.cfg.Now().UTC()}
+	if p.parent != nil {
+		rec.Parent, rec.DeltaIDs = p.parent.rec.ID, p.delta
+		if rec.DeltaIDs == nil {
+			rec.DeltaIDs = []int32{}
+		}
+	} else {
+		rec.PromptIDs = p.prompt
+	}
+	if len(p.ambiguous) > 0 {
+		rec.Segment = "ambiguous parent: also matches " + strings.Join(p.ambiguous, ", ")
+	}
+	if err := (Record{Kind: KindCall, Call: rec}).check(); err != nil {
+		return err
+	}
+	ro.mu.Lock()
+	defer ro.mu.Unlock()
+	if ro.finished || ro.deleted {
+		return fmt.Errorf("%w: the answer arrived after the rollout was finished, so it is not sent", ErrFinished)
+	}
+	t0 := time.Now()
+	if err := p.c.cfg.Store.Append(ctx, ro.info.ID, true, Record{Kind: KindCall, Time: rec.Recorded, Call: rec}); err != nil {
+		return err
+	}
+	p.c.stats.recordNanos.Add(int64(time.Since(t0)))
+	p.c.stats.recorded.Add(1)
+	delete(ro.begun, p.id)
+	ro.add(rec, p.prompt)
+	return nil
+}
+
+// indexed is rec as the in-memory index keeps it: what continuing it
+// needs, without the request as received (Rebuild reads the store).
+func indexed(rec *CallRecord) *CallRecord {
+	r := *rec
+	r.Request, r.Header = nil, nil
+	return &r
+}
+
+// Abort implements httpapi.Recording.
+func (p *pendingCall) Abort(reason error) {
+	ro := p.ro
+	ro.mu.Lock()
+	defer ro.mu.Unlock()
+	if !ro.begun[p.id] {
+		return
+	}
+	delete(ro.begun, p.id)
+	p.c.stats.aborted.Add(1)
+	ro.aborted = append(ro.aborted, dropped{Call: p.id, Reason: "aborted: " + reason.Error()})
+	if !ro.deleted {
+		_ = p.c.cfg.Store.Append(context.Background(), ro.info.ID, false, Record{Kind: KindAbort, Time: p.c.cfg.Now().UTC(), CallID: p.id, Reason: reason.Error()})
+	}
+}
+
+func checkFinite(field string, v float64) error {
+	if v != v || v > 1e308 || v < -1e308 {
+		return fmt.Errorf("capture: %s must be finite, got %v", field, v)
+	}
+	return nil
+}

@@ -1,0 +1,49 @@
+// Package capture trains an agent harness as it is: Claude Code, codex,
+// opencode, an OpenAI Agents SDK app — anything that runs its own loop and
+// calls an OpenAI-compatible endpoint. Each rollout gets its own base URL
+// and key; every model call of it is served through httpapi (so through
+// the engines token-in/token-out) and recorded token-exact: prompt ids,
+// sampled ids, logprobs, weight version, stop reason, the request as
+// received, its dialect and timing. Afterwards Rebuild turns the calls
+// into trainable trajectories.
+//
+// History is never re-tokenized. A call whose messages extend an earlier
+// call's messages and that call's answer (message by message, allowing the
+// canonical changes harnesses make: re-serialized tool arguments, dropped
+// reasoning, trimmed text) continues it: its prompt is that call's exact
+// prompt and sampled ids followed by only the new messages as a tokenizer
+// delta (tokenizer.EncodeDelta), which is the trajectory contract. A call
+// that rewrote history (compaction, edited turns, other tools) starts a
+// new segment, and its record says why.
+//
+// Rebuild makes one trajectory per chain of verified continuations (mask 1
+// exactly on the sampled tokens, their logprobs aligned, prompt ++
+// response the chain's last sequence); forks and sub-agents are chains of
+// their own that never train a shared call twice; a harness retry (a
+// sibling with the same prompt) is dropped when the harness continued its
+// twin; auxiliary calls (titles, memory extraction: RebuildOptions.
+// Auxiliary) are kept out; a call begun and never recorded marks the
+// rollout incomplete. The rollout's reward is broadcast to its
+// trajectories, which share its group. The Report says all of it.
+//
+// Records are durable before an answer is complete on the wire: a
+// non-streamed answer is written after its record is synced, a streamed
+// one gets its finish event after. So a harness that saw an answer always
+// has its call recorded. The embedded stores are append-only JSONL, fsync'd:
+// OpenDir keeps a file per rollout, OpenLog one log for all of them with
+// group commit (concurrent answers share an fsync); a torn last line is
+// ignored and cut on reopen.
+//
+// Security: rollout keys are 256 random bits, compared through their
+// SHA-256 in constant time, and never stored (only their digest is). A
+// call with an unknown key or id, or with one rollout's key on another's
+// URL, is refused in its dialect's shape and recorded nowhere. Control
+// requests need a separate token, so a harness cannot set its own reward.
+//
+//	c, err := capture.New(ctx, capture.Config{Engine: engine, Chat: &httpapi.Chat{Tokenizer: tok, ToolParser: "hermes"},
+//		Store: store, BaseURL: "http://127.0.0.1:8080"})
+//	ro, err := c.Create(ctx, capture.CreateOptions{Group: "sample-17"})
+//	// run the harness with OPENAI_BASE_URL=ro.OpenAIBaseURL OPENAI_API_KEY=ro.Key
+//	c.SetReward(ctx, ro.ID, 1); c.Finish(ctx, ro.ID)
+//	trajs, report, err := c.Rebuild(ctx, ro.ID, capture.RebuildOptions{})
+package capture

@@ -1,0 +1,238 @@
+package capture
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"sort"
+	"sync"
+)
+
+// LogStore is the embedded store for many rollouts at once: every
+// rollout's records in one append-only JSONL file, with group commit —
+// concurrent Appends that ask for durability share one fsync (the first
+// to get the sync lock syncs everything written so far, and those that
+// waited find their records already durable). DirStore pays one fsync per
+// answer per file; LogStore one per batch. A torn last line is cut on
+// open, as in DirStore. Deleted rollouts are marked with a tombstone; the
+// file only grows, so rotate it (a new LogStore) between runs.
+type LogStore struct {
+	path string
+
+	mu      sync.Mutex // the file's end and the index
+	f       *os.File
+	end     int64
+	index   map[string][]span
+	deleted map[string]bool
+
+	syncMu sync.Mutex
+	synced int64 // bytes known durable; under syncMu
+}
+
+// span is one record's place in the file.
+type span struct{ off, n int64 }
+
+// logLine is a line of a LogStore.
+type logLine struct {
+	Rollout string  `json:"rollout"`
+	Record  *Record `json:"record,omitempty"`
+	Deleted bool    `json:"deleted,omitempty"`
+}
+
+// OpenLog opens (creating it) the log at path and indexes it.
+func OpenLog(path string) (*LogStore, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("capture: opening the log: %w", err)
+	}
+	if err := cutTorn(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("capture: the log: %w", err)
+	}
+	s := &LogStore{path: path, f: f, index: map[string][]span{}, deleted: map[string]bool{}}
+	if err := s.scan(); err != nil {
+		f.Close()
+		return nil, err
+	}
+	s.synced = s.end
+	return s, nil
+}
+
+// scan indexes the whole file.
+func (s *LogStore) scan() error {
+	br := bufio.NewReaderSize(io.NewSectionReader(s.f, 0, 1<<62), 64<<10)
+	var off int64
+	for n := 1; ; n++ {
+		line, err := readLine(br)
+		if errors.Is(err, io.EOF) {
+			s.end = off
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("capture: the log, line %d: %w", n, err)
+		}
+		var l logLine
+		if err := json.Unmarshal(line, &l); err != nil || !validID(l.Rollout) || (l.Record == nil) == !l.Deleted {
+			return fmt.Errorf("capture: the log, line %d: %w: not a rollout's record or tombstone", n, ErrRecord)
+		}
+		if l.Deleted {
+			delete(s.index, l.Rollout)
+			s.deleted[l.Rollout] = true
+		} else {
+			s.index[l.Rollout] = append(s.index[l.Rollout], span{off, int64(len(line))})
+		}
+		off += int64(len(line)) + 1
+	}
+}
+
+// Append implements Store.
+func (s *LogStore) Append(_ context.Context, id string, sync bool, recs ...Record) error {
+	if !validID(id) {
+		return fmt.Errorf("capture: invalid rollout id %q", id)
+	}
+	buf := make([]byte, 0, 512)
+	lens := make([]int64, len(recs))
+	for i := range recs {
+		b, err := json.Marshal(logLine{Rollout: id, Record: &recs[i]})
+		if err != nil {
+			return fmt.Errorf("capture: encoding a %s record: %w", recs[i].Kind, err)
+		}
+		buf = append(append(buf, b...), '\n')
+		lens[i] = int64(len(b))
+	}
+	end, err := s.write(id, buf, lens, false)
+	if err != nil || !sync {
+		return err
+	}
+	return s.syncTo(end)
+}
+
+// write appends buf (lines of lens bytes each, newlines apart) for id and
+// indexes them; it returns the file's end after them.
+func (s *LogStore) write(id string, buf []byte, lens []int64, tombstone bool) (int64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.f == nil {
+		return 0, errors.New("capture: the log is closed")
+	}
+	if s.deleted[id] && !tombstone {
+		return 0, fmt.Errorf("capture: rollout %s was deleted", id)
+	}
+	if _, err := s.f.Write(buf); err != nil {
+		return 0, fmt.Errorf("capture: appending to the log: %w", err)
+	}
+	off := s.end
+	for _, n := range lens {
+		if !tombstone {
+			s.index[id] = append(s.index[id], span{off, n})
+		}
+		off += n + 1
+	}
+	s.end = off
+	return off, nil
+}
+
+// syncTo returns once the file is durable up to end, syncing it unless
+// another Append's sync already covered it.
+func (s *LogStore) syncTo(end int64) error {
+	s.syncMu.Lock()
+	defer s.syncMu.Unlock()
+	if s.synced >= end {
+		return nil
+	}
+	s.mu.Lock()
+	target, f := s.end, s.f
+	s.mu.Unlock()
+	if f == nil {
+		return errors.New("capture: the log is closed")
+	}
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("capture: syncing the log: %w", err)
+	}
+	s.synced = target
+	return nil
+}
+
+// Load implements Store.
+func (s *LogStore) Load(_ context.Context, id string) ([]Record, error) {
+	s.mu.Lock()
+	spans := append([]span(nil), s.index[id]...)
+	f := s.f
+	s.mu.Unlock()
+	if len(spans) == 0 {
+		return nil, fmt.Errorf("capture: rollout %s: %w", id, fs.ErrNotExist)
+	}
+	out := make([]Record, 0, len(spans))
+	for i, sp := range spans {
+		if sp.n > maxRecordBytes {
+			return nil, fmt.Errorf("capture: rollout %s, record %d: %w: over %d bytes", id, i+1, ErrRecord, maxRecordBytes)
+		}
+		b := make([]byte, sp.n)
+		if _, err := f.ReadAt(b, sp.off); err != nil {
+			return nil, fmt.Errorf("capture: rollout %s, record %d: %w", id, i+1, err)
+		}
+		var l struct {
+			Record json.RawMessage `json:"record"`
+		}
+		if err := json.Unmarshal(b, &l); err != nil {
+			return nil, fmt.Errorf("capture: rollout %s, record %d: %w: %v", id, i+1, ErrRecord, err)
+		}
+		rec, err := DecodeRecord(l.Record)
+		if err != nil {
+			return nil, fmt.Errorf("capture: rollout %s, record %d: %w", id, i+1, err)
+		}
+		out = append(out, rec)
+	}
+	return out, nil
+}
+
+// List implements Store.
+func (s *LogStore) List(context.Context) ([]string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ids := make([]string, 0, len(s.index))
+	for id := range s.index {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	return ids, nil
+}
+
+// Delete implements Store: a synced tombstone.
+func (s *LogStore) Delete(_ context.Context, id string) error {
+	if !validID(id) {
+		return fmt.Errorf("capture: invalid rollout id %q", id)
+	}
+	b, err := json.Marshal(logLine{Rollout: id, Deleted: true})
+	if err != nil {
+		return err
+	}
+	end, err := s.write(id, append(b, '\n'), []int64{int64(len(b))}, true)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	delete(s.index, id)
+	s.deleted[id] = true
+	s.mu.Unlock()
+	return s.syncTo(end)
+}
+
+// Close closes the log.
+func (s *LogStore) Close() error {
+	s.syncMu.Lock()
+	defer s.syncMu.Unlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.f == nil {
+		return nil
+	}
+	err := s.f.Close()
+	s.f = nil
+	return err
+}
