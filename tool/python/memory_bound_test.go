@@ -336,7 +336,7 @@ func readMeminfo(t *testing.T) map[string]int64 {
 }
 
 // skipOrFail skips, or under CI=1 fails: a CI machine must run the test.
-func skipOrFail(t *testing.T, format string, args ...any) {
+func skipOrFail(t testing.TB, format string, args ...any) {
 	t.Helper()
 	if os.Getenv("CI") != "" {
 		t.Fatalf("CI=1: "+format, args...)
