@@ -31,7 +31,8 @@ type Config struct {
 	// another interface must be asked for explicitly.
 	Addr string
 	// AuthToken, when set, is required on every request as
-	// "Authorization: Bearer <AuthToken>".
+	// "Authorization: Bearer <AuthToken>" or "x-api-key: <AuthToken>"
+	// (Anthropic's clients send the latter).
 	AuthToken string
 	// MaxBodyBytes limits request bodies; larger ones get 413.
 	MaxBodyBytes int64
@@ -306,10 +307,11 @@ func (s *Server) stop() {
 // ServeHTTP implements http.Handler: origin and host checks, auth, the
 // in-flight limit, body limits and deadlines, routing.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	fail := errorWriterFor(r.URL.Path)
 	s.gate.RLock()
 	if s.stopping {
 		s.gate.RUnlock()
-		writeError(w, http.StatusServiceUnavailable, "server is shutting down")
+		fail(w, http.StatusServiceUnavailable, "server is shutting down")
 		return
 	}
 	s.handlers.Add(1)
@@ -323,12 +325,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rc := http.NewResponseController(w)
 	w = &writeDeadline{ResponseWriter: w, rc: rc, timeout: s.cfg.WriteTimeout}
 	if code, msg := s.checkOrigin(r); code != 0 {
-		writeError(w, code, msg)
+		fail(w, code, msg)
 		return
 	}
 	if s.cfg.AuthToken != "" && !s.authorized(r) {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="agentrl"`)
-		writeError(w, http.StatusUnauthorized, "missing or wrong bearer token in the Authorization header")
+		fail(w, http.StatusUnauthorized, "missing or wrong API token: send it as \"Authorization: Bearer <token>\" or \"x-api-key: <token>\"")
 		return
 	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
@@ -338,7 +340,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			defer func() { <-s.inflight }()
 		default:
 			w.Header().Set("Retry-After", "1")
-			writeError(w, http.StatusTooManyRequests, fmt.Sprintf("server busy: %d requests in flight (the limit); retry later", s.cfg.MaxInFlight))
+			fail(w, http.StatusTooManyRequests, fmt.Sprintf("server busy: %d requests in flight (the limit); retry later", s.cfg.MaxInFlight))
 			return
 		}
 	}
@@ -357,13 +359,30 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mux.ServeHTTP(w, r.WithContext(ctx))
 }
 
+// authorized checks the token in "Authorization: Bearer" (OpenAI's
+// clients, SGLang's, vLLM's) or "x-api-key" (Anthropic's), in constant
+// time: either header may carry it, on every endpoint.
 func (s *Server) authorized(r *http.Request) bool {
+	want := []byte(s.cfg.AuthToken)
+	if k := r.Header.Get("X-Api-Key"); k != "" && subtle.ConstantTimeCompare([]byte(k), want) == 1 {
+		return true
+	}
 	h := r.Header.Get("Authorization")
 	const prefix = "Bearer "
 	if len(h) < len(prefix) || !strings.EqualFold(h[:len(prefix)], prefix) {
 		return false
 	}
-	return subtle.ConstantTimeCompare([]byte(h[len(prefix):]), []byte(s.cfg.AuthToken)) == 1
+	return subtle.ConstantTimeCompare([]byte(h[len(prefix):]), want) == 1
+}
+
+// errorWriterFor is the error writer of the dialect that path speaks:
+// Anthropic's shape under /v1/messages, else OpenAI's (which SGLang,
+// vLLM and Responses clients read).
+func errorWriterFor(path string) func(http.ResponseWriter, int, string) {
+	if path == "/v1/messages" || strings.HasPrefix(path, "/v1/messages/") {
+		return writeAnthropicError
+	}
+	return writeError
 }
 
 // ---- shared helpers ------------------------------------------------------
