@@ -211,6 +211,9 @@ var serveEndpoints = []endpoint{
 	{"OpenAI", "GET", "/v1/models", "the served model"},
 	{"OpenAI", "POST", "/v1/completions", "text or token completions"},
 	{"OpenAI", "POST", "/v1/chat/completions", "chat with the model's template (needs its tokenizer)"},
+	{"OpenAI", "POST", "/v1/responses", "the Responses API over the same chat path (needs its tokenizer)"},
+	{"Anthropic", "POST", "/v1/messages", "the Messages API over the same chat path (needs its tokenizer)"},
+	{"Anthropic", "POST", "/v1/messages/count_tokens", "the prompt length /v1/messages would send (needs its tokenizer)"},
 }
 
 func printEndpoints(w io.Writer, base string, chat bool) {
@@ -218,7 +221,7 @@ func printEndpoints(w io.Writer, base string, chat bool) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, e := range serveEndpoints {
 		note := ""
-		if !chat && e.path == "/v1/chat/completions" {
+		if !chat && (e.path == "/v1/chat/completions" || e.path == "/v1/responses" || strings.HasPrefix(e.path, "/v1/messages")) {
 			note = " (off: no tokenizer)"
 		}
 		fmt.Fprintf(tw, "  %s\t%s %s%s\t%s%s\n", e.api, e.method, base, e.path, e.what, note)

@@ -356,7 +356,47 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	stop := context.AfterFunc(s.base, cancel)
 	defer stop()
+	if _, pattern := s.mux.Handler(r); pattern == "" {
+		s.unrouted(w, r, fail)
+		return
+	}
 	s.mux.ServeHTTP(w, r.WithContext(ctx))
+}
+
+// unrouted answers a request no endpoint takes: 404, or 405 with Allow
+// when the path exists under other methods (the mux decides which), as
+// JSON in the path's dialect rather than net/http's plain text, which
+// harnesses print as "404 404 page not found".
+func (s *Server) unrouted(w http.ResponseWriter, r *http.Request, fail func(http.ResponseWriter, int, string)) {
+	h, _ := s.mux.Handler(r)
+	rec := &statusRecorder{header: http.Header{}}
+	h.ServeHTTP(rec, r)
+	if allow := rec.header.Get("Allow"); rec.status == http.StatusMethodNotAllowed && allow != "" {
+		w.Header().Set("Allow", allow)
+		fail(w, http.StatusMethodNotAllowed, fmt.Sprintf("method %s is not allowed on %s (allowed: %s)", r.Method, r.URL.Path, allow))
+		return
+	}
+	fail(w, http.StatusNotFound, fmt.Sprintf("Invalid URL (%s %s): this server has no such endpoint", r.Method, r.URL.Path))
+}
+
+// statusRecorder keeps the status and headers a handler writes, and drops
+// its body.
+type statusRecorder struct {
+	header http.Header
+	status int
+}
+
+func (r *statusRecorder) Header() http.Header { return r.header }
+
+func (r *statusRecorder) WriteHeader(code int) {
+	if r.status == 0 {
+		r.status = code
+	}
+}
+
+func (r *statusRecorder) Write(b []byte) (int, error) {
+	r.WriteHeader(http.StatusOK)
+	return len(b), nil
 }
 
 // authorized checks the token in "Authorization: Bearer" (OpenAI's
