@@ -60,7 +60,8 @@
 // connections, caps open connections and requests in flight (429, health
 // checks exempt), refuses cross-site browser requests (Origin check; Host
 // check against DNS rebinding when there is no token), takes control
-// endpoints only as application/json, loads weights only from directories
+// endpoints only as application/json or with no body at all (as SGLang's
+// clients post them; refused when Sec-Fetch-Site is cross-site), loads weights only from directories
 // the operator allowed, cancels a request's generation when its client
 // disconnects, and shuts down gracefully: in-flight requests finish, or are cancelled when the shutdown
 // deadline passes. Sampling settings it cannot honour (on the native

@@ -150,9 +150,23 @@ func (s *Server) hostAllowed(hostport string) bool {
 // posts (and bodiless posts without a type) cross-site without asking the
 // server first; application/json needs a CORS preflight that this server
 // never grants.
+//
+// A POST with no body and no type is taken too: SGLang's own clients and
+// verl send exactly that (requests.post(url)). A browser sends it
+// cross-site only with an Origin (refused in checkOrigin unless allowed)
+// and a Sec-Fetch-Site of cross-site or same-site, refused here.
 func (s *Server) control(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+		ct := r.Header.Get("Content-Type")
+		if ct == "" && r.ContentLength == 0 {
+			if site := r.Header.Get("Sec-Fetch-Site"); site != "" && site != "same-origin" && site != "none" {
+				writeError(w, http.StatusForbidden, fmt.Sprintf("%s is a control endpoint: a %s browser request is refused", r.URL.Path, site))
+				return
+			}
+			h(w, r)
+			return
+		}
+		mt, _, err := mime.ParseMediaType(ct)
 		if err != nil || mt != "application/json" {
 			writeError(w, http.StatusUnsupportedMediaType,
 				fmt.Sprintf("%s is a control endpoint: it needs Content-Type: application/json (got %q)", r.URL.Path, r.Header.Get("Content-Type")))
