@@ -52,6 +52,7 @@ type anthropicEvents struct {
 	started bool
 	blocks  int    // blocks opened
 	open    string // the open block's type ("text", "thinking"), "" when none
+	text    bool   // a text block was opened
 	frames  []sseFrame
 	err     error // the first event that could not be encoded
 }
@@ -127,6 +128,7 @@ func (e *anthropicEvents) openBlock(kind string) {
 	e.emit(anthropicEvent{Type: "content_block_start", Index: intp(e.blocks), ContentBlock: &block})
 	e.blocks++
 	e.open = kind
+	e.text = e.text || kind == "text"
 }
 
 func (e *anthropicEvents) closeBlock() {
@@ -150,11 +152,12 @@ func (e *anthropicEvents) call(c turnCall) {
 }
 
 // finish closes the turn: the open block, an empty text block when the
-// turn had neither text nor calls (as anthropicContentOf answers), then
-// message_delta and message_stop.
+// turn had neither text nor calls (as anthropicContentOf answers, also
+// after thinking), then message_delta and message_stop.
 func (e *anthropicEvents) finish(t turnResult) []sseFrame {
 	e.begin()
-	if e.blocks == 0 {
+	if !e.text && len(t.calls) == 0 {
+		e.closeBlock()
 		e.openBlock("text")
 	}
 	e.closeBlock()
