@@ -29,7 +29,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	dir := fs.String("model", "", "Hugging Face model directory (config.json, *.safetensors, tokenizer.json) (required)")
 	addr := fs.String("addr", "127.0.0.1:30000", "listen address; binding other than loopback must be asked for")
 	name := fs.String("model-name", "", "model name reported to clients (default: the directory's base name)")
-	tokenEnv := fs.String("auth-token-env", "", "name of an environment variable holding the bearer token clients must send")
+	tokenEnv := fs.String("auth-token-env", "", "name of an environment variable holding the token clients must send (Authorization: Bearer, or x-api-key)")
 	toolParser := fs.String("tool-parser", "", "tool-call format for /v1/chat/completions (e.g. hermes); empty: plain text")
 	reasoning := fs.Bool("reasoning", false, "split <think>…</think> into reasoning_content")
 	maxBody := fs.Int64("max-body", httpapi.DefaultMaxBodyBytes, "request body limit in bytes")
