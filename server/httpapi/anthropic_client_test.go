@@ -385,3 +385,25 @@ func TestMessagesStreamError(t *testing.T) {
 	require.Equal(t, "api_error", string(e.Type()))
 	require.Contains(t, e.Message, "injected failure")
 }
+
+// TestMessagesBudgetPastContext: a max_tokens the context has no room for
+// (harnesses send their own configured budget) is a 400 naming it, or,
+// with ClampMaxTokens, what the context has left, as on every dialect.
+func TestMessagesBudgetPastContext(t *testing.T) {
+	tok := qwen(t)
+	body := `{"model":"qwen3","max_tokens":32000,"messages":[{"role":"user","content":"hi"}]}`
+	for _, clamp := range []bool{false, true} {
+		eng, cp, _ := replyWith(t, tok, "ok")
+		s := start(t, eng, httpapi.Config{Model: "qwen3", MaxModelLen: 256, ClampMaxTokens: clamp, Chat: &httpapi.Chat{Tokenizer: tok}})
+		code, resp := post(t, s.URL()+"/v1/messages", body)
+		if !clamp {
+			require.Equal(t, 400, code, resp)
+			require.Contains(t, resp, `"type":"invalid_request_error"`)
+			require.Contains(t, resp, `field \"max_tokens\": 32000 is too large`)
+			continue
+		}
+		require.Equal(t, 200, code, resp)
+		got := cp.last()
+		require.Equal(t, 256-len(got.PromptIDs), got.Params.MaxNewTokens)
+	}
+}
