@@ -407,3 +407,25 @@ func TestMessagesBudgetPastContext(t *testing.T) {
 		require.Equal(t, 256-len(got.PromptIDs), got.Params.MaxNewTokens)
 	}
 }
+
+// TestMessagesSessionKey: Claude Code's x-claude-code-session-id header
+// and metadata.user_id become the engine request id (the router's sticky
+// key), while each reply keeps an id of its own.
+func TestMessagesSessionKey(t *testing.T) {
+	tok := qwen(t)
+	eng, cp, _ := replyWith(t, tok, "ok")
+	s := start(t, eng, httpapi.Config{Model: "qwen3", Chat: &httpapi.Chat{Tokenizer: tok}})
+	c := anthropicClient(s)
+	ctx := context.Background()
+	p := anthropic.MessageNewParams{Model: "qwen3", MaxTokens: 5, Metadata: anthropic.MetadataParam{UserID: anthropic.String("user-1")},
+		Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("Hi"))}}
+	a, err := c.Messages.New(ctx, p)
+	require.NoError(t, err)
+	require.Equal(t, "user-1", cp.last().RequestID)
+	b, err := c.Messages.New(ctx, p)
+	require.NoError(t, err)
+	require.NotEqual(t, a.ID, b.ID)
+	_, err = c.Messages.New(ctx, p, option.WithHeader("x-claude-code-session-id", "sess-9"))
+	require.NoError(t, err)
+	require.Equal(t, "sess-9", cp.last().RequestID, "the header comes before the body field")
+}
