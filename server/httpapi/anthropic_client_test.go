@@ -429,3 +429,54 @@ func TestMessagesSessionKey(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "sess-9", cp.last().RequestID, "the header comes before the body field")
 }
+
+// nextNamed reads the next named event (event: + data:).
+func (s *sseReader) nextNamed() (string, string) {
+	s.t.Helper()
+	for {
+		if i := strings.Index(string(s.buf), "\n\n"); i >= 0 {
+			ev := string(s.buf[:i])
+			s.buf = s.buf[i+2:]
+			name, data, ok := strings.Cut(ev, "\ndata: ")
+			require.True(s.t, ok && strings.HasPrefix(name, "event: "), ev)
+			return strings.TrimPrefix(name, "event: "), data
+		}
+		b := make([]byte, 4096)
+		n, err := s.r.Read(b)
+		s.buf = append(s.buf, b[:n]...)
+		if err != nil && n == 0 {
+			require.NoError(s.t, err, "stream ended before an event")
+		}
+	}
+}
+
+// Each token's text leaves as its own text_delta while the engine waits
+// for the test to have read it: nothing is held back.
+func TestMessagesStreamIsIncremental(t *testing.T) {
+	g, ids, rd := streamOf(t, "one two three", "/v1/messages",
+		`{"model":"agentrl","max_tokens":50,"stream":true,"messages":[{"role":"user","content":"hi"}]}`)
+	want := pieces(t, ids)
+	for i := range ids {
+		for {
+			name, data := rd.nextNamed()
+			if name != "content_block_delta" {
+				continue
+			}
+			var ev struct {
+				Delta struct{ Text string } `json:"delta"`
+			}
+			require.NoError(t, json.Unmarshal([]byte(data), &ev))
+			require.Equal(t, want[i], ev.Delta.Text, "token %d", i)
+			break
+		}
+		if i+1 < len(ids) {
+			g.seen <- struct{}{}
+		}
+	}
+	var names []string
+	for len(names) == 0 || names[len(names)-1] != "message_stop" {
+		name, _ := rd.nextNamed()
+		names = append(names, name)
+	}
+	require.Equal(t, []string{"content_block_stop", "message_delta", "message_stop"}, names)
+}
