@@ -480,3 +480,24 @@ func TestMessagesStreamIsIncremental(t *testing.T) {
 	}
 	require.Equal(t, []string{"content_block_stop", "message_delta", "message_stop"}, names)
 }
+
+// Two calls in one turn (Claude Code runs tools in parallel): two
+// tool_use blocks, streamed as the non-streamed reply has them.
+func TestMessagesClientStreamingTwoCalls(t *testing.T) {
+	tok := qwen(t)
+	eng, _, _ := replyWith(t, tok, "Checking both.\n"+toolCallReply+"\n"+strings.ReplaceAll(toolCallReply, "Paris", "Lyon")+"\n")
+	s := start(t, eng, httpapi.Config{Model: "qwen3", Chat: &httpapi.Chat{Tokenizer: tok, ToolParser: "hermes"}})
+	c := anthropicClient(s)
+	whole, err := c.Messages.New(context.Background(), weatherMessageParams())
+	require.NoError(t, err)
+	require.Equal(t, []string{"text", "tool_use", "tool_use"}, blockTypes(whole))
+	require.JSONEq(t, `{"city":"Lyon"}`, string(whole.Content[2].Input))
+	stream := c.Messages.NewStreaming(context.Background(), weatherMessageParams())
+	var acc anthropic.Message
+	for stream.Next() {
+		require.NoError(t, acc.Accumulate(stream.Current()))
+	}
+	require.NoError(t, stream.Err())
+	require.NoError(t, stream.Close())
+	require.JSONEq(t, normalizedMessage(t, whole.RawJSON()), normalizedMessage(t, acc.RawJSON()))
+}

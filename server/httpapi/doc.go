@@ -45,7 +45,9 @@
 // content_block_start/delta/stop per block (text_delta, thinking_delta,
 // each tool call whole as one input_json_delta), message_delta and
 // message_stop; an engine failure after the first event is an error
-// event. Refused (400, naming the field): server tools (a versioned
+// event. Text a model writes after a call (parsers drop the whitespace
+// between calls) opens a new text block in the stream, while the
+// non-streamed reply has one text block before the calls. Refused (400, naming the field): server tools (a versioned
 // "type"), mcp_servers, structured outputs (output_config.format),
 // images and documents, a final assistant message (prefill). Errors on
 // /v1/messages… are {"type":"error","error":{"type","message"}} with the
