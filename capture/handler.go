@@ -20,14 +20,14 @@ import (
 // with a missing or unknown key, a key of another rollout, or an unknown
 // id is refused with 401 in its dialect's error shape and recorded
 // nowhere. The calls are served by httpapi (chat completions, Responses,
-// models), with the Capture as its Recorder.
+// Anthropic Messages, models), with the Capture as its Recorder.
 func (c *Capture) Handler() http.Handler { return http.HandlerFunc(c.serveModel) }
 
-// servedPaths are the endpoints a harness may call; the rest are 404.
-// /v1/messages joins once the Messages dialect calls the Recorder.
+// served says which endpoints a harness may call: those that record
+// through the Recorder (and the model list); the rest are 404.
 func served(path string) bool {
 	switch path {
-	case "/v1/chat/completions", "/v1/responses", "/v1/models":
+	case "/v1/chat/completions", "/v1/responses", "/v1/messages", "/v1/messages/count_tokens", "/v1/models":
 		return true
 	}
 	return strings.HasPrefix(path, "/v1/models/")

@@ -29,7 +29,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	dir := fs.String("model", "", "Hugging Face model directory (config.json, *.safetensors, tokenizer.json) (required)")
 	addr := fs.String("addr", "127.0.0.1:30000", "listen address; binding other than loopback must be asked for")
 	name := fs.String("model-name", "", "model name reported to clients (default: the directory's base name)")
-	tokenEnv := fs.String("auth-token-env", "", "name of an environment variable holding the bearer token clients must send")
+	tokenEnv := fs.String("auth-token-env", "", "name of an environment variable holding the token clients must send (Authorization: Bearer, or x-api-key)")
 	toolParser := fs.String("tool-parser", "", "tool-call format for /v1/chat/completions (e.g. hermes); empty: plain text")
 	reasoning := fs.Bool("reasoning", false, "split <think>…</think> into reasoning_content")
 	maxBody := fs.Int64("max-body", httpapi.DefaultMaxBodyBytes, "request body limit in bytes")
@@ -213,6 +213,9 @@ var serveEndpoints = []endpoint{
 	{"OpenAI", "GET", "/v1/models", "the served model"},
 	{"OpenAI", "POST", "/v1/completions", "text or token completions"},
 	{"OpenAI", "POST", "/v1/chat/completions", "chat with the model's template (needs its tokenizer)"},
+	{"OpenAI", "POST", "/v1/responses", "the Responses API over the same chat path (needs its tokenizer)"},
+	{"Anthropic", "POST", "/v1/messages", "the Messages API over the same chat path (needs its tokenizer)"},
+	{"Anthropic", "POST", "/v1/messages/count_tokens", "the prompt length /v1/messages would send (needs its tokenizer)"},
 }
 
 func printEndpoints(w io.Writer, base string, chat bool) {
@@ -220,7 +223,7 @@ func printEndpoints(w io.Writer, base string, chat bool) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, e := range serveEndpoints {
 		note := ""
-		if !chat && e.path == "/v1/chat/completions" {
+		if !chat && (e.path == "/v1/chat/completions" || e.path == "/v1/responses" || strings.HasPrefix(e.path, "/v1/messages")) {
 			note = " (off: no tokenizer)"
 		}
 		fmt.Fprintf(tw, "  %s\t%s %s%s\t%s%s\n", e.api, e.method, base, e.path, e.what, note)

@@ -26,7 +26,7 @@ type sharedTokenizer struct {
 	err     error
 }
 
-func (s *sharedTokenizer) load(t *testing.T) *tokenizer.Tokenizer {
+func (s *sharedTokenizer) load(t testing.TB) *tokenizer.Tokenizer {
 	t.Helper()
 	dir := filepath.Join("..", "..", "..", "shared", "testdata", "tokenizers", s.name)
 	if _, err := os.Stat(filepath.Join(dir, "tokenizer.json")); err != nil {
@@ -43,7 +43,7 @@ func (s *sharedTokenizer) load(t *testing.T) *tokenizer.Tokenizer {
 
 var qwenTokenizer = &sharedTokenizer{name: "qwen3", missing: "Qwen3 tokenizer not present in ../shared/testdata/tokenizers/qwen3"}
 
-func qwen(t *testing.T) *tokenizer.Tokenizer {
+func qwen(t testing.TB) *tokenizer.Tokenizer {
 	t.Helper()
 	return qwenTokenizer.load(t)
 }

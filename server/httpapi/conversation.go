@@ -163,21 +163,10 @@ func (s *Server) prepareConversation(c conversation) (preparedChat, error) {
 		}
 	}
 	p.tools = c.tools
-	msgs, err := normalizeMessages(c.messages)
-	if err != nil {
+	var err error
+	var msgs []chat.Message
+	if p.req.PromptIDs, msgs, err = s.renderPrompt(c); err != nil {
 		return p, err
-	}
-	addGen := c.addGeneration == nil || *c.addGeneration
-	text, err := ch.Tokenizer.ApplyChatTemplate(tokenizer.ChatContext{
-		Messages: msgs, Tools: c.tools, AddGenerationPrompt: addGen, Extra: c.templateKwargs})
-	if err != nil {
-		return p, badRequest("rendering the chat template: %v", err)
-	}
-	if p.req.PromptIDs, err = encode(ch.Tokenizer, text); err != nil {
-		return p, badRequest("encoding the rendered prompt: %v", err)
-	}
-	if len(p.req.PromptIDs) == 0 {
-		return p, badRequest("the chat template rendered an empty prompt")
 	}
 	sp := c.sampling
 	stopField := c.stopField
@@ -231,6 +220,32 @@ func (s *Server) prepareConversation(c conversation) (preparedChat, error) {
 		p.callID = newRequestID()
 	}
 	return p, nil
+}
+
+// renderPrompt is c's prompt (and its messages normalized, which a
+// recorder keeps): rendered through
+// the chat template with its tools, and encoded. It is also what
+// /v1/messages/count_tokens counts.
+func (s *Server) renderPrompt(c conversation) ([]int32, []chat.Message, error) {
+	ch := s.cfg.Chat
+	msgs, err := normalizeMessages(c.messages)
+	if err != nil {
+		return nil, nil, err
+	}
+	addGen := c.addGeneration == nil || *c.addGeneration
+	text, err := ch.Tokenizer.ApplyChatTemplate(tokenizer.ChatContext{
+		Messages: msgs, Tools: c.tools, AddGenerationPrompt: addGen, Extra: c.templateKwargs})
+	if err != nil {
+		return nil, nil, badRequest("rendering the chat template: %v", err)
+	}
+	ids, err := encode(ch.Tokenizer, text)
+	if err != nil {
+		return nil, nil, badRequest("encoding the rendered prompt: %v", err)
+	}
+	if len(ids) == 0 {
+		return nil, nil, badRequest("the chat template rendered an empty prompt")
+	}
+	return ids, msgs, nil
 }
 
 // turnCall is one tool call of a turn. id is the dialect-free part of its

@@ -12,18 +12,60 @@
 //     /sleep, /wake_up, GET /is_sleeping, POST /reset_prefix_cache.
 //   - OpenAI: POST /v1/completions (token-id prompts always; text prompts
 //     with Config.Chat), POST /v1/chat/completions (with Config.Chat: chat
-//     template, tool-call parser, SSE streaming), GET /v1/models.
+//     template, tool-call parser, SSE streaming), POST /v1/responses (the
+//     Responses API, with Config.Chat), GET /v1/models.
+//   - Anthropic: POST /v1/messages and /v1/messages/count_tokens (the
+//     Messages API, with Config.Chat).
+//
+// Chat completions, Responses and Messages are dialects of one path
+// (conversation.go): each decoder maps its wire request onto a
+// conversation, which is rendered, encoded and budgeted once, and every
+// dialect's reply is written from one turn (the parsed content,
+// reasoning, tool calls, stop and usage), streamed by one producer. The
+// same conversation gives the engine the same prompt ids through all
+// three.
+//
+// Messages honours: system as a string or text blocks, and role "system"
+// (or "developer") entries in messages; text, thinking,
+// redacted_thinking (dropped), tool_use (input as the arguments object)
+// and tool_result blocks (content a string or text blocks; is_error is
+// accepted, and the result's text is what the model sees); client tools
+// (input_schema as the parameters); tool_choice auto, any, tool and none
+// (validated, not constrained, as chat's required); max_tokens
+// (required), stop_sequences, temperature, top_p, top_k, agentrl's seed
+// and request_id; thinking: enabled and adaptive keep the template's
+// default, disabled renders with enable_thinking=false (budget_tokens is
+// not enforced); metadata.user_id and the x-claude-code-session-id header
+// as session keys (Config.SessionKeys); cache_control anywhere is
+// ignored. Replies carry thinking (when Chat.Reasoning splits it), text
+// and tool_use blocks (ids "toolu_…", message ids "msg_…"), stop_reason
+// end_turn, tool_use, stop_sequence (with the string) or max_tokens (also
+// for an engine abort), and usage with the prefix-cache hits as
+// cache_read_input_tokens. Streams send message_start, ping,
+// content_block_start/delta/stop per block (text_delta, thinking_delta,
+// each tool call whole as one input_json_delta), message_delta and
+// message_stop; an engine failure after the first event is an error
+// event. Text a model writes after a call (parsers drop the whitespace
+// between calls) opens a new text block in the stream, while the
+// non-streamed reply has one text block before the calls. Refused (400, naming the field): server tools (a versioned
+// "type"), mcp_servers, structured outputs (output_config.format),
+// images and documents, a final assistant message (prefill). Errors on
+// /v1/messages… are {"type":"error","error":{"type","message"}} with the
+// SDK's error types, also those the server answers before routing
+// (auth, origin, load); the token is read from x-api-key or the bearer
+// header on every endpoint.
 //
 // The server binds 127.0.0.1 unless told otherwise (and logs a warning when
-// bound beyond loopback without a token), can require a bearer token
-// (compared in constant time), limits request bodies (413) and the bytes
-// of all bodies being read at once (429), stops reading a token-id prompt
-// once it passes the context, caps stop_token_ids, bounds the
+// bound beyond loopback without a token), can require a token (bearer or
+// x-api-key, compared in constant time), limits request bodies (413) and
+// the bytes of all bodies being read at once (429), stops reading a
+// token-id prompt once it passes the context, caps stop_token_ids, bounds the
 // time to send headers, body (408) and to read the response, closes idle
 // connections, caps open connections and requests in flight (429, health
 // checks exempt), refuses cross-site browser requests (Origin check; Host
 // check against DNS rebinding when there is no token), takes control
-// endpoints only as application/json, loads weights only from directories
+// endpoints only as application/json or with no body at all (as SGLang's
+// clients post them; refused when Sec-Fetch-Site is cross-site), loads weights only from directories
 // the operator allowed, cancels a request's generation when its client
 // disconnects, and shuts down gracefully: in-flight requests finish, or are cancelled when the shutdown
 // deadline passes. Sampling settings it cannot honour (on the native
@@ -31,7 +73,8 @@
 // constrained decoding) are rejected with 400 rather than ignored.
 //
 // Streamed responses (stream: true on /generate, /inference/v1/generate,
-// /v1/completions and /v1/chat/completions) send tokens as the engine
+// /v1/completions, /v1/chat/completions, /v1/responses and /v1/messages)
+// send tokens as the engine
 // samples them when it implements server.Streamer, each endpoint in its
 // upstream's shape; see stream.go. OpenAI stop strings hold back only the
 // text that may still start one and end the generation where one

@@ -169,3 +169,50 @@ func FuzzParseIntList(f *testing.F) {
 		require.Equal(t, want, got)
 	})
 }
+
+// FuzzDecodeMessagesRequest feeds arbitrary bodies to the /v1/messages
+// decoder (and count_tokens'): each must either prepare a request that
+// satisfies the engine contract and stops at the end of the turn, or
+// return a request error (400 in Anthropic's shape), never panic.
+func FuzzDecodeMessagesRequest(f *testing.F) {
+	for _, s := range []string{
+		`{"model":"m","max_tokens":5,"system":"be brief","messages":[{"role":"user","content":"hi"}],"stop_sequences":["a"],"temperature":0.5,"top_p":0.9,"top_k":20}`,
+		`{"model":"m","max_tokens":5,"system":[{"type":"text","text":"a","cache_control":{"type":"ephemeral"}}],"messages":[{"role":"user","content":[{"type":"text","text":"x"}]}],"metadata":{"user_id":"u"}}`,
+		`{"model":"m","max_tokens":5,"tools":[{"name":"f","input_schema":{"type":"object"}}],"tool_choice":{"type":"tool","name":"f"},"messages":[{"role":"user","content":"x"},
+		  {"role":"assistant","content":[{"type":"thinking","thinking":"t","signature":""},{"type":"tool_use","id":"toolu_1","name":"f","input":{"a":1}}]},
+		  {"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","is_error":true,"content":[{"type":"text","text":"e"}]}]}],"stream":true}`,
+		`{"model":"m","max_tokens":5,"thinking":{"type":"disabled"},"tool_choice":{"type":"any"},"messages":[{"role":"system","content":"s"},{"role":"user","content":"x"}]}`,
+		`{"model":"m","max_tokens":5,"tools":[{"type":"web_search_20250305","name":"web_search"}],"messages":[{"role":"user","content":"x"}]}`,
+		`{"model":"m","max_tokens":5,"messages":[{"role":"user","content":[{"type":"image","source":{"type":"base64","media_type":"image/png","data":"AA"}}]}]}`,
+		`{"model":"m","max_tokens":5,"messages":[{"role":"assistant","content":"prefill"}]}`,
+		`{"model":"m","messages":[{"role":"user","content":"x"}]}`, `{"model":"m","max_tokens":0,"messages":[]}`, `{"messages":"x"}`, `[]`, `null`,
+	} {
+		f.Add([]byte(s))
+	}
+	s, err := New(fakeEngine{}, Config{Chat: &Chat{Tokenizer: byteTokenizer{}, ToolParser: "hermes"}})
+	require.NoError(f, err)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if c, err := decodeMessages(data, true); err == nil {
+			if ids, _, err := s.renderPrompt(c); err == nil {
+				require.NotEmpty(t, ids)
+			} else {
+				require.IsType(t, &errRequest{}, err)
+			}
+		} else {
+			require.IsType(t, &errRequest{}, err)
+		}
+		c, err := decodeMessages(data, false)
+		if err != nil {
+			require.IsType(t, &errRequest{}, err)
+			return
+		}
+		require.True(t, json.Valid(data), "invalid JSON accepted: %q", data)
+		p, err := s.prepareConversation(c)
+		if err != nil {
+			require.IsType(t, &errRequest{}, err)
+			return
+		}
+		checkPrepared(t, p.prepared)
+		require.Contains(t, p.req.Params.StopTokenIDs, int32(0), "end of turn always stops")
+	})
+}

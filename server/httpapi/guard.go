@@ -130,34 +130,41 @@ func Guard(h http.Handler, cfg Config) (http.Handler, error) {
 	}
 	a := accessOf(cfg)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if a.allow(w, r) {
+		if a.allow(w, r, errorWriterFor(r.URL.Path)) {
 			h.ServeHTTP(w, r)
 		}
 	}), nil
 }
 
 // allow answers a request that may not call the server (421, 403 or 401)
-// and returns false; else it returns true and writes nothing.
-func (a access) allow(w http.ResponseWriter, r *http.Request) bool {
+// with fail, the error writer of the request's dialect, and returns false;
+// else it returns true and writes nothing.
+func (a access) allow(w http.ResponseWriter, r *http.Request, fail func(http.ResponseWriter, int, string)) bool {
 	if code, msg := a.checkOrigin(r); code != 0 {
-		writeError(w, code, msg)
+		fail(w, code, msg)
 		return false
 	}
 	if a.token != "" && !a.authorized(r) {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="agentrl"`)
-		writeError(w, http.StatusUnauthorized, "missing or wrong bearer token in the Authorization header")
+		fail(w, http.StatusUnauthorized, "missing or wrong API token: send it as \"Authorization: Bearer <token>\" or \"x-api-key: <token>\"")
 		return false
 	}
 	return true
 }
 
+// authorized accepts the token as a bearer token or as x-api-key (what
+// Anthropic's clients send), compared in constant time.
 func (a access) authorized(r *http.Request) bool {
+	want := []byte(a.token)
+	if k := r.Header.Get("X-Api-Key"); k != "" && subtle.ConstantTimeCompare([]byte(k), want) == 1 {
+		return true
+	}
 	h := r.Header.Get("Authorization")
 	const prefix = "Bearer "
 	if len(h) < len(prefix) || !strings.EqualFold(h[:len(prefix)], prefix) {
 		return false
 	}
-	return subtle.ConstantTimeCompare([]byte(h[len(prefix):]), []byte(a.token)) == 1
+	return subtle.ConstantTimeCompare([]byte(h[len(prefix):]), want) == 1
 }
 
 // checkOrigin is the defence against cross-site requests from a browser on
@@ -216,9 +223,23 @@ func (a access) hostAllowed(hostport string) bool {
 // posts (and bodiless posts without a type) cross-site without asking the
 // server first; application/json needs a CORS preflight that this server
 // never grants.
+//
+// A POST with no body and no type is taken too: SGLang's own clients and
+// verl send exactly that (requests.post(url)). A browser sends it
+// cross-site only with an Origin (refused in checkOrigin unless allowed)
+// and a Sec-Fetch-Site of cross-site or same-site, refused here.
 func (s *Server) control(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+		ct := r.Header.Get("Content-Type")
+		if ct == "" && r.ContentLength == 0 {
+			if site := r.Header.Get("Sec-Fetch-Site"); site != "" && site != "same-origin" && site != "none" {
+				writeError(w, http.StatusForbidden, fmt.Sprintf("%s is a control endpoint: a %s browser request is refused", r.URL.Path, site))
+				return
+			}
+			h(w, r)
+			return
+		}
+		mt, _, err := mime.ParseMediaType(ct)
 		if err != nil || mt != "application/json" {
 			writeError(w, http.StatusUnsupportedMediaType,
 				fmt.Sprintf("%s is a control endpoint: it needs Content-Type: application/json (got %q)", r.URL.Path, r.Header.Get("Content-Type")))

@@ -334,3 +334,51 @@ func (byteTok) Decode([]int32, bool) (string, error)                    { return
 func (byteTok) VocabSize() int                                          { return 256 }
 func (byteTok) EOSTokenIDs() []int32                                    { return nil }
 func (byteTok) ApplyChatTemplate(tokenizer.ChatContext) (string, error) { return "", nil }
+
+// SGLang's clients and verl post to control endpoints with no body and no
+// Content-Type (requests.post(url)): that is served, while a browser's
+// cross-site version of it (which carries an Origin and Sec-Fetch-Site) is
+// still refused.
+func TestControlEmptyBodyPost(t *testing.T) {
+	eng := servertest.New(servertest.Config{})
+	s := start(t, eng, httpapi.Config{})
+	bare := func(path string, hdr ...string) (int, string) {
+		req, err := http.NewRequest(http.MethodPost, s.URL()+path, nil)
+		require.NoError(t, err)
+		for i := 0; i+1 < len(hdr); i += 2 {
+			req.Header.Set(hdr[i], hdr[i+1])
+		}
+		resp, err := testClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		data, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(data)
+	}
+	code, body := bare("/flush_cache")
+	require.Equal(t, 200, code, body)
+	code, body = bare("/sleep")
+	require.Equal(t, 200, code, body)
+	sleeping, _ := eng.Sleeping()
+	require.True(t, sleeping)
+	code, body = bare("/wake_up", "Sec-Fetch-Site", "same-origin")
+	require.Equal(t, 200, code, body)
+
+	for _, hdr := range [][]string{
+		{"Sec-Fetch-Site", "cross-site"},
+		{"Sec-Fetch-Site", "same-site"},
+		{"Origin", "http://evil.example"},
+		{"Origin", "null"},
+	} {
+		code, body = bare("/sleep", hdr...)
+		require.Equal(t, http.StatusForbidden, code, "%v: %s", hdr, body)
+	}
+	sleeping, _ = eng.Sleeping()
+	require.False(t, sleeping)
+	// A body still needs its JSON type.
+	req, err := http.NewRequest(http.MethodPost, s.URL()+"/sleep", strings.NewReader("{}"))
+	require.NoError(t, err)
+	resp, err := testClient.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusUnsupportedMediaType, resp.StatusCode)
+}

@@ -30,7 +30,8 @@ type Config struct {
 	// another interface must be asked for explicitly.
 	Addr string
 	// AuthToken, when set, is required on every request as
-	// "Authorization: Bearer <AuthToken>".
+	// "Authorization: Bearer <AuthToken>" or "x-api-key: <AuthToken>"
+	// (Anthropic's clients send the latter).
 	AuthToken string
 	// MaxBodyBytes limits request bodies; larger ones get 413.
 	MaxBodyBytes int64
@@ -330,10 +331,11 @@ func (s *Server) stop() {
 // ServeHTTP implements http.Handler: origin and host checks, auth, the
 // in-flight limit, body limits and deadlines, routing.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	fail := errorWriterFor(r.URL.Path)
 	s.gate.RLock()
 	if s.stopping {
 		s.gate.RUnlock()
-		writeError(w, http.StatusServiceUnavailable, "server is shutting down")
+		fail(w, http.StatusServiceUnavailable, "server is shutting down")
 		return
 	}
 	s.handlers.Add(1)
@@ -346,7 +348,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	rc := http.NewResponseController(w)
 	w = &writeDeadline{ResponseWriter: w, rc: rc, timeout: s.cfg.WriteTimeout}
-	if !s.access.allow(w, r) {
+	if !s.access.allow(w, r, fail) {
 		return
 	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
@@ -356,7 +358,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			defer func() { <-s.inflight }()
 		default:
 			w.Header().Set("Retry-After", "1")
-			writeError(w, http.StatusTooManyRequests, fmt.Sprintf("server busy: %d requests in flight (the limit); retry later", s.cfg.MaxInFlight))
+			fail(w, http.StatusTooManyRequests, fmt.Sprintf("server busy: %d requests in flight (the limit); retry later", s.cfg.MaxInFlight))
 			return
 		}
 	}
@@ -375,7 +377,57 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	stop := context.AfterFunc(s.base, cancel)
 	defer stop()
+	if _, pattern := s.mux.Handler(r); pattern == "" {
+		s.unrouted(w, r, fail)
+		return
+	}
 	s.mux.ServeHTTP(w, r.WithContext(ctx))
+}
+
+// unrouted answers a request no endpoint takes: 404, or 405 with Allow
+// when the path exists under other methods (the mux decides which), as
+// JSON in the path's dialect rather than net/http's plain text, which
+// harnesses print as "404 404 page not found".
+func (s *Server) unrouted(w http.ResponseWriter, r *http.Request, fail func(http.ResponseWriter, int, string)) {
+	h, _ := s.mux.Handler(r)
+	rec := &statusRecorder{header: http.Header{}}
+	h.ServeHTTP(rec, r)
+	if allow := rec.header.Get("Allow"); rec.status == http.StatusMethodNotAllowed && allow != "" {
+		w.Header().Set("Allow", allow)
+		fail(w, http.StatusMethodNotAllowed, fmt.Sprintf("method %s is not allowed on %s (allowed: %s)", r.Method, r.URL.Path, allow))
+		return
+	}
+	fail(w, http.StatusNotFound, fmt.Sprintf("Invalid URL (%s %s): this server has no such endpoint", r.Method, r.URL.Path))
+}
+
+// statusRecorder keeps the status and headers a handler writes, and drops
+// its body.
+type statusRecorder struct {
+	header http.Header
+	status int
+}
+
+func (r *statusRecorder) Header() http.Header { return r.header }
+
+func (r *statusRecorder) WriteHeader(code int) {
+	if r.status == 0 {
+		r.status = code
+	}
+}
+
+func (r *statusRecorder) Write(b []byte) (int, error) {
+	r.WriteHeader(http.StatusOK)
+	return len(b), nil
+}
+
+// errorWriterFor is the error writer of the dialect that path speaks:
+// Anthropic's shape under /v1/messages, else OpenAI's (which SGLang,
+// vLLM and Responses clients read).
+func errorWriterFor(path string) func(http.ResponseWriter, int, string) {
+	if path == "/v1/messages" || strings.HasPrefix(path, "/v1/messages/") {
+		return writeAnthropicError
+	}
+	return writeError
 }
 
 // ---- shared helpers ------------------------------------------------------

@@ -275,6 +275,14 @@ func TestAuth(t *testing.T) {
 	require.Equal(t, 200, code, body)
 	code, _ = get(t, s.URL()+"/health")
 	require.Equal(t, 401, code)
+	// Anthropic's clients send the token as x-api-key; a wrong one there
+	// does not let a right bearer token down, nor the reverse.
+	code, body = post(t, s.URL()+"/generate", `{"input_ids":[1]}`, "x-api-key", "tok")
+	require.Equal(t, 200, code, body)
+	code, _ = post(t, s.URL()+"/generate", `{"input_ids":[1]}`, "x-api-key", "tok2")
+	require.Equal(t, 401, code)
+	code, body = post(t, s.URL()+"/generate", `{"input_ids":[1]}`, "x-api-key", "tok2", "Authorization", "Bearer tok")
+	require.Equal(t, 200, code, body)
 }
 
 type plainEngine struct{ err error }

@@ -41,4 +41,8 @@ func (s *Server) routes() {
 	m.HandleFunc("POST /v1/completions", s.handleCompletions)
 	m.HandleFunc("POST /v1/chat/completions", s.handleChatCompletions)
 	m.HandleFunc("POST /v1/responses", s.handleResponses)
+
+	// Anthropic Messages API.
+	m.HandleFunc("POST /v1/messages", s.handleMessages)
+	m.HandleFunc("POST /v1/messages/count_tokens", s.handleCountTokens)
 }
