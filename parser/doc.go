@@ -31,6 +31,9 @@
 //     the tool schema
 //   - seed_oss: qwen3_coder's XML inside <seed:tool_call>…</seed:tool_call>
 //     (ByteDance Seed-OSS), reasoning in <seed:think>…</seed:think>
+//   - gemma4: <|tool_call>call:NAME{k:<|"|>text<|"|>,n:1}<tool_call|>
+//     (Google Gemma 4's own notation; <tool_call|> is the stop token),
+//     reasoning in <|channel>thought…<channel|>
 //
 // verl's, vLLM's and SGLang's names for the same formats are accepted too
 // (Aliases: "gpt-oss" and "openai" for gpt_oss, "qwen25" for hermes, …).

@@ -225,6 +225,14 @@ func FuzzMiniMaxM2(f *testing.F) {
 	})
 }
 
+func FuzzGemma4(f *testing.F) {
+	fuzzFormat(f, "gemma4", []string{
+		"<|channel>thought\nr<|tool_call>call:g{}<tool_call|><channel|>hi<|tool_call>call:f{s:<|\"|>a}b<|\"|>,n:-1.5e3,b:true,z:None,o:{<|\"|>k<|\"|>:[1,{x:[]}]}}<tool_call|><turn|>",
+		"<|tool_call>call:f{a:",
+		"<|tool_call>call:f{l:[<|\"|>x<|\"|>,]trailing]}<tool_call|><|tool_call>:call:",
+	})
+}
+
 func FuzzSeedOSS(f *testing.F) {
 	fuzzFormat(f, "seed_oss", []string{
 		"<seed:think>r<seed:tool_call><function=f></function></seed:tool_call></seed:think>\n<seed:tool_call>\n<function=f>\n<parameter=o>{'a': 1}</parameter>\n<parameter=b>True</parameter>\n</function>\n</seed:tool_call><seed:eos>",

@@ -88,6 +88,7 @@ var formats = map[string]func() format{
 	"deepseek_v41": func() format { return deepseekV41{} },
 	"minimax_m2":   func() format { return minimaxM2{} },
 	"seed_oss":     func() format { return seedOSS{} },
+	"gemma4":       func() format { return gemma4{} },
 }
 
 // aliases maps other spellings of the format names to them: verl's
@@ -171,6 +172,7 @@ func New(format string, opts Options) (Parser, error) {
 // write <think>…</think>.
 var thinkTags = map[string][2]string{
 	"seed_oss": {seedThinkOpen, seedThinkClose},
+	"gemma4":   {gemmaThinkOpen, gemmaThinkEnd},
 }
 
 type parser struct {
