@@ -222,7 +222,7 @@ func runRollout(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	var writeErr error
 	for r := range m.Stream(ctx, in) {
 		acc.Add(r)
-		for _, t := range r.Trajectories {
+		for _, t := range r.All() { // a multi-output rollout writes each of its trajectories
 			if t != nil && writeErr == nil {
 				writeErr = jw.Write(t)
 			}
