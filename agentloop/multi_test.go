@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -52,7 +53,8 @@ func TestMultiOutputRollouts(t *testing.T) {
 	require.NoError(t, reg.Register("turns", func(*Env, Config) (AgentLoop, error) { return turnsLoop{}, nil }, Config{}))
 	env := &Env{Server: servertest.New(servertest.Config{}), Tokenizer: qwen3(t)}
 	var scored atomic.Int64
-	var kept [][]*trajectory.Trajectory
+	var keptMu sync.Mutex
+	var kept []int // sizes of the groups KeepGroup saw (groups finish concurrently)
 	m, err := NewManager(reg, env, Options{
 		DefaultAgent: "turns", N: 2,
 		// The reward is computed once per rollout, on its last trajectory.
@@ -60,8 +62,13 @@ func TestMultiOutputRollouts(t *testing.T) {
 			scored.Add(1)
 			return float64(len(in.Trajectory.ResponseIDs)), nil
 		},
-		KeepGroup: func(g []*trajectory.Trajectory) bool { kept = append(kept, g); return true },
-		Collate:   trajectory.CollateOptions{PromptLen: 4, ResponseLen: 4},
+		KeepGroup: func(g []*trajectory.Trajectory) bool {
+			keptMu.Lock()
+			defer keptMu.Unlock()
+			kept = append(kept, len(g))
+			return true
+		},
+		Collate: trajectory.CollateOptions{PromptLen: 4, ResponseLen: 4},
 	})
 	require.NoError(t, err)
 	out, err := m.Generate(context.Background(), []Sample{
@@ -90,7 +97,7 @@ func TestMultiOutputRollouts(t *testing.T) {
 			require.Equal(t, trajectory.StopCompleted, tr.StopReason)
 		}
 	}
-	require.Len(t, kept[0], 2, "KeepGroup sees the group's rollouts")
+	require.Equal(t, []int{2, 2}, kept, "KeepGroup sees each group's rollouts")
 
 	// A RunMulti that returns one trajectory is an ordinary rollout.
 	one := out.Results[1]

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -54,7 +55,8 @@ func (s State) String() string {
 type ToolAgent struct {
 	env    *Env
 	cfg    Config
-	parser parser.Parser // for samples that use all of env.Tools
+	stops  map[int32]string // the format's stop markers (parser.StopMarkers) by token id
+	parser parser.Parser    // for samples that use all of env.Tools
 }
 
 // NewToolAgent is the Factory of tool_agent.
@@ -80,7 +82,30 @@ func NewToolAgent(env *Env, cfg Config) (AgentLoop, error) {
 		return nil, err
 	}
 	a.parser = p
+	if a.stops, err = stopMarkerIDs(env.Tokenizer, cfg.Format); err != nil {
+		return nil, err
+	}
 	return a, nil
+}
+
+// stopMarkerIDs maps the token ids of the format's stop markers
+// (parser.StopMarkers) to their text, for a tokenizer that can look tokens
+// up (*tokenizer.Tokenizer can).
+func stopMarkerIDs(tok Tokenizer, format string) (map[int32]string, error) {
+	markers := parser.StopMarkers(format)
+	lookup, ok := tok.(interface{ TokenID(string) (int32, bool) })
+	if len(markers) == 0 || !ok {
+		return nil, nil
+	}
+	ids := make(map[int32]string, len(markers))
+	for _, m := range markers {
+		id, ok := lookup.TokenID(m)
+		if !ok {
+			return nil, fmt.Errorf("%w: format %q stops generation at %s, which the tokenizer has no token for (is it the model's tokenizer?)", ErrConfig, format, m)
+		}
+		ids[id] = m
+	}
+	return ids, nil
 }
 
 func (a *ToolAgent) newParser(tools *tool.Set) (parser.Parser, error) {
@@ -159,6 +184,24 @@ func (a *ToolAgent) pending(ctx context.Context, tr *toolRun, s Sample, p server
 	var schemas []chat.ToolSchema
 	if tr.tools != nil && selErr == nil {
 		schemas = tr.tools.Schemas()
+	}
+	if len(a.stops) > 0 {
+		// The format's stop markers join the stop tokens (the EOS tokens
+		// when none are set).
+		if len(p.StopTokenIDs) == 0 {
+			p.StopTokenIDs = a.env.Tokenizer.EOSTokenIDs()
+		}
+		p.StopTokenIDs = slices.Clone(p.StopTokenIDs)
+		ids := make([]int32, 0, len(a.stops))
+		for id := range a.stops {
+			ids = append(ids, id)
+		}
+		slices.Sort(ids) // the same request every run
+		for _, id := range ids {
+			if !slices.Contains(p.StopTokenIDs, id) {
+				p.StopTokenIDs = append(p.StopTokenIDs, id)
+			}
+		}
 	}
 	tr.Episode = NewEpisode(a.env, a.cfg, s, p, schemas)
 	if selErr != nil {
@@ -247,6 +290,9 @@ func (a *ToolAgent) generating(ctx context.Context, tr *toolRun) State {
 	if err != nil {
 		tr.Fail(fmt.Errorf("agentloop: decoding turn %d of %s: %w", assistant, tr.Sample().ID, err))
 		return StateTerminated
+	}
+	if n := len(ids); n > 0 && a.stops[ids[n-1]] != "" {
+		text += a.stops[ids[n-1]] // ModelText drops the stop token; this one closes the call
 	}
 	res := tr.parser.Parse(text, ids)
 	for i := range res.Calls {

@@ -44,3 +44,14 @@ func TestGemma4Errors(t *testing.T) {
 	require.Len(t, got.Calls, 1)
 	require.Equal(t, "f", got.Calls[0].Function.Name)
 }
+
+// Gemma 4 goes on generating after <tool_call|>, so the engine must stop on
+// it (verl's Gemma4ToolParser.stop_token_ids); other formats end the turn.
+func TestStopMarkers(t *testing.T) {
+	require.Equal(t, []string{"<tool_call|>"}, StopMarkers("gemma4"))
+	for _, f := range append(Formats(), "nope") {
+		if f != "gemma4" {
+			require.Empty(t, StopMarkers(f), f)
+		}
+	}
+}

@@ -120,6 +120,24 @@ var aliases = map[string]string{
 	"deepseekv41":     "deepseek_v41", // SGLang
 }
 
+// stopMarkers are the formats' markers after which generation must stop.
+var stopMarkers = map[string][]string{
+	"gemma4": {gemmaCallEnd},
+}
+
+// StopMarkers returns the special tokens after which the engine must stop
+// generating for format's calls to be read (format may be an alias):
+// Gemma 4 closes a call with <tool_call|> and goes on generating instead
+// of ending its turn, so verl's Gemma4 tool parser stops on that token
+// (ToolParser.stop_token_ids). The other formats end their turn with the
+// model's end-of-turn token and have none.
+func StopMarkers(format string) []string {
+	if canon, ok := aliases[format]; ok {
+		format = canon
+	}
+	return append([]string(nil), stopMarkers[format]...)
+}
+
 // Aliases returns the other accepted spellings of the format names, each
 // mapped to its format.
 func Aliases() map[string]string {
