@@ -34,6 +34,10 @@
 //   - gemma4: <|tool_call>call:NAME{k:<|"|>text<|"|>,n:1}<tool_call|>
 //     (Google Gemma 4's own notation; <tool_call|> is the stop token),
 //     reasoning in <|channel>thought…<channel|>
+//   - kimi_k3: Kimi-K3's XTML channels: <|open|>tools<|sep|><|open|>call
+//     tool="NAME" index="1"<|sep|><|open|>argument key="K"
+//     type="string"<|sep|>V<|close|>argument<|sep|><|close|>call<|sep|>…,
+//     reasoning in the think channel
 //
 // verl's, vLLM's and SGLang's names for the same formats are accepted too
 // (Aliases: "gpt-oss" and "openai" for gpt_oss, "qwen25" for hermes, …).

@@ -233,6 +233,14 @@ func FuzzGemma4(f *testing.F) {
 	})
 }
 
+func FuzzKimiK3(f *testing.F) {
+	fuzzFormat(f, "kimi_k3", []string{
+		"r<|close|>think<|sep|><|open|>response<|sep|>hi<|close|>response<|sep|><|open|>tools<|sep|><|open|>call tool=\"a&amp;b\" index=\"1\"<|sep|><|open|>argument key=\"o\" type=\"object\"<|sep|>{\"a\": [1]}<|close|>argument<|sep|><|open|>argument key=\"s\" type=\"string\"<|sep|>x<|close|>argument<|sep|><|close|>call<|sep|><|close|>tools<|sep|><|close|>message<|sep|><|end_of_msg|>",
+		"<|open|>tools<|sep|><|open|>call tool=\"f\"<|sep|><|open|>json type=\"object\"<|sep|>{}<|close|>json<|sep|><|close|>call<|sep|>",
+		"<|open|>tools<|sep|><|open|>call tool=\"",
+	})
+}
+
 func FuzzSeedOSS(f *testing.F) {
 	fuzzFormat(f, "seed_oss", []string{
 		"<seed:think>r<seed:tool_call><function=f></function></seed:tool_call></seed:think>\n<seed:tool_call>\n<function=f>\n<parameter=o>{'a': 1}</parameter>\n<parameter=b>True</parameter>\n</function>\n</seed:tool_call><seed:eos>",

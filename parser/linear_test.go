@@ -126,6 +126,15 @@ func adversarialTexts(n int) map[string][]string {
 			strings.Repeat("<|channel>thought", n) + strings.Repeat("<channel|>", n),
 			strings.Repeat("<turn|>", n),
 		},
+		"kimi_k3": {
+			strings.Repeat("<|open|>tools<|sep|>", n),
+			strings.Repeat("<|open|>tools<|sep|><|open|>call tool=\"f\"", n),
+			"<|open|>tools<|sep|><|open|>call tool=\"f\"<|sep|>" + strings.Repeat("<|open|>argument key=\"a\" type=\"string\"<|sep|>x", n),
+			"<|open|>tools<|sep|>" + strings.Repeat("<|open|>call tool=\"f\" index=\"1\"<|sep|><|open|>argument key=\"a\" type=\"number\"<|sep|>1<|close|>argument<|sep|><|close|>call<|sep|>", calls),
+			"<|open|>tools<|sep|><|open|>call " + strings.Repeat("k=\"", n) + "<|sep|><|close|>call<|sep|>",
+			strings.Repeat("<|open|>think<|sep|>", n) + strings.Repeat("<|close|>think<|sep|>", n),
+			strings.Repeat("<|close|>message<|sep|><|end_of_msg|>", n),
+		},
 		"mistral": {
 			strings.Repeat("[TOOL_CALLS]", n),
 			strings.Repeat(`[TOOL_CALLS]f[ARGS]{"a": `, n),

@@ -89,6 +89,7 @@ var formats = map[string]func() format{
 	"minimax_m2":   func() format { return minimaxM2{} },
 	"seed_oss":     func() format { return seedOSS{} },
 	"gemma4":       func() format { return gemma4{} },
+	"kimi_k3":      func() format { return kimiK3{} },
 }
 
 // aliases maps other spellings of the format names to them: verl's
@@ -191,6 +192,7 @@ func New(format string, opts Options) (Parser, error) {
 var thinkTags = map[string][2]string{
 	"seed_oss": {seedThinkOpen, seedThinkClose},
 	"gemma4":   {gemmaThinkOpen, gemmaThinkEnd},
+	"kimi_k3":  {k3ThinkOpen, k3ThinkClose},
 }
 
 type parser struct {

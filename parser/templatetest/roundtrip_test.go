@@ -36,6 +36,7 @@ var templateFiles = map[string]string{
 	"minimax_m2":   "minimax_m2.jinja",
 	"seed_oss":     "seed_oss.jinja",
 	"gemma4":       "gemma4.jinja",
+	"kimi_k3":      "kimi_k3.jinja",
 }
 
 // eosTokens are the end-of-sequence tokens templates write themselves

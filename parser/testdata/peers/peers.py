@@ -1971,3 +1971,60 @@ case(SGM, "gemma4", SGL, P, "TestGemma4ArrayParser.test_stray_closing_bracket_te
      calls=[("f", {"k": [42]})], content="")
 
 write()
+
+# ------------------------------------------------ kimi_k3 (SGLang, vLLM)
+COMMITS[(SGL, "test/registered/unit/function_call/test_kimik3_detector.py")] = "5c57d4c3bcd7b2f9d5478c7a76e557c014211b7d"
+COMMITS[(VLLM, "tests/tool_parsers/test_kimi_k3_tool_parser.py")] = "b635426178304eb2cfc58d9ef606778f5a58cb20"
+P = "test/registered/unit/function_call/test_kimik3_detector.py"
+K3 = "sglang_kimi_k3.jsonl"
+# sglang/srt/function_call/kimik3_format.py
+K3_RESPONSE_OPEN, K3_RESPONSE_CLOSE = "<|open|>response<|sep|>", "<|close|>response<|sep|>"
+K3_TOOLS_OPEN, K3_TOOLS_CLOSE = "<|open|>tools<|sep|>", "<|close|>tools<|sep|>"
+K3_MESSAGE_CLOSE = "<|close|>message<|sep|>"
+K3_TOOLS = [tool("python", {"code": {"type": "string"}})]
+
+
+def k3_call_block(name, index, args):
+    parts = [f'<|open|>call tool="{name}" index="{index}"<|sep|>']
+    for key, (arg_type, value) in args.items():
+        parts.append(f'<|open|>argument key="{key}" type="{arg_type}"<|sep|>{value}<|close|>argument<|sep|>')
+    parts.append("<|close|>call<|sep|>")
+    return "".join(parts)
+
+
+def sk3(test, text, **kw):
+    case(K3, "kimi_k3", SGL, P, test, text, **kw)
+
+
+sk3("test_detect_and_parse_single_call",
+    f"{K3_RESPONSE_OPEN}Let me run it.{K3_RESPONSE_CLOSE}{K3_TOOLS_OPEN}"
+    + k3_call_block("python", 1, {"code": ("string", "print(1)"), "opts": ("object", '{"a": 1}')}) + K3_TOOLS_CLOSE,
+    calls=[("python", {"code": "print(1)", "opts": {"a": 1}})], content="Let me run it.", tools=K3_TOOLS,
+    arguments_exact=['{"code": "print(1)", "opts": {"a": 1}}'])
+sk3("test_detect_and_parse_no_tools_channel", f"{K3_RESPONSE_OPEN}hi there{K3_RESPONSE_CLOSE}{K3_MESSAGE_CLOSE}",
+    content="hi there", tools=K3_TOOLS)
+sk3("test_detect_and_parse_multiple_calls",
+    K3_TOOLS_OPEN + k3_call_block("python", 1, {"code": ("string", "a")}) + k3_call_block("python", 2, {"code": ("string", "b")}) + K3_TOOLS_CLOSE,
+    calls=[("python", {"code": "a"}), ("python", {"code": "b"})], content="", tools=K3_TOOLS)
+sk3("test_detect_and_parse_unclosed_tools_section", K3_TOOLS_OPEN + k3_call_block("python", 1, {"code": ("string", "x")}),
+    calls=[("python", {"code": "x"})], content="", tools=K3_TOOLS)
+sk3("test_attr_unescaping_and_raw_string_args",
+    f'{K3_TOOLS_OPEN}<|open|>call tool="a&amp;b" index="1"<|sep|><|open|>argument key="q" type="string"<|sep|>'
+    f'say &quot;hi&quot;<|close|>argument<|sep|><|close|>call<|sep|>{K3_TOOLS_CLOSE}',
+    calls=[("a&b", {"q": "say &quot;hi&quot;"})], content="")
+sk3("test_non_string_arg_json_decoding",
+    K3_TOOLS_OPEN + k3_call_block("python", 1, {"n": ("number", "42"), "flag": ("boolean", "true"), "bad": ("object", "{not json")}) + K3_TOOLS_CLOSE,
+    calls=[("python", {"n": 42, "flag": True, "bad": "{not json"})], arguments_exact=['{"n": 42, "flag": true, "bad": "{not json"}'])
+sk3("test_streaming_split_markers",
+    f"{K3_RESPONSE_OPEN}Hello!{K3_RESPONSE_CLOSE}{K3_TOOLS_OPEN}" + k3_call_block("python", 1, {"code": ("string", "print(2)")}) + K3_TOOLS_CLOSE,
+    calls=[("python", {"code": "print(2)"})], content="Hello!", tools=K3_TOOLS)
+sk3("test_streaming_plain_text_only", "just a plain reply", content="just a plain reply")
+sk3("test_stream_end_reports_truncated_tools_section", K3_TOOLS_OPEN + '<|open|>call tool="python" index="1"<|sep|>',
+    errors=1, content="", tools=K3_TOOLS,
+    deliberate="SGLang logs a warning and drops the truncated call; agentrl reports it as an error for the model")
+
+P = "tests/tool_parsers/test_kimi_k3_tool_parser.py"
+case("vllm_kimi_k3.jsonl", "kimi_k3", VLLM, P, "test_streaming_content_stops_at_message_close",
+     "Hello" + K3_MESSAGE_CLOSE, content="Hello")
+
+write()
