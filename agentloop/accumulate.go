@@ -8,9 +8,10 @@ import (
 )
 
 // Accumulator gathers finished groups into a batch: every Result (for the
-// metrics and the errors), the kept trajectories (those of groups
-// Options.KeepGroup did not filter, nil entries left out) in the order the
-// groups were added, and their collation. Generate uses it, and so does a
+// metrics and the errors), the kept trajectories (Result.All of the groups
+// Options.KeepGroup did not filter: every trajectory of a multi-output
+// rollout, nil entries left out) in the order the groups were added, and
+// their collation. Generate uses it, and so does a
 // caller that consumes Stream itself (the CLI's rollout), so that both
 // keep, count and collate alike. It is not safe for concurrent use.
 type Accumulator struct {
@@ -30,11 +31,7 @@ func (a *Accumulator) Add(r Result) []*trajectory.Trajectory {
 		return nil
 	}
 	n := len(a.kept)
-	for _, t := range r.Trajectories {
-		if t != nil {
-			a.kept = append(a.kept, t)
-		}
-	}
+	a.kept = append(a.kept, r.All()...) // a multi-output rollout's every trajectory is a row
 	return a.kept[n:len(a.kept):len(a.kept)]
 }
 

@@ -54,6 +54,13 @@
 // are unique (ids that would repeat are an ErrSample error); a later batch
 // may reuse them, as a dataset read again does.
 //
+// A loop that implements MultiAgentLoop may return several trajectories
+// for one rollout (verl's list[AgentLoopOutput]): each becomes a row of its
+// own, keyed {uid}_{session}_{index} as verl keys them, with the reward of
+// the last copied to the others; groups still count rollouts
+// (Result.Trajectories, KeepGroup, trainer.GRPORollouts) and Result.All
+// gives every trajectory.
+//
 // Env.Trace receives an Event for each step: the prompt's encoding, each
 // generate call, parse, tool call and observation, the tool session and
 // its instances, the end; and, from the Manager, each rollout queued,

@@ -212,6 +212,11 @@ type Result struct {
 	// failed reward function, or no trajectory at all); nil when it ended
 	// normally (including aborted).
 	Errs []error
+	// Outputs[i], for a rollout of a MultiAgentLoop that returned several
+	// trajectories, is all of them in order, the last being
+	// Trajectories[i]; nil for the other rollouts (and nil when no rollout
+	// returned several). All gives every trajectory of the group.
+	Outputs [][]*trajectory.Trajectory
 	// Filtered is true when Options.KeepGroup dropped the group.
 	Filtered bool
 
@@ -314,13 +319,19 @@ func (m *Manager) dispatch(ctx context.Context, next func() (Sample, bool), deli
 		var mu sync.Mutex
 		for r := 0; r < n; r++ {
 			work := func(start time.Time) {
-				t, err := m.runOne(ctx, rs[r])
+				t, outs, err := m.runOne(ctx, rs[r])
 				m.traceFinished(rs[r], start, t, err)
 				liveMu.Lock()
 				delete(live, rs[r].ID)
 				liveMu.Unlock()
 				mu.Lock()
 				gs.res.Trajectories[r], gs.res.Errs[r] = t, err
+				if outs != nil {
+					if gs.res.Outputs == nil {
+						gs.res.Outputs = make([][]*trajectory.Trajectory, n)
+					}
+					gs.res.Outputs[r] = outs
+				}
 				gs.left--
 				done := gs.left == 0
 				mu.Unlock()
@@ -496,24 +507,29 @@ func (m *Manager) finishGroup(res *Result) {
 	res.Filtered = !m.opts.KeepGroup(res.Trajectories)
 }
 
-// runOne runs one rollout and scores it.
-func (m *Manager) runOne(ctx context.Context, s Sample) (*trajectory.Trajectory, error) {
+// runOne runs one rollout and scores it. outs is non-nil when a
+// MultiAgentLoop returned several trajectories; t is then the last.
+func (m *Manager) runOne(ctx context.Context, s Sample) (t *trajectory.Trajectory, outs []*trajectory.Trajectory, err error) {
 	loop, err := m.loop(s.AgentName)
 	if err != nil {
-		return nil, fmt.Errorf("sample %s: %w", s.ID, err)
+		return nil, nil, fmt.Errorf("sample %s: %w", s.ID, err)
 	}
 	rctx, cancel := ctx, context.CancelFunc(func() {})
 	if m.opts.Timeout > 0 {
 		rctx, cancel = context.WithTimeout(ctx, m.opts.Timeout)
 	}
-	t, err := m.safeRun(rctx, loop, s)
+	if ml, ok := loop.(MultiAgentLoop); ok {
+		t, outs, err = m.runMulti(rctx, ml, s)
+	} else {
+		t, err = m.safeRun(rctx, loop, s)
+	}
 	timedOut := rctx.Err() != nil && ctx.Err() == nil
 	cancel()
 	if t == nil {
 		if err == nil {
 			err = fmt.Errorf("agentloop: agent %q returned neither a trajectory nor an error for sample %s", s.AgentName, s.ID)
 		}
-		return nil, err
+		return nil, nil, err
 	}
 	// Custom loops may leave the identity to the Manager.
 	if t.ID == "" {
@@ -522,22 +538,29 @@ func (m *Manager) runOne(ctx context.Context, s Sample) (*trajectory.Trajectory,
 	if t.GroupID == "" {
 		t.GroupID = s.GroupID
 	}
-	if t.StopReason == "" {
-		t.StopReason = trajectory.StopCompleted
-		if err != nil {
-			t.StopReason = trajectory.StopError
+	all := outs
+	if all == nil {
+		all = []*trajectory.Trajectory{t}
+	}
+	for _, x := range all {
+		if x.StopReason == "" {
+			x.StopReason = trajectory.StopCompleted
+			if err != nil {
+				x.StopReason = trajectory.StopError
+			}
+		}
+		if timedOut && x.StopReason == trajectory.StopAborted {
+			setExtra(x, ExtraTimeout, true)
 		}
 	}
-	if timedOut && t.StopReason == trajectory.StopAborted {
-		setExtra(t, ExtraTimeout, true)
-	}
 	if ctx.Err() != nil {
-		return t, err
+		return t, outs, err
 	}
 	if rerr := m.score(ctx, s, t); rerr != nil && err == nil {
 		err = rerr
 	}
-	return t, err
+	shareReward(outs)
+	return t, outs, err
 }
 
 // safeRun turns a panicking loop into an error: one bad custom loop must not

@@ -30,6 +30,13 @@ var ErrUnknownAgent = errors.New("agentloop: unknown agent")
 type entry struct {
 	factory Factory
 	config  Config
+	// origin says where the entry came from, for the log line of a
+	// replacement: "built-in", "Register", "Registry.Register" or an agent
+	// config entry.
+	origin string
+	// builtin marks single_turn_agent's and tool_agent's factories (also
+	// under another name), which take no keyword arguments beyond Config.
+	builtin bool
 }
 
 // Registry maps agent names to factories and their configs. The zero value
@@ -43,8 +50,8 @@ type Registry struct {
 // (single_turn_agent, tool_agent) and everything added with Register.
 func NewRegistry() *Registry {
 	r := &Registry{entries: map[string]entry{
-		SingleTurnAgent: {factory: NewSingleTurn},
-		ToolAgentName:   {factory: NewToolAgent},
+		SingleTurnAgent: {factory: NewSingleTurn, origin: "built-in", builtin: true},
+		ToolAgentName:   {factory: NewToolAgent, origin: "built-in", builtin: true},
 	}}
 	globalMu.RLock()
 	for n, e := range global {
@@ -72,24 +79,42 @@ func Register(name string, f Factory) {
 	if _, dup := global[name]; dup || name == SingleTurnAgent || name == ToolAgentName {
 		panic("agentloop: agent registered twice: " + name)
 	}
-	global[name] = entry{factory: f}
+	global[name] = entry{factory: f, origin: "Register"}
 }
 
 // Register adds a loop to this registry only; a taken name is an error.
 func (r *Registry) Register(name string, f Factory, cfg Config) error {
-	if name == "" || f == nil {
-		return fmt.Errorf("%w: Register needs a name and a factory", ErrConfig)
+	_, err := r.put(name, entry{factory: f, config: cfg, origin: "Registry.Register"}, false)
+	return err
+}
+
+// Replace registers a loop under name, replacing what was registered there
+// (a built-in loop included), as verl's agent-loop config file does. It
+// reports whether a loop was replaced.
+func (r *Registry) Replace(name string, f Factory, cfg Config) (replaced bool, err error) {
+	old, err := r.put(name, entry{factory: f, config: cfg, origin: "Registry.Replace"}, true)
+	return old != "", err
+}
+
+// put adds e under name; with replace a taken name is overwritten and the
+// old entry's origin returned.
+func (r *Registry) put(name string, e entry, replace bool) (oldOrigin string, err error) {
+	if name == "" || e.factory == nil {
+		return "", fmt.Errorf("%w: Register needs a name and a factory", ErrConfig)
 	}
-	if err := cfg.validate(); err != nil {
-		return fmt.Errorf("agent %q: %w", name, err)
+	if err := e.config.validate(); err != nil {
+		return "", fmt.Errorf("agent %q: %w", name, err)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if _, dup := r.entries[name]; dup {
-		return fmt.Errorf("%w: agent %q is already registered", ErrConfig, name)
+	if old, dup := r.entries[name]; dup {
+		if !replace {
+			return "", fmt.Errorf("%w: agent %q is already registered", ErrConfig, name)
+		}
+		oldOrigin = old.origin
 	}
-	r.entries[name] = entry{factory: f, config: cfg}
-	return nil
+	r.entries[name] = e
+	return oldOrigin, nil
 }
 
 // Names lists the registered agent names, sorted.
@@ -184,6 +209,12 @@ var verlTargets = map[string]string{
 	"verl.experimental.agent_loop.single_turn_agent_loop.SingleTurnAgentLoop": SingleTurnAgent,
 }
 
+// builtinFactories are the factories behind verlTargets. hydra instantiates
+// verl's class whatever the registry holds under its name, so a _target_
+// naming it builds the built-in loop even after a config entry replaced
+// that name with another loop.
+var builtinFactories = map[string]Factory{ToolAgentName: NewToolAgent, SingleTurnAgent: NewSingleTurn}
+
 // LoadConfigs reads a YAML list of agent configs and registers each entry.
 // Two formats are accepted, also mixed in one file:
 //
@@ -208,68 +239,90 @@ var verlTargets = map[string]string{
 //
 // An entry's loop must be registered already (built-in, by Register, or
 // earlier in the file).
-func (r *Registry) LoadConfigs(rd io.Reader) error {
+//
+// A verl entry overwrites a loop already registered under its name, a
+// built-in one included, as verl's agent_loop.py does
+// (_agent_loop_registry[config.name] = config); users' configs redeclare
+// tool_agent that way. The replacements are returned, in file order, for
+// the caller to log. An agentrl entry must take a new name: it derives a
+// loop, and reusing a name is more likely a typo than a wish.
+func (r *Registry) LoadConfigs(rd io.Reader) ([]Replacement, error) {
 	data, err := io.ReadAll(io.LimitReader(rd, 16<<20))
 	if err != nil {
-		return fmt.Errorf("agentloop: reading agent configs: %w", err)
+		return nil, fmt.Errorf("agentloop: reading agent configs: %w", err)
 	}
 	js, err := tool.YAMLToJSON(data)
 	if err != nil {
-		return fmt.Errorf("%w: agent configs: %w", ErrConfig, err)
+		return nil, fmt.Errorf("%w: agent configs: %w", ErrConfig, err)
 	}
 	var entries []map[string]json.RawMessage
 	if string(js) != "null" {
 		if err := json.Unmarshal(js, &entries); err != nil {
-			return fmt.Errorf("%w: agent configs: want a list of entries: %w", ErrConfig, err)
+			return nil, fmt.Errorf("%w: agent configs: want a list of entries: %w", ErrConfig, err)
 		}
 	}
+	var reps []Replacement
 	for i, e := range entries {
-		if err := r.loadEntry(e); err != nil {
-			return fmt.Errorf("agent config %d: %w", i, err)
+		rep, err := r.loadEntry(i, e)
+		if err != nil {
+			return reps, fmt.Errorf("agent config %d: %w", i, err)
+		}
+		if rep != nil {
+			reps = append(reps, *rep)
 		}
 	}
-	return nil
+	return reps, nil
 }
 
-func (r *Registry) loadEntry(e map[string]json.RawMessage) error {
+// Replacement records a registry name that a verl agent config entry took
+// over: Old and New say where the replaced and the replacing entries came
+// from ("built-in", "Register", "Registry.Register", "Registry.Replace" or
+// "agent config entry N (_target_ ...)").
+type Replacement struct {
+	Name, Old, New string
+}
+
+func (r *Registry) loadEntry(i int, e map[string]json.RawMessage) (*Replacement, error) {
 	var name string
 	if raw, ok := e["name"]; ok {
 		if err := json.Unmarshal(raw, &name); err != nil {
-			return fmt.Errorf("%w: name must be a string", ErrConfig)
+			return nil, fmt.Errorf("%w: name must be a string", ErrConfig)
 		}
 	}
 	if name == "" {
-		return fmt.Errorf("%w: name is required", ErrConfig)
+		return nil, fmt.Errorf("%w: name is required", ErrConfig)
 	}
 	if _, verl := e["_target_"]; !verl {
 		var c AgentConfig
 		dec := json.NewDecoder(bytes.NewReader(mustJSON(e)))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&c); err != nil {
-			return fmt.Errorf("%w: %s: %w", ErrConfig, name, err)
+			return nil, fmt.Errorf("%w: %s: %w", ErrConfig, name, err)
 		}
 		if c.Agent == "" {
-			return fmt.Errorf("%w: %s: agent (or verl's _target_) is required", ErrConfig, name)
+			return nil, fmt.Errorf("%w: %s: agent (or verl's _target_) is required", ErrConfig, name)
 		}
 		base, err := r.entry(c.Agent)
 		if err != nil {
-			return fmt.Errorf("%s: %w", name, err)
+			return nil, fmt.Errorf("%s: %w", name, err)
 		}
-		return r.Register(name, base.factory, c.Config)
+		_, err = r.put(name, entry{factory: base.factory, config: c.Config, builtin: base.builtin,
+			origin: fmt.Sprintf("agent config entry %d (agent %s)", i, c.Agent)}, false)
+		return nil, err
 	}
 	var target string
 	if err := json.Unmarshal(e["_target_"], &target); err != nil || target == "" {
-		return fmt.Errorf("%w: %s: _target_ must be a class path", ErrConfig, name)
+		return nil, fmt.Errorf("%w: %s: _target_ must be a class path", ErrConfig, name)
 	}
 	baseName, base, err := r.resolveTarget(target)
 	if err != nil {
-		return fmt.Errorf("%s: %w", name, err)
+		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	builtin := baseName == SingleTurnAgent || baseName == ToolAgentName
+	builtin := base.builtin
 	// Start from the loop's config; keyword arguments override its keys.
 	merged := map[string]json.RawMessage{}
 	if err := json.Unmarshal(mustJSON(base.config), &merged); err != nil {
-		return fmt.Errorf("%w: %s: %w", ErrConfig, name, err)
+		return nil, fmt.Errorf("%w: %s: %w", ErrConfig, name, err)
 	}
 	known := configKeys()
 	extra := map[string]any{}
@@ -282,11 +335,11 @@ func (r *Registry) loadEntry(e map[string]json.RawMessage) error {
 		case known[k]:
 			merged[k] = raw
 		case builtin:
-			return fmt.Errorf("%w: %s: %s (%s) takes no keyword argument %q (its settings: %s)", ErrConfig, name, target, baseName, k, strings.Join(sortedKeys(known), ", "))
+			return nil, fmt.Errorf("%w: %s: %s (%s) takes no keyword argument %q (its settings: %s)", ErrConfig, name, target, baseName, k, strings.Join(sortedKeys(known), ", "))
 		default:
 			var v any
 			if err := json.Unmarshal(raw, &v); err != nil {
-				return fmt.Errorf("%w: %s: %s: %w", ErrConfig, name, k, err)
+				return nil, fmt.Errorf("%w: %s: %s: %w", ErrConfig, name, k, err)
 			}
 			extra[k] = v
 		}
@@ -296,19 +349,34 @@ func (r *Registry) loadEntry(e map[string]json.RawMessage) error {
 	dec := json.NewDecoder(bytes.NewReader(mustJSON(merged)))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&cfg); err != nil {
-		return fmt.Errorf("%w: %s: %w", ErrConfig, name, err)
+		return nil, fmt.Errorf("%w: %s: %w", ErrConfig, name, err)
 	}
 	if len(extra) > 0 {
 		cfg.Extra = extra
 	}
-	return r.Register(name, base.factory, cfg)
+	ne := entry{factory: base.factory, config: cfg, builtin: builtin, origin: fmt.Sprintf("agent config entry %d (_target_ %s)", i, target)}
+	old, err := r.put(name, ne, true)
+	if err != nil || old == "" {
+		return nil, err
+	}
+	return &Replacement{Name: name, Old: old, New: ne.origin}, nil
 }
 
 // resolveTarget maps a verl _target_ class path to a registered loop.
 func (r *Registry) resolveTarget(target string) (string, entry, error) {
 	cands := []string{target}
 	if v, ok := verlTargets[target]; ok {
-		cands = []string{v}
+		e, err := r.entry(v)
+		if err != nil {
+			return "", entry{}, err
+		}
+		if !e.builtin {
+			// The name was replaced: keep its settings (the multi_turn
+			// ones or the replacement's), not the other loop's factory.
+			e.factory, e.builtin = builtinFactories[v], true
+			e.config.Extra = nil
+		}
+		return v, e, nil
 	}
 	class := target[strings.LastIndexByte(target, '.')+1:]
 	snake := camelToSnake(class)

@@ -22,7 +22,7 @@ func TestRegistryAndAgentConfigs(t *testing.T) {
 		return slices.DeleteFunc(reg.Names(), func(n string) bool { return n == "test_custom_agent" })
 	}
 	require.Equal(t, []string{SingleTurnAgent, ToolAgentName}, names())
-	err := reg.LoadConfigs(strings.NewReader(`
+	_, err := reg.LoadConfigs(strings.NewReader(`
 - name: math_agent
   agent: tool_agent
   config:
@@ -56,7 +56,7 @@ func TestRegistryAndAgentConfigs(t *testing.T) {
 		{"- name: a\n  agent: tool_agent\n  config: {max_parallel_calls: -1}", "max_parallel_calls -1 < 0"},
 		{"- agent: tool_agent", "name is required"},
 	} {
-		err := NewRegistry().LoadConfigs(strings.NewReader(c.yaml))
+		_, err := NewRegistry().LoadConfigs(strings.NewReader(c.yaml))
 		require.ErrorContains(t, err, c.want, c.yaml)
 	}
 	// A bad parser format fails when it is registered, naming the formats.

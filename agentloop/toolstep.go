@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -43,7 +44,8 @@ import (
 type ToolKit struct {
 	env    *Env
 	cfg    Config
-	parser parser.Parser // for samples that use all of env.Tools
+	parser parser.Parser    // for samples that use all of env.Tools
+	stops  map[int32]string // the format's stop markers (parser.StopMarkers) by token id
 }
 
 // NewToolKit checks env and cfg and applies the tool defaults (verl's):
@@ -77,7 +79,30 @@ func NewToolKit(env *Env, cfg Config) (*ToolKit, error) {
 		return nil, err
 	}
 	k.parser = p
+	if k.stops, err = stopMarkerIDs(env.Tokenizer, cfg.Format); err != nil {
+		return nil, err
+	}
 	return k, nil
+}
+
+// stopMarkerIDs maps the token ids of the format's stop markers
+// (parser.StopMarkers) to their text, for a tokenizer that can look tokens
+// up (*tokenizer.Tokenizer can).
+func stopMarkerIDs(tok Tokenizer, format string) (map[int32]string, error) {
+	markers := parser.StopMarkers(format)
+	lookup, ok := tok.(interface{ TokenID(string) (int32, bool) })
+	if len(markers) == 0 || !ok {
+		return nil, nil
+	}
+	ids := make(map[int32]string, len(markers))
+	for _, m := range markers {
+		id, ok := lookup.TokenID(m)
+		if !ok {
+			return nil, fmt.Errorf("%w: format %q stops generation at %s, which the tokenizer has no token for (is it the model's tokenizer?)", ErrConfig, format, m)
+		}
+		ids[id] = m
+	}
+	return ids, nil
 }
 
 // Config is the kit's config, with the defaults applied.
@@ -117,6 +142,25 @@ func (k *ToolKit) Episode(s Sample, p server.SamplingParams) *ToolEpisode {
 	var schemas []chat.ToolSchema
 	if e.tools != nil && e.selErr == nil {
 		schemas = e.tools.Schemas()
+	}
+	if len(k.stops) > 0 {
+		// The format's stop markers join the stop tokens (the EOS tokens
+		// when none are set): Gemma 4 keeps generating after a call, so
+		// verl stops at <tool_call|>.
+		if len(p.StopTokenIDs) == 0 {
+			p.StopTokenIDs = k.env.Tokenizer.EOSTokenIDs()
+		}
+		p.StopTokenIDs = slices.Clone(p.StopTokenIDs)
+		ids := make([]int32, 0, len(k.stops))
+		for id := range k.stops {
+			ids = append(ids, id)
+		}
+		slices.Sort(ids) // the same request every run
+		for _, id := range ids {
+			if !slices.Contains(p.StopTokenIDs, id) {
+				p.StopTokenIDs = append(p.StopTokenIDs, id)
+			}
+		}
 	}
 	e.Episode = NewEpisode(k.env, k.cfg, s, p, schemas)
 	return e
@@ -188,6 +232,9 @@ func (e *ToolEpisode) GenerateTurn(ctx context.Context) (turn parser.Result, ok 
 	if err != nil {
 		e.Fail(fmt.Errorf("agentloop: decoding turn %d of %s: %w", assistant, e.Sample().ID, err))
 		return parser.Result{}, false
+	}
+	if n := len(ids); n > 0 && e.kit.stops[ids[n-1]] != "" {
+		text += e.kit.stops[ids[n-1]] // ModelText drops the stop token; this one closes the call
 	}
 	res := e.parser.Parse(text, ids)
 	for i := range res.Calls {

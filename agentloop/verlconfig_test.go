@@ -30,7 +30,7 @@ func TestRegistryLoadsVerlAgentLoopConfig(t *testing.T) {
 	reg := NewRegistry()
 	require.NoError(t, reg.SetConfig(ToolAgentName, Config{MaxAssistantTurns: 5, Format: "hermes"}))
 	require.NoError(t, Register2(reg, "react_agent"))
-	err := reg.LoadConfigs(strings.NewReader(`
+	_, err := reg.LoadConfigs(strings.NewReader(`
 - name: math_tool_agent
   _target_: verl.experimental.agent_loop.tool_agent_loop.ToolAgentLoop
   max_parallel_calls: 2
@@ -66,7 +66,7 @@ func TestRegistryLoadsVerlAgentLoopConfig(t *testing.T) {
 		{"- name: a\n  _target_: x.ToolAgentLoop\n  max_parallel_calls: -1", "max_parallel_calls -1 < 0"},
 		{"name: a", "want a list of entries"},
 	} {
-		err := NewRegistry().LoadConfigs(strings.NewReader(c.yaml))
+		_, err := NewRegistry().LoadConfigs(strings.NewReader(c.yaml))
 		require.ErrorContains(t, err, c.want, c.yaml)
 	}
 }
@@ -265,4 +265,67 @@ func Example_verlInteractionConfig() {
 	fmt.Println(rep.Text, rep.Reward, rep.Terminate)
 	_ = in.Finalize(ctx, id)
 	// Output: Your response is correct! 1 true
+}
+
+// verl's agent_loop.py overwrites registry names from the agent-loop config
+// file (_agent_loop_registry[agent_loop_config.name] = agent_loop_config,
+// volcengine/verl@b178a3cd), built-in ones included; users redeclare
+// tool_agent with verl's ToolAgentLoop. Each replacement is reported.
+func TestVerlAgentLoopConfigReplaces(t *testing.T) {
+	reg := NewRegistry()
+	require.NoError(t, reg.SetConfig(ToolAgentName, Config{MaxAssistantTurns: 5, Format: "hermes"}))
+	require.NoError(t, Register2(reg, "react_agent"))
+	reps, err := reg.LoadConfigs(strings.NewReader(`
+- name: tool_agent
+  _target_: verl.experimental.agent_loop.tool_agent_loop.ToolAgentLoop
+  max_assistant_turns: 2
+- name: single_turn_agent
+  _target_: recipe.langgraph_agent.react_agent_loop.ReactAgentLoop
+- name: react_agent
+  _target_: verl.experimental.agent_loop.single_turn_agent_loop.SingleTurnAgentLoop
+- name: tool_agent
+  _target_: verl.experimental.agent_loop.tool_agent_loop.ToolAgentLoop
+  max_parallel_calls: 3
+- name: new_one
+  _target_: verl.experimental.agent_loop.tool_agent_loop.ToolAgentLoop
+`))
+	require.NoError(t, err)
+	const tl = "verl.experimental.agent_loop.tool_agent_loop.ToolAgentLoop"
+	require.Equal(t, []Replacement{
+		{Name: ToolAgentName, Old: "built-in", New: "agent config entry 0 (_target_ " + tl + ")"},
+		{Name: SingleTurnAgent, Old: "built-in", New: "agent config entry 1 (_target_ recipe.langgraph_agent.react_agent_loop.ReactAgentLoop)"},
+		{Name: "react_agent", Old: "Registry.Register", New: "agent config entry 2 (_target_ verl.experimental.agent_loop.single_turn_agent_loop.SingleTurnAgentLoop)"},
+		{Name: ToolAgentName, Old: "agent config entry 0 (_target_ " + tl + ")", New: "agent config entry 3 (_target_ " + tl + ")"},
+	}, reps, "a new name is no replacement")
+	cfg, err := reg.Config(ToolAgentName)
+	require.NoError(t, err)
+	require.Equal(t, Config{MaxAssistantTurns: 2, Format: "hermes", MaxParallelCalls: 3}, cfg, "each redeclaration starts from the loop's current settings")
+
+	// react_agent (entry 2) is verl's SingleTurnAgentLoop although the name
+	// single_turn_agent holds the react loop by then: hydra instantiates
+	// _target_ whatever the registry says.
+	env := &Env{Server: servertest.New(servertest.Config{}), Tokenizer: qwen3(t)}
+	for name, want := range map[string]any{ToolAgentName: &ToolAgent{}, SingleTurnAgent: customLoop{}, "react_agent": &SingleTurn{}, "new_one": &ToolAgent{}} {
+		l, err := reg.New(name, env)
+		require.NoError(t, err, name)
+		require.IsType(t, want, l, name)
+	}
+
+	// agentrl's own format derives a new loop and keeps names strict; so
+	// does Register for Go callers.
+	_, err = reg.LoadConfigs(strings.NewReader("- name: tool_agent\n  agent: single_turn_agent\n"))
+	require.ErrorContains(t, err, `agent "tool_agent" is already registered`)
+	require.ErrorContains(t, reg.Register(ToolAgentName, NewSingleTurn, Config{}), "already registered")
+	replaced, err := reg.Replace(ToolAgentName, NewSingleTurn, Config{})
+	require.NoError(t, err)
+	require.True(t, replaced)
+	replaced, err = reg.Replace("fresh", NewSingleTurn, Config{})
+	require.NoError(t, err)
+	require.False(t, replaced)
+	_, err = reg.Replace("bad", NewSingleTurn, Config{MaxParallelCalls: -1})
+	require.ErrorContains(t, err, "max_parallel_calls -1 < 0")
+	// A failed entry keeps the replacements before it.
+	reps, err = NewRegistry().LoadConfigs(strings.NewReader("- name: tool_agent\n  _target_: x.ToolAgentLoop\n- name: b\n  _target_: my.GhostLoop\n"))
+	require.ErrorContains(t, err, "agent config 1")
+	require.Len(t, reps, 1)
 }

@@ -11,7 +11,7 @@ import (
 // is on (the YAML library reports the line before a block collection's
 // error) and the document it is in, not another one's.
 func TestConfigYAMLErrorLine(t *testing.T) {
-	err := NewRegistry().LoadConfigs(strings.NewReader("- name: a\n  agent: b\nx: 1\n"))
+	_, err := NewRegistry().LoadConfigs(strings.NewReader("- name: a\n  agent: b\nx: 1\n"))
 	require.ErrorIs(t, err, ErrConfig)
 	require.ErrorContains(t, err, "agent configs: yaml: line 3:")
 	require.NotContains(t, err.Error(), "tool config")

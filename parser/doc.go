@@ -31,6 +31,13 @@
 //     the tool schema
 //   - seed_oss: qwen3_coder's XML inside <seed:tool_call>…</seed:tool_call>
 //     (ByteDance Seed-OSS), reasoning in <seed:think>…</seed:think>
+//   - gemma4: <|tool_call>call:NAME{k:<|"|>text<|"|>,n:1}<tool_call|>
+//     (Google Gemma 4's own notation; <tool_call|> is the stop token),
+//     reasoning in <|channel>thought…<channel|>
+//   - kimi_k3: Kimi-K3's XTML channels: <|open|>tools<|sep|><|open|>call
+//     tool="NAME" index="1"<|sep|><|open|>argument key="K"
+//     type="string"<|sep|>V<|close|>argument<|sep|><|close|>call<|sep|>…,
+//     reasoning in the think channel
 //
 // verl's, vLLM's and SGLang's names for the same formats are accepted too
 // (Aliases: "gpt-oss" and "openai" for gpt_oss, "qwen25" for hermes, …).
@@ -60,7 +67,7 @@
 // A trailing end-of-turn marker kept by decoding with special tokens
 // (<|im_end|>, <|eot_id|>, <｜end▁of▁sentence｜>, …) is not content.
 // The peers' own tool-parser tests (vLLM, SGLang, verl) run against
-// these parsers as data (testdata/peers): 444 ported cases, 69 of which
+// these parsers as data (testdata/peers): 517 ported cases, 79 of which
 // expect agentrl's own behaviour where it differs on purpose, each with
 // the reason. Mostly agentrl reports an error where a peer drops a call
 // silently, keeps text a peer drops, or refuses arguments that are not a

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"html"
 	"os"
 	"reflect"
 	"strings"
@@ -70,7 +71,8 @@ func resultProblem(p Parser, text string) string {
 		return fmt.Sprintf("reasoning %q is not made of the input's bytes in order (input %q)", got.Reasoning, text)
 	}
 	for _, c := range got.Calls {
-		if !strings.Contains(text, c.Function.Name) {
+		// kimi_k3 writes names as XML attributes (&amp; for &).
+		if !strings.Contains(text, c.Function.Name) && !strings.Contains(html.UnescapeString(text), c.Function.Name) {
 			return fmt.Sprintf("call name %q is not in the input %q", c.Function.Name, text)
 		}
 	}
@@ -287,6 +289,22 @@ func FuzzMiniMaxM2(f *testing.F) {
 	})
 }
 
+func FuzzGemma4(f *testing.F) {
+	fuzzFormat(f, "gemma4", []string{
+		"<|channel>thought\nr<|tool_call>call:g{}<tool_call|><channel|>hi<|tool_call>call:f{s:<|\"|>a}b<|\"|>,n:-1.5e3,b:true,z:None,o:{<|\"|>k<|\"|>:[1,{x:[]}]}}<tool_call|><turn|>",
+		"<|tool_call>call:f{a:",
+		"<|tool_call>call:f{l:[<|\"|>x<|\"|>,]trailing]}<tool_call|><|tool_call>:call:",
+	})
+}
+
+func FuzzKimiK3(f *testing.F) {
+	fuzzFormat(f, "kimi_k3", []string{
+		"r<|close|>think<|sep|><|open|>response<|sep|>hi<|close|>response<|sep|><|open|>tools<|sep|><|open|>call tool=\"a&amp;b\" index=\"1\"<|sep|><|open|>argument key=\"o\" type=\"object\"<|sep|>{\"a\": [1]}<|close|>argument<|sep|><|open|>argument key=\"s\" type=\"string\"<|sep|>x<|close|>argument<|sep|><|close|>call<|sep|><|close|>tools<|sep|><|close|>message<|sep|><|end_of_msg|>",
+		"<|open|>tools<|sep|><|open|>call tool=\"f\"<|sep|><|open|>json type=\"object\"<|sep|>{}<|close|>json<|sep|><|close|>call<|sep|>",
+		"<|open|>tools<|sep|><|open|>call tool=\"",
+	})
+}
+
 func FuzzSeedOSS(f *testing.F) {
 	fuzzFormat(f, "seed_oss", []string{
 		"<seed:think>r<seed:tool_call><function=f></function></seed:tool_call></seed:think>\n<seed:tool_call>\n<function=f>\n<parameter=o>{'a': 1}</parameter>\n<parameter=b>True</parameter>\n</function>\n</seed:tool_call><seed:eos>",
@@ -318,7 +336,7 @@ func TestFuzzOracleCatches(t *testing.T) {
 			// Each error quotes the input from its call on.
 			for i := strings.Index(s, "<tool_call>"); i >= 0; i = strings.Index(s[i+1:], "<tool_call>") + i + 1 {
 				r.Errors = append(r.Errors, ParseError{Message: "bad call: " + s[i:]})
-				if strings.Index(s[i+1:], "<tool_call>") < 0 {
+				if !strings.Contains(s[i+1:], "<tool_call>") {
 					break
 				}
 			}

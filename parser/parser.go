@@ -92,6 +92,8 @@ var formats = map[string]func() format{
 	"deepseek_v41": func() format { return deepseekV41{} },
 	"minimax_m2":   func() format { return minimaxM2{} },
 	"seed_oss":     func() format { return seedOSS{} },
+	"gemma4":       func() format { return gemma4{} },
+	"kimi_k3":      func() format { return kimiK3{} },
 }
 
 // aliases maps other spellings of the format names to them: verl's
@@ -121,6 +123,24 @@ var aliases = map[string]string{
 	"minimax":         "minimax_m2",   // verl's tool parser for MiniMax's XML
 	"deepseekv4":      "deepseek_v4",  // SGLang
 	"deepseekv41":     "deepseek_v41", // SGLang
+}
+
+// stopMarkers are the formats' markers after which generation must stop.
+var stopMarkers = map[string][]string{
+	"gemma4": {gemmaCallEnd},
+}
+
+// StopMarkers returns the special tokens after which the engine must stop
+// generating for format's calls to be read (format may be an alias):
+// Gemma 4 closes a call with <tool_call|> and goes on generating instead
+// of ending its turn, so verl's Gemma4 tool parser stops on that token
+// (ToolParser.stop_token_ids). The other formats end their turn with the
+// model's end-of-turn token and have none.
+func StopMarkers(format string) []string {
+	if canon, ok := aliases[format]; ok {
+		format = canon
+	}
+	return append([]string(nil), stopMarkers[format]...)
 }
 
 // Aliases returns the other accepted spellings of the format names, each
@@ -175,6 +195,8 @@ func New(format string, opts Options) (Parser, error) {
 // write <think>…</think>.
 var thinkTags = map[string][2]string{
 	"seed_oss": {seedThinkOpen, seedThinkClose},
+	"gemma4":   {gemmaThinkOpen, gemmaThinkEnd},
+	"kimi_k3":  {k3ThinkOpen, k3ThinkClose},
 }
 
 type parser struct {

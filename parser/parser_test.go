@@ -507,14 +507,14 @@ func TestHermesMalformedBlockIsOneError(t *testing.T) {
 func TestNewErrors(t *testing.T) {
 	_, err := New("nope", Options{})
 	require.ErrorIs(t, err, ErrUnknownFormat)
-	require.ErrorContains(t, err, `unknown format "nope" (known: deepseek_v3, deepseek_v31, deepseek_v32, deepseek_v4, deepseek_v41, glm45, gpt_oss, hermes, kimi_k2, llama3_json, minimax_m2, mistral, pythonic, qwen3_coder, seed_oss)`)
+	require.ErrorContains(t, err, `unknown format "nope" (known: deepseek_v3, deepseek_v31, deepseek_v32, deepseek_v4, deepseek_v41, gemma4, glm45, gpt_oss, hermes, kimi_k2, kimi_k3, llama3_json, minimax_m2, mistral, pythonic, qwen3_coder, seed_oss)`)
 	_, err = New("hermes", Options{Tools: []chat.ToolSchema{{}}})
 	require.ErrorContains(t, err, "tool 0 has no name")
 	_, err = New("hermes", Options{Tools: tools(t, weatherTool, weatherTool)})
 	require.ErrorContains(t, err, `tool "get_weather" listed twice`)
 	_, err = New("hermes", Options{Tools: []chat.ToolSchema{{Function: chat.FunctionSchema{Name: "f", Parameters: json.RawMessage(`[1]`)}}}})
 	require.ErrorContains(t, err, `tool "f": parameters must be a JSON object`)
-	require.Equal(t, []string{"deepseek_v3", "deepseek_v31", "deepseek_v32", "deepseek_v4", "deepseek_v41", "glm45", "gpt_oss", "hermes", "kimi_k2", "llama3_json", "minimax_m2", "mistral", "pythonic", "qwen3_coder", "seed_oss"}, Formats())
+	require.Equal(t, []string{"deepseek_v3", "deepseek_v31", "deepseek_v32", "deepseek_v4", "deepseek_v41", "gemma4", "glm45", "gpt_oss", "hermes", "kimi_k2", "kimi_k3", "llama3_json", "minimax_m2", "mistral", "pythonic", "qwen3_coder", "seed_oss"}, Formats())
 }
 
 func TestUnknownToolListIsCapped(t *testing.T) {

@@ -81,6 +81,8 @@ var formatMarkers = map[string][]string{
 	"deepseek_v41": {dsml41Calls, dsml41CallsEnd, dsml41Invoke + `x">`, dsml41InvokeEnd, dsml41Param + `x" string="true">`, dsml41ParamEnd, dsEOS, dsmlCalls, dsmlToolCalls},
 	"minimax_m2":   {minimaxCalls, minimaxCallsEnd, minimaxInvoke + `x">`, minimaxInvokeEnd, minimaxParam + `x">`, minimaxParamEnd, minimaxEOT},
 	"seed_oss":     {seedCalls, seedCallsEnd, qcFuncOpen + "x>", qcFuncClose, qcParamOpen + "x>", qcParamClose, seedThinkOpen, seedThinkClose, seedEOS},
+	"gemma4":       {gemmaCall, gemmaCallEnd, gemmaQuote, gemmaTurnEnd, gemmaThinkOpen, gemmaThinkEnd, gemmaCall + "call:x{}" + gemmaCallEnd},
+	"kimi_k3":      {k3ThinkOpen, k3ThinkClose, k3ResponseOpen, k3ResponseClose, k3ToolsOpen, k3ToolsClose, k3MessageClose, k3EndOfMsg, k3CallOpen + ` tool="x"` + k3Sep, k3CallClose, k3ArgOpen + ` key="x" type="string"` + k3Sep, k3ArgClose, k3Sep},
 	"kimi_k2":      {kimiSectionBegin, kimiSectionEnd, kimiSectionBeginAlt, kimiSectionEndAlt, kimiCallBegin, kimiArgBegin, kimiCallEnd, kimiIMEnd},
 	"glm45":        {hermesOpen, hermesClose, glmArgKey, glmArgKeyEnd, glmArgValue, glmArgValueEnd, "<|user|>", "<|endoftext|>", "<|observation|>"},
 	"gpt_oss":      {hStart, hChannel, hMessage, hConstrain, hEnd, hCall, hReturn},

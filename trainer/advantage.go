@@ -69,8 +69,10 @@ func checkShape(m Matrix, mask []int32, what string) error {
 const grpoEpsilon = 1e-6
 
 // groupStats returns, per row, its group's size, mean and unbiased standard
-// deviation of the sequence scores.
-func groupStats(scores []float64, groups []string) (n []int, mean, std []float64) {
+// deviation of the sequence scores. With rollouts, the rows of one rollout
+// (a multi-output rollout's trajectories, which share its reward) count as
+// one member of the group, with the score of its last row.
+func groupStats(scores []float64, groups, rollouts []string) (n []int, mean, std []float64) {
 	idx := map[string][]int{}
 	for i, g := range groups {
 		idx[g] = append(idx[g], i)
@@ -79,22 +81,37 @@ func groupStats(scores []float64, groups []string) (n []int, mean, std []float64
 	mean = make([]float64, len(scores))
 	std = make([]float64, len(scores))
 	for _, rows := range idx {
+		members := rows
+		if rollouts != nil {
+			last := map[string]int{}
+			var order []string
+			for _, r := range rows {
+				if _, seen := last[rollouts[r]]; !seen {
+					order = append(order, rollouts[r])
+				}
+				last[rollouts[r]] = r
+			}
+			members = make([]int, len(order))
+			for k, id := range order {
+				members[k] = last[id]
+			}
+		}
 		var s float64
-		for _, r := range rows {
+		for _, r := range members {
 			s += scores[r]
 		}
-		m := s / float64(len(rows))
+		m := s / float64(len(members))
 		var v float64
-		for _, r := range rows {
+		for _, r := range members {
 			d := scores[r] - m
 			v += d * d
 		}
 		sd := math.NaN()
-		if len(rows) > 1 {
-			sd = math.Sqrt(v / float64(len(rows)-1))
+		if len(members) > 1 {
+			sd = math.Sqrt(v / float64(len(members)-1))
 		}
 		for _, r := range rows {
-			n[r], mean[r], std[r] = len(rows), m, sd
+			n[r], mean[r], std[r] = len(members), m, sd
 		}
 	}
 	return n, mean, std
@@ -126,23 +143,40 @@ func broadcast(seq []float64, mask []int32, rows, cols int) Matrix {
 // (DrGRPO leaves the division out). A group of one gets mean 0 and std 1, as
 // in verl.
 func GRPO(rewards Matrix, mask []int32, groups []string) (Matrix, error) {
-	return grpo(rewards, mask, groups, true)
+	return grpo(rewards, mask, groups, nil, true)
 }
 
 // DrGRPO is GRPO without the division by the group std (Dr.GRPO).
 func DrGRPO(rewards Matrix, mask []int32, groups []string) (Matrix, error) {
-	return grpo(rewards, mask, groups, false)
+	return grpo(rewards, mask, groups, nil, false)
 }
 
-func grpo(rewards Matrix, mask []int32, groups []string, normByStd bool) (Matrix, error) {
+// GRPORollouts is GRPO for a batch whose rollouts may have returned
+// several trajectories (Batch.RolloutIDs): a group's mean and std are over
+// its rollouts, each counted once, as verl's V1 trainer groups its n
+// sessions; every row still gets its own advantage. rollouts names each
+// row's rollout; nil is GRPO (every row its own rollout).
+func GRPORollouts(rewards Matrix, mask []int32, groups, rollouts []string) (Matrix, error) {
+	return grpo(rewards, mask, groups, rollouts, true)
+}
+
+// DrGRPORollouts is GRPORollouts without the division by the group std.
+func DrGRPORollouts(rewards Matrix, mask []int32, groups, rollouts []string) (Matrix, error) {
+	return grpo(rewards, mask, groups, rollouts, false)
+}
+
+func grpo(rewards Matrix, mask []int32, groups, rollouts []string, normByStd bool) (Matrix, error) {
 	if err := checkShape(rewards, mask, "rewards"); err != nil {
 		return Matrix{}, err
 	}
 	if len(groups) != rewards.Rows {
 		return Matrix{}, fmt.Errorf("%w: %d group ids for %d rows", ErrShape, len(groups), rewards.Rows)
 	}
+	if rollouts != nil && len(rollouts) != rewards.Rows {
+		return Matrix{}, fmt.Errorf("%w: %d rollout ids for %d rows", ErrShape, len(rollouts), rewards.Rows)
+	}
 	s := sequenceScores(rewards)
-	n, mean, std := groupStats(s, groups)
+	n, mean, std := groupStats(s, groups, rollouts)
 	for i := range s {
 		m, sd := mean[i], std[i]
 		if n[i] == 1 {
@@ -168,7 +202,7 @@ func RLOO(rewards Matrix, mask []int32, groups []string) (Matrix, error) {
 		return Matrix{}, fmt.Errorf("%w: %d group ids for %d rows", ErrShape, len(groups), rewards.Rows)
 	}
 	s := sequenceScores(rewards)
-	n, mean, _ := groupStats(s, groups)
+	n, mean, _ := groupStats(s, groups, nil)
 	for i := range s {
 		if k := float64(n[i]); n[i] > 1 {
 			s[i] = s[i]*k/(k-1) - mean[i]*k/(k-1)

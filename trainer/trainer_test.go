@@ -265,3 +265,36 @@ func TestConstructorsRefuseBadShapes(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, m.Data)
 }
+
+// A group is its rollouts: a rollout that returned two trajectories (which
+// share its reward, as verl's V1 copies the last one's) counts once in the
+// group's mean and std, and each of its rows gets the rollout's advantage.
+func TestGRPORolloutsCountsRollouts(t *testing.T) {
+	// Rows: rollout a (two trajectories, reward 1), rollout b (reward 0),
+	// rollout c (reward 0); one group. Each row's reward is on its one
+	// column.
+	rewards := Matrix{Rows: 4, Cols: 1, Data: []float32{1, 1, 0, 0}}
+	mask := []int32{1, 1, 1, 1}
+	groups := []string{"g", "g", "g", "g"}
+	adv, err := GRPORollouts(rewards, mask, groups, []string{"a", "a", "b", "c"})
+	require.NoError(t, err)
+	// Over the rollouts {1, 0, 0}: mean 1/3, unbiased std sqrt(1/3).
+	sd := math.Sqrt(1.0 / 3)
+	want := []float64{(1 - 1.0/3) / (sd + 1e-6), (1 - 1.0/3) / (sd + 1e-6), (0 - 1.0/3) / (sd + 1e-6), (0 - 1.0/3) / (sd + 1e-6)}
+	for i, w := range want {
+		require.InDelta(t, w, adv.Data[i], 1e-5, "row %d", i)
+	}
+	// Counting rows instead ({1, 1, 0, 0}: mean 1/2) gives other numbers.
+	rows, err := GRPO(rewards, mask, groups)
+	require.NoError(t, err)
+	require.NotEqual(t, rows.Data, adv.Data)
+	// nil rollouts is GRPO; DrGRPORollouts only subtracts the mean.
+	same, err := GRPORollouts(rewards, mask, groups, nil)
+	require.NoError(t, err)
+	require.Equal(t, rows.Data, same.Data)
+	dr, err := DrGRPORollouts(rewards, mask, groups, []string{"a", "a", "b", "c"})
+	require.NoError(t, err)
+	require.InDeltaSlice(t, []float32{2.0 / 3, 2.0 / 3, -1.0 / 3, -1.0 / 3}, dr.Data, 1e-6)
+	_, err = GRPORollouts(rewards, mask, groups, []string{"a"})
+	require.ErrorIs(t, err, ErrShape)
+}

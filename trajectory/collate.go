@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"strconv"
 	"sync"
 )
@@ -98,6 +99,15 @@ type Batch struct {
 	Indices     []int32
 	GroupIDs    []string
 	StopReasons []string
+	// RolloutIDs and LossMask are set only when some row comes from a
+	// multi-output rollout (Trajectory.MultiOutput), so that a batch of
+	// single-output rollouts is what it always was. RolloutIDs is each
+	// row's Trajectory.RolloutKey (rows of one rollout share it: GRPO
+	// counts them once); LossMask is verl V1's loss_mask, the response
+	// mask. [B] and [B,R]. NonTensor then also has "key", each row's
+	// Trajectory.Key ({uid}_{session}_{index}).
+	RolloutIDs []string
+	LossMask   []int32
 
 	// NonTensor is verl's non_tensor_batch: per-row JSON values by key.
 	// Collate fills "uid" (the group id), "index", "turn_scores",
@@ -247,7 +257,25 @@ func Collate(trajs []*Trajectory, opts CollateOptions) (*Batch, error) {
 		b.ResponsesTruncated += rTrunc[w]
 	}
 	b.NonTensor = nonTensor(trajs)
+	if slices.ContainsFunc(trajs, (*Trajectory).MultiOutput) {
+		b.RolloutIDs = make([]string, B)
+		keys := make([]json.RawMessage, B)
+		for i, t := range trajs {
+			b.RolloutIDs[i] = t.RolloutKey()
+			keys[i] = jsonString(t.Key())
+		}
+		b.NonTensor[NonTensorKey] = keys
+		b.LossMask = slices.Clone(b.ResponseMask) // verl V1: loss_mask = response_mask
+	}
 	return b, nil
+}
+
+func jsonString(s string) json.RawMessage {
+	b, err := json.Marshal(s)
+	if err != nil {
+		return json.RawMessage(`""`)
+	}
+	return b
 }
 
 // RowMetrics are one row's entries of verl's meta_info["metrics"]
@@ -265,6 +293,9 @@ const (
 	NonTensorTurnScores  = "turn_scores"
 	NonTensorToolRewards = "tool_rewards"
 	NonTensorNumTurns    = "__num_turns__"
+	// NonTensorKey is filled only in batches with multi-output rows
+	// (see Batch.RolloutIDs).
+	NonTensorKey = "key"
 )
 
 // nonTensor builds verl's non_tensor_batch for the rows.
@@ -304,7 +335,7 @@ func nonTensor(trajs []*Trajectory) map[string][]json.RawMessage {
 		col(NonTensorNumTurns)[i] = json.RawMessage(strconv.Itoa(t.NumTurns))
 		for k, v := range t.Extra {
 			switch k {
-			case NonTensorUID, NonTensorIndex, NonTensorTurnScores, NonTensorToolRewards, NonTensorNumTurns:
+			case NonTensorUID, NonTensorIndex, NonTensorTurnScores, NonTensorToolRewards, NonTensorNumTurns, NonTensorKey:
 				continue // the trajectory's own fields win
 			}
 			if len(v) > 0 {

@@ -70,6 +70,9 @@ const (
 	TensorNumTurns     = "num_turns"
 	TensorResponseLens = "response_lens"
 	TensorIndices      = "indices"
+	// TensorLossMask is written only for batches with multi-output rows
+	// (Batch.LossMask).
+	TensorLossMask = "loss_mask"
 )
 
 // BatchFormat is the __metadata__ "format" of the safetensors batch.
@@ -103,6 +106,9 @@ func (b *Batch) tensors() []stTensor {
 	if b.RoutedExperts != nil {
 		ts = append(ts, stTensor{name: TensorRoutedExperts, dtype: "I16", shape: []int{B, P + R, b.RoutingLayers, b.RoutingTopK}, i16: b.RoutedExperts})
 	}
+	if b.LossMask != nil {
+		ts = append(ts, stTensor{name: TensorLossMask, dtype: "I64", shape: []int{B, R}, i32: b.LossMask})
+	}
 	return ts
 }
 
@@ -132,6 +138,13 @@ func (b *Batch) metadata() (map[string]string, error) {
 			return nil, err
 		}
 		md[k] = string(enc)
+	}
+	if b.RolloutIDs != nil {
+		enc, err := json.Marshal(b.RolloutIDs)
+		if err != nil {
+			return nil, err
+		}
+		md["rollout_ids"] = string(enc)
 	}
 	nt := b.NonTensor
 	if nt == nil {
@@ -169,6 +182,8 @@ func (b *Batch) metadata() (map[string]string, error) {
 // turn_scores, tool_rewards, __num_turns__, raw_prompt, ...), "meta_info"
 // ({"metrics": [...]}, times in seconds), ids, group_ids and stop_reasons
 // (JSON arrays) and the lengths and truncation counts (decimal strings).
+// A batch with multi-output rows also has the int64 loss_mask tensor, the
+// "rollout_ids" array and non_tensor_batch "key" (see Batch.RolloutIDs).
 func (b *Batch) WriteSafetensors(w io.Writer) error {
 	if b == nil {
 		return fmt.Errorf("%w: nil batch", ErrSafetensors)
@@ -276,6 +291,9 @@ func (b *Batch) checkShapes() error {
 			return fmt.Errorf("trajectory: batch %s has %d entries for %d rows", name, len(s), B)
 		}
 	}
+	if b.RolloutIDs != nil && len(b.RolloutIDs) != B {
+		return fmt.Errorf("trajectory: batch rollout_ids has %d entries for %d rows", len(b.RolloutIDs), B)
+	}
 	for k, col := range b.NonTensor {
 		if len(col) != B {
 			return fmt.Errorf("trajectory: batch non_tensor_batch %q has %d entries for %d rows", k, len(col), B)
@@ -334,6 +352,11 @@ func ReadSafetensorsBatch(r io.Reader) (*Batch, error) {
 		}
 	}
 	b.Size = len(b.IDs)
+	if raw, ok := md["rollout_ids"]; ok {
+		if e := json.Unmarshal([]byte(raw), &b.RolloutIDs); e != nil {
+			return nil, fmt.Errorf("%w: metadata \"rollout_ids\": %w", ErrSafetensors, e)
+		}
+	}
 	// Files written before the verl layout (agentrl.batch.v1) used int32
 	// tensors and the names rollout_logprobs and token_level_scores.
 	loadI := func(name string) []int32 {
@@ -394,6 +417,9 @@ func ReadSafetensorsBatch(r io.Reader) (*Batch, error) {
 	b.NumTurns = loadI("num_turns")
 	b.ResponseLens = loadI("response_lens")
 	b.Indices = loadI("indices")
+	if _, ok := h.Lookup(TensorLossMask); ok {
+		b.LossMask = loadI(TensorLossMask)
+	}
 	b.TokenLevelScores = loadF(TensorRMScores, true, "token_level_scores")
 	b.Rewards = loadF(TensorRewards, false, "")
 	b.RolloutLogprobs = loadF(TensorRolloutLogProbs, true, "rollout_logprobs")

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
 	"time"
 )
 
@@ -79,8 +80,43 @@ type Trajectory struct {
 	// requested.
 	RoutedExperts *Routing `json:"routed_experts,omitempty"`
 
+	// RolloutID, Session and Output are set on the trajectories of a
+	// multi-output rollout (verl's list[AgentLoopOutput]; agentloop's
+	// MultiAgentLoop): RolloutID is the rollout's id, shared by all its
+	// trajectories, Session the rollout's place in its group (verl's
+	// session_id) and Output this trajectory's place among the rollout's
+	// (verl's index). They are empty for a single-output rollout, whose ID
+	// is the rollout's. See Key and RolloutKey.
+	RolloutID string `json:"rollout_id,omitempty"`
+	Session   int    `json:"session,omitempty"`
+	Output    int    `json:"output,omitempty"`
+
 	// Extra carries caller-defined fields through JSONL unchanged.
 	Extra map[string]json.RawMessage `json:"extra,omitempty"`
+}
+
+// MultiOutput reports whether t is one of several trajectories of one
+// rollout.
+func (t *Trajectory) MultiOutput() bool { return t.RolloutID != "" }
+
+// Key is verl's key for the trajectory, {uid}_{session}_{index}
+// (verl/trainer/ppo/v1/agent_loop_tq.py), for the trajectory of a
+// multi-output rollout; a single-output trajectory's key is its ID.
+func (t *Trajectory) Key() string {
+	if !t.MultiOutput() {
+		return t.ID
+	}
+	return t.GroupID + "_" + strconv.Itoa(t.Session) + "_" + strconv.Itoa(t.Output)
+}
+
+// RolloutKey names the rollout t came from: RolloutID for the trajectories
+// of a multi-output rollout, ID otherwise. GRPO counts a group's rollouts,
+// not its trajectories, by it.
+func (t *Trajectory) RolloutKey() string {
+	if t.MultiOutput() {
+		return t.RolloutID
+	}
+	return t.ID
 }
 
 // ErrInvalid is wrapped by every validation error.
@@ -152,6 +188,12 @@ func (t *Trajectory) Validate() error {
 	}
 	if t.NumTurns < 0 {
 		return &FieldError{"num_turns", -1, fmt.Sprintf("negative: %d", t.NumTurns)}
+	}
+	if t.Session < 0 || t.Output < 0 {
+		return &FieldError{"session", -1, fmt.Sprintf("session %d and output %d must not be negative", t.Session, t.Output)}
+	}
+	if !t.MultiOutput() && (t.Session != 0 || t.Output != 0) {
+		return &FieldError{"rollout_id", -1, fmt.Sprintf("empty, but session %d and output %d are set (only a multi-output rollout's trajectories have them)", t.Session, t.Output)}
 	}
 	for _, c := range []struct {
 		field string

@@ -137,7 +137,7 @@ func runRollout(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	if *logInterval <= 0 {
 		return fmt.Errorf("--log-interval must be positive, got %v", *logInterval)
 	}
-	reg, opts, err := managerSettings(cfg, *validate)
+	reg, opts, err := managerSettings(cfg, *validate, logger)
 	if err != nil {
 		return err
 	}
@@ -225,11 +225,11 @@ func runRollout(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	var writeErr error
 	for r := range m.Stream(ctx, in) {
 		acc.Add(r)
-		for _, t := range r.Trajectories {
+		for _, t := range r.All() { // a multi-output rollout writes each of its trajectories
 			if t != nil && writeErr == nil {
 				writeErr = jw.Write(t)
 			}
-			if *batchPath != "" && !r.Filtered {
+			if t != nil && *batchPath != "" && !r.Filtered {
 				setRawPrompt(t, r.Sample) // verl's non_tensor_batch["raw_prompt"]
 			}
 		}
@@ -313,7 +313,7 @@ func writeBatch(path string, b *trajectory.Batch) error {
 }
 
 // managerSettings turns the config into the registry and Manager options.
-func managerSettings(cfg rolloutConfig, validate bool) (*agentloop.Registry, agentloop.Options, error) {
+func managerSettings(cfg rolloutConfig, validate bool, logger *slog.Logger) (*agentloop.Registry, agentloop.Options, error) {
 	ro := cfg.ActorRolloutRef.Rollout
 	mt := ro.MultiTurn
 	promptLen, respLen := ro.PromptLength, ro.ResponseLength
@@ -369,10 +369,15 @@ func managerSettings(cfg rolloutConfig, validate bool) (*agentloop.Registry, age
 		if err != nil {
 			return nil, agentloop.Options{}, err
 		}
-		err = reg.LoadConfigs(f)
+		reps, err := reg.LoadConfigs(f)
 		f.Close()
 		if err != nil {
 			return nil, agentloop.Options{}, fmt.Errorf("%s: %w", p, err)
+		}
+		// verl's config file overwrites registry names; say so, as a
+		// redeclared tool_agent changes what every tool row runs.
+		for _, rep := range reps {
+			logger.Info("agent loop replaced", "name", rep.Name, "old", rep.Old, "new", rep.New, "file", p)
 		}
 	}
 	def := ro.Agent.DefaultAgentLoop

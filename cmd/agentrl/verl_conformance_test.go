@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -234,6 +236,50 @@ func TestVerlConformance(t *testing.T) {
 		require.Equal(t, 1024, b.PromptLen) // data.max_prompt_length of verl's config
 		require.Equal(t, 16, b.ResponseLen)
 		checkBatch(t, b, trajs, samples, tokDir)
+	})
+
+	t.Run("agent loop config redeclaring tool_agent", func(t *testing.T) {
+		// verl overwrites registry names from agent_loop_config_path,
+		// built-in ones included; the rows (agent_name tool_agent) run
+		// the redeclared loop, and the log says what replaced what. The
+		// data: DuckDB's file and arrow-rs's.
+		arrowData := filepath.Join("..", "..", "dataset", "testdata", "gsm8k_arrow_rs.parquet")
+		// The model calls the GSM8K tool on every turn, so the turn limit
+		// ends each rollout: the redeclared loop's 2, not multi_turn's 5.
+		imEnd, _ := tok.TokenID("<|im_end|>")
+		callTool := append(tok.Encode("<tool_call>\n{\"name\": \"calc_gsm8k_reward\", \"arguments\": {\"answer\": \"4\"}}\n</tool_call>"), imEnd)
+		var calls atomic.Int64
+		srv, err := httpapi.Start(servertest.New(servertest.Config{Rule: func(servertest.Call) servertest.Reply {
+			calls.Add(1)
+			return servertest.Reply{Tokens: callTool}
+		}}), httpapi.Config{})
+		require.NoError(t, err)
+		defer srv.Close()
+		// The two files hold the same rows (indices 0..2): one run each.
+		for i, data := range []string{toolData, arrowData} {
+			before := calls.Load()
+			out, batch := filepath.Join(tmp, fmt.Sprintf("c%d.jsonl", i)), filepath.Join(tmp, fmt.Sprintf("c%d.safetensors", i))
+			var stdout, stderr bytes.Buffer
+			args := append([]string{"rollout", "--config", "testdata/verl/gsm8k_multiturn_grpo.yaml",
+				"--servers", srv.URL(), "--out", out, "--batch", batch, "--progress", "never",
+				"data.train_files=" + data, "actor_rollout_ref.model.path=" + tokDir, "actor_rollout_ref.rollout.n=2",
+				"actor_rollout_ref.rollout.multi_turn.tool_config_path=testdata/verl/tool_config/gsm8k_tool_config.yaml",
+				"actor_rollout_ref.rollout.agent.agent_loop_config_path=testdata/verl/agent_loop_config_tool_agent.yaml",
+			}, verlRunOverrides...)
+			code := runMain(context.Background(), args, strings.NewReader(""), &stdout, &stderr)
+			require.Equal(t, 0, code, stderr.String())
+			require.NotContains(t, stderr.String(), "WARNING")
+			require.Contains(t, stderr.String(), `msg="agent loop replaced" name=tool_agent old=built-in new="agent config entry 0 (_target_ verl.experimental.agent_loop.tool_agent_loop.ToolAgentLoop)" file=testdata/verl/agent_loop_config_tool_agent.yaml`)
+			samples := samplesByIndex(t, data)
+			trajs := readTrajectories(t, out)
+			require.Len(t, trajs, len(samples)*2, data)
+			require.Equal(t, int64(2*len(trajs)), calls.Load()-before, "two assistant turns per rollout")
+			for _, tr := range trajs {
+				require.Equal(t, trajectory.StopMaxTurns, tr.StopReason, tr.ID)
+				require.Equal(t, 1, tr.ToolCalls, tr.ID, "the second turn's call is not run: the turn limit comes first, as in verl")
+			}
+			checkBatch(t, readBatch(t, batch), trajs, samples, tokDir)
+		}
 	})
 
 	t.Run("interaction config, scripted engine", func(t *testing.T) {

@@ -35,6 +35,8 @@ var templateFiles = map[string]string{
 	"deepseek_v32": "deepseek_v32.jinja",
 	"minimax_m2":   "minimax_m2.jinja",
 	"seed_oss":     "seed_oss.jinja",
+	"gemma4":       "gemma4.jinja",
+	"kimi_k3":      "kimi_k3.jinja",
 }
 
 // eosTokens are the end-of-sequence tokens templates write themselves

@@ -306,6 +306,50 @@ def main():
         text = turn(so, [USER, msg], h, tools=CODER_TOOLS)
         emit("seed_oss", case, text, [(n, dumps(a)) for n, a in calls], content=content, reasoning=rc, think=True, tools=CODER_TOOLS)
 
+    # gemma4: Google Gemma 4's template (google/gemma-4-31B-it) as llama.cpp
+    # keeps it. Arguments are written key-sorted (dictsort), strings in
+    # <|"|>, other values with Python's str() (None as None), reasoning in
+    # <|channel>thought\n…<channel|> before the calls and content after them.
+    g4 = load(local_template("gemma4.jinja"))
+    h = "<|turn>model\n"
+
+    def sorted_deep(v):
+        if isinstance(v, dict):
+            return {k: sorted_deep(v[k]) for k in sorted(v)}
+        if isinstance(v, list):
+            return [sorted_deep(x) for x in v]
+        return v
+
+    E = {"n": None, "items": [{"b": 1, "a": "x"}], "neg": -2, "big": 12345678901234567890}
+    for case, content, rc, calls in [
+        ("one call", "", "", [("get_weather", B)]),
+        ("content, reasoning and two calls", "Let me check.", "Two cities.", [("get_weather", A), ("run", C)]),
+        ("no arguments", "", "", [("now", D)]),
+        ("null, nested list of objects, big int", "", "", [("run", E)]),
+    ]:
+        msg = {"role": "assistant", "content": content, "tool_calls": [call(n, a) for n, a in calls]}
+        if rc:
+            msg["reasoning_content"] = rc
+        text = turn(g4, [USER, msg], h, tools=CODER_TOOLS)
+        emit("gemma4", case, text, [(n, dumps(sorted_deep(a))) for n, a in calls], content=content, reasoning=rc,
+             think=True, tools=CODER_TOOLS)
+
+    # kimi_k3: Kimi-K3's template as llama.cpp keeps it (XTML channels;
+    # string arguments raw, others tojson; thinking on by default, so the
+    # generation prompt opens the think channel)
+    k3 = load(local_template("kimi_k3.jinja"))
+    h = '<|open|>message role="assistant"<|sep|><|open|>think<|sep|>'
+    for case, content, rc, calls in [
+        ("one call", "", "", [("get_weather", B)]),
+        ("content, reasoning and two calls", "Let me check.", "Two cities.", [("get_weather", A), ("run", C)]),
+        ("no arguments", "", "", [("now", D)]),
+    ]:
+        msg = {"role": "assistant", "content": content, "tool_calls": [call(n, a) for n, a in calls]}
+        if rc:
+            msg["reasoning_content"] = rc
+        text = turn(k3, [USER, msg], h, tools=CODER_TOOLS)
+        emit("kimi_k3", case, text, [(n, dumps(a)) for n, a in calls], content=content, reasoning=rc, think=True, tools=CODER_TOOLS)
+
     # deepseek_v4, deepseek_v41: DeepSeek publishes these chat formats as a
     # Python encoder, not a Jinja template. ds4_turn transcribes the
     # assistant branch of the encoder's render_message (thinking mode, the

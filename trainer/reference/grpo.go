@@ -105,9 +105,11 @@ func (g *GRPO) Update(b *trajectory.Batch) (GRPOStats, error) {
 	if err != nil {
 		return GRPOStats{}, fmt.Errorf("reference: rewards: %w", err)
 	}
-	adv, err := trainer.GRPO(rewards, mask, b.GroupIDs)
+	// A group counts its rollouts, not the trajectories of multi-output
+	// ones (b.RolloutIDs is nil when every rollout returned one).
+	adv, err := trainer.GRPORollouts(rewards, mask, b.GroupIDs, b.RolloutIDs)
 	if g.Config.DrGRPO {
-		adv, err = trainer.DrGRPO(rewards, mask, b.GroupIDs)
+		adv, err = trainer.DrGRPORollouts(rewards, mask, b.GroupIDs, b.RolloutIDs)
 	}
 	if err != nil {
 		return GRPOStats{}, fmt.Errorf("reference: advantages: %w", err)

@@ -108,6 +108,37 @@ def main(path):
             fail("non_tensor_batch[%r] missing or not %d long" % (key, B))
     if [int(x) for x in nt["__num_turns__"]] != t["num_turns"].tolist():
         fail("__num_turns__ disagrees with num_turns")
+    # Multi-output rollouts (verl/trainer/ppo/v1/agent_loop_tq.py): a row
+    # per AgentLoopOutput keyed {uid}_{session_id}_{index}, loss_mask =
+    # response_mask, the last output's reward on every output.
+    if "loss_mask" in t or "key" in nt or "rollout_ids" in meta:
+        if "loss_mask" not in t or "key" not in nt or "rollout_ids" not in meta:
+            fail("loss_mask, non_tensor_batch key and rollout_ids come together")
+        if t["loss_mask"].dtype != torch.int64 or not torch.equal(t["loss_mask"], t["response_mask"]):
+            fail("loss_mask is not response_mask (int64)")
+        keys, rollouts = nt["key"], json.loads(meta["rollout_ids"])
+        if len(keys) != B or len(set(keys)) != B or len(rollouts) != B:
+            fail("key is not one distinct key per row, or rollout_ids not one per row")
+        by_rollout = {}
+        for i, r in enumerate(rollouts):
+            by_rollout.setdefault(r, []).append(i)
+        for r, rows in by_rollout.items():
+            if len({nt["uid"][i] for i in rows}) != 1:
+                fail("rollout %r spans uids" % r)
+            if len(rows) > 1:
+                for k, i in enumerate(rows):
+                    if not keys[i].startswith(nt["uid"][i] + "_") or not keys[i].endswith("_%d" % k):
+                        fail("row %d key %r is not {uid}_{session}_{%d}" % (i, keys[i], k))
+                if len({float(t["rewards"][i]) for i in rows}) != 1:
+                    fail("rollout %r: its outputs' rewards differ" % r)
+        # GRPO's group is its rollouts: index (uid) → distinct rollouts,
+        # gathered with torch as the trainer's index ops would.
+        uids = sorted(set(nt["uid"]))
+        row_uid = torch.tensor([uids.index(u) for u in nt["uid"]])
+        first = torch.tensor([by_rollout[r][-1] for r in sorted(by_rollout)])
+        per_uid = torch.bincount(row_uid[first], minlength=len(uids))
+        if int(per_uid.sum()) != len(by_rollout):
+            fail("rollouts do not partition the rows")
     mi = json.loads(meta["meta_info"])
     if len(mi["metrics"]) != B or any(set(m) != {"generate_sequences", "tool_calls", "num_preempted"} for m in mi["metrics"]):
         fail("meta_info.metrics is not one AgentLoopMetrics per row")

@@ -1794,3 +1794,237 @@ sg47("test_mtp_noarg_and_multiple_calls",
      calls=[("list_files", {}), ("get_weather", {"city": "Beijing"})])
 
 write()
+
+# ------------------------------------------------ gemma4 (vLLM, SGLang)
+# vLLM's unit tests of _parse_gemma4_args / _parse_gemma4_array take the text
+# between the braces; here each is wrapped in a whole call to f (arrays as the
+# value of k), which is how such text reaches a parser.
+COMMITS[(VLLM, "tests/tool_parsers/test_gemma4_tool_parser.py")] = "027004de3715411197be51ced325705abcf740a7"
+COMMITS[(VLLM, "tests/tool_parsers/test_gemma4_regex_and_bare_calls.py")] = "33a7f0986ab85b31a5af305eb7e7b0b6ec03f406"
+COMMITS[(SGL, "test/registered/unit/function_call/test_gemma4_detector.py")] = "1def55250d322723e39c49c14ef987c7fa119fb4"
+P = "tests/tool_parsers/test_gemma4_tool_parser.py"
+GM = "vllm_gemma4.jsonl"
+Q = '<|"|>'
+
+
+def gcall(name, args):
+    return "<|tool_call>call:" + name + "{" + args + "}<tool_call|>"
+
+
+def vg(test, text, **kw):
+    case(GM, "gemma4", VLLM, P, test, text, **kw)
+
+
+def vargs(test, args, want, **kw):
+    vg("TestParseGemma4Args." + test, gcall("f", args), calls=[("f", want)], content="", **kw)
+
+
+def varr(test, items, want, **kw):
+    vg("TestParseGemma4Array." + test, gcall("f", "k:[" + items + "]"), calls=[("f", {"k": want})], content="", **kw)
+
+
+vargs("test_empty_string", "", {}, arguments_exact=["{}"])
+vargs("test_whitespace_only", "   ", {})
+vargs("test_single_string_value", f"location:{Q}Paris{Q}", {"location": "Paris"})
+vargs("test_string_value_with_comma", f"location:{Q}Paris, France{Q}", {"location": "Paris, France"})
+vargs("test_multiple_string_values", f"location:{Q}San Francisco{Q},unit:{Q}celsius{Q}",
+      {"location": "San Francisco", "unit": "celsius"}, arguments_exact=['{"location": "San Francisco", "unit": "celsius"}'])
+vargs("test_integer_value", "count:42", {"count": 42}, arguments_exact=['{"count": 42}'])
+vargs("test_float_value", "score:3.14", {"score": 3.14}, arguments_exact=['{"score": 3.14}'])
+vargs("test_boolean_true", "flag:true", {"flag": True})
+vargs("test_boolean_false", "flag:false", {"flag": False})
+vargs("test_null_value", "param:null", {"param": None}, arguments_exact=['{"param": null}'])
+vargs("test_mixed_types", f"name:{Q}test{Q},count:42,active:true,score:3.14",
+      {"name": "test", "count": 42, "active": True, "score": 3.14})
+vargs("test_nested_object", f"nested:{{inner:{Q}value{Q}}}", {"nested": {"inner": "value"}})
+vargs("test_string_delimited_dict_key", f"record_map:{{{Q}3{Q}:{Q}new text{Q}}}", {"record_map": {"3": "new text"}})
+vargs("test_nested_string_delimited_dict_key", f"outer:{{inner:{{{Q}3{Q}:{Q}new text{Q}}}}}",
+      {"outer": {"inner": {"3": "new text"}}})
+vargs("test_array_of_strings", f"items:[{Q}a{Q},{Q}b{Q}]", {"items": ["a", "b"]})
+vg("TestParseGemma4Args.test_unterminated_string", gcall("f", f"key:{Q}unterminated"), errors=1, content="",
+   deliberate="vLLM takes an unterminated string to the end of the arguments; agentrl reads <|\"|> strings whole, so "
+              "the string swallows the closing }<tool_call|> and the call is reported unclosed")
+vargs("test_empty_value", "key:", {"key": ""}, arguments_exact=['{"key": ""}'])
+vargs("test_trailing_dot_float_partial_withheld[non-partial]", "left:108.,right:22.8", {"left": 108.0, "right": 22.8},
+      arguments_exact=['{"left": 108.0, "right": 22.8}'])
+# test_malformed_partial_array asserts only that a dict comes back; this is the dict vLLM builds
+vargs("test_malformed_partial_array", ":[t:[]", {"": ["t:["]})
+varr("test_string_array", f"{Q}a{Q},{Q}b{Q}", ["a", "b"])
+varr("test_empty_array", "", [])
+varr("test_bare_values", "42,true,3.14", [42, True, 3.14])
+varr("test_string_element_with_closing_bracket", f"[{Q}a]b{Q},{Q}c{Q}],{Q}tail{Q}", [["a]b", "c"], "tail"])
+varr("test_stray_closing_bracket", "42,]trailing", [42])
+
+W = [tool("get_weather", {"location": {"type": "string"}, "unit": {"type": "string"}})]
+
+
+def vx(test, text, **kw):
+    vg("TestExtractToolCalls." + test, text, **kw)
+
+
+vx("test_no_tool_calls", "Hello, how can I help you today?", content="Hello, how can I help you today?")
+vx("test_single_tool_call", gcall("get_weather", f"location:{Q}London{Q}"), calls=[("get_weather", {"location": "London"})],
+   tools=W, arguments_exact=['{"location": "London"}'], content="")
+vx("test_multiple_arguments", gcall("get_weather", f"location:{Q}San Francisco{Q},unit:{Q}celsius{Q}"),
+   calls=[("get_weather", {"location": "San Francisco", "unit": "celsius"})], tools=W)
+vx("test_text_before_tool_call", "Let me check the weather for you. " + gcall("get_weather", f"location:{Q}Paris{Q}"),
+   calls=[("get_weather", {"location": "Paris"})], content="Let me check the weather for you.")
+vx("test_multiple_tool_calls", gcall("get_weather", f"location:{Q}London{Q}") + gcall("get_time", f"location:{Q}London{Q}"),
+   calls=[("get_weather", {"location": "London"}), ("get_time", {"location": "London"})], content="")
+vx("test_nested_arguments", gcall("complex_function", f"nested:{{inner:{Q}value{Q}}},list:[{Q}a{Q},{Q}b{Q}]"),
+   calls=[("complex_function", {"nested": {"inner": "value"}, "list": ["a", "b"]})],
+   arguments_exact=['{"nested": {"inner": "value"}, "list": ["a", "b"]}'])
+vx("test_tool_call_with_number_and_boolean", gcall("set_status", "is_active:true,count:42,score:3.14"),
+   calls=[("set_status", {"is_active": True, "count": 42, "score": 3.14})],
+   arguments_exact=['{"is_active": true, "count": 42, "score": 3.14}'])
+vx("test_incomplete_tool_call", f"<|tool_call>call:get_weather{{location:{Q}London", errors=1, content="",
+   deliberate="vLLM returns an unclosed call's text as content; agentrl reports it as an error for the model to see "
+              "and keeps the broken call out of the content")
+vx("test_hyphenated_function_name", gcall("get-weather", f"location:{Q}London{Q}"), calls=[("get-weather", {"location": "London"})])
+vx("test_dotted_function_name", gcall("weather.get", f"location:{Q}London{Q}"), calls=[("weather.get", {"location": "London"})])
+vx("test_no_arguments", "<|tool_call>call:get_status{}<tool_call|>", calls=[("get_status", {})], arguments_exact=["{}"])
+
+
+def vs(test, chunks, **kw):
+    vg("TestStreamingExtraction." + test, "".join(chunks), **kw)
+
+
+vs("test_basic_streaming_single_tool", ["<|tool_call>", "call:get_weather{", f"location:{Q}Paris", ", France", f"{Q}}}", "<tool_call|>"],
+   calls=[("get_weather", {"location": "Paris, France"})], content="")
+vs("test_streaming_multi_arg", ["<|tool_call>", "call:get_weather{", f"location:{Q}Tokyo{Q},", f"unit:{Q}celsius{Q}}}", "<tool_call|>"],
+   calls=[("get_weather", {"location": "Tokyo", "unit": "celsius"})])
+vs("test_streaming_no_extra_brace", ["<|tool_call>", "call:get_weather{", f"location:{Q}London{Q}}}", "<tool_call|>"],
+   calls=[("get_weather", {"location": "London"})], arguments_exact=['{"location": "London"}'])
+vs("test_streaming_text_before_tool_call", ["Let me check ", "the weather. ", "<|tool_call>", "call:get_weather{",
+                                             f"location:{Q}London{Q}}}", "<tool_call|>"],
+   calls=[("get_weather", {"location": "London"})], content="Let me check the weather.")
+vs("test_streaming_numeric_args", ["<|tool_call>", "call:set_config{", "count:42,", "active:true}", "<tool_call|>"],
+   calls=[("set_config", {"count": 42, "active": True})])
+vs("test_streaming_boolean_split_across_chunks", ["<|tool_call>", "call:search{input:{all:" + "true"[:3], "e}}", "<tool_call|>"],
+   calls=[("search", {"input": {"all": True}})])
+vs("test_streaming_false_split_across_chunks", ["<|tool_call>", "call:set{flag:" + "false"[:4], "e}", "<tool_call|>"],
+   calls=[("set", {"flag": False})])
+vs("test_streaming_number_split_across_chunks", ["<|tool_call>", "call:set{count:4", "2}", "<tool_call|>"],
+   calls=[("set", {"count": 42})])
+vs("test_streaming_empty_args", ["<|tool_call>", "call:get_status{}", "<tool_call|>"], calls=[("get_status", {})])
+vs("test_streaming_split_delimiter_no_invalid_json", ["<|tool_call>", "call:todowrite{", f"content:{Q}Buy milk<|", '"|>}', "<tool_call|>"],
+   calls=[("todowrite", {"content": "Buy milk"})])
+vs("test_streaming_does_not_duplicate_plain_text_after_tool_call",
+   ["<|tool_call>", "call:get_weather{", f"location:{Q}Paris{Q}}}", "<tool_call|><", "div>"],
+   calls=[("get_weather", {"location": "Paris"})], content="<div>")
+vs("test_streaming_html_argument_does_not_duplicate_tag_prefixes",
+   ["<|tool_call>", "call:write_file{", f"path:{Q}index.html{Q},", f"content:{Q}<!DOCTYPE html>\n<", 'html lang="zh-CN">\n<',
+    "head>\n    <", 'meta charset="UTF-8">\n    <', 'meta name="viewport" content="width=device-width">\n', f"{Q}}}", "<tool_call|>"],
+   calls=[("write_file", {"path": "index.html", "content": '<!DOCTYPE html>\n<html lang="zh-CN">\n<head>\n    <meta charset="UTF-8">\n'
+                                                            '    <meta name="viewport" content="width=device-width">\n'})])
+vs("test_streaming_trailing_bare_bool_not_duplicated",
+   ["<|tool_call>", "call:Edit{", f"file_path:{Q}src/env.py{Q},", f"old_string:{Q}old_val{Q},", f"new_string:{Q}new_val{Q},",
+    "replace_all:", "false}", "<tool_call|>"],
+   calls=[("Edit", {"file_path": "src/env.py", "old_string": "old_val", "new_string": "new_val", "replace_all": False})],
+   arguments_exact=['{"file_path": "src/env.py", "old_string": "old_val", "new_string": "new_val", "replace_all": false}'])
+
+P = "tests/tool_parsers/test_gemma4_regex_and_bare_calls.py"
+BARE = ("vLLM's offline helper (gemma4_utils.parse_tool_calls) falls back to calls written without <|tool_call>; "
+        "agentrl reads only the envelope the template writes (vLLM's strict mode and its server parser do the same), "
+        "so prose that mentions call:f{…} is not run as a call")
+
+
+def vb(test, text, **kw):
+    case(GM, "gemma4", VLLM, P, test, text, **kw)
+
+
+vb("TestGemma4CanonicalFormats.test_canonical_tag_wrapped_call", gcall("bash", f"command:{Q}ls -la /work{Q}"),
+   calls=[("bash", {"command": "ls -la /work"})], content="")
+vb("TestGemma4CanonicalFormats.test_turn_end_closure_instead_of_tool_call_end",
+   f"<|tool_call>call:gdb{{args:{Q}-batch -ex run /tmp/poc{Q}}}<turn|>", errors=1, content="",
+   deliberate="vLLM's offline helper accepts <turn|> as the closer; agentrl requires <tool_call|> (its server parser does too) "
+              "and reports the call")
+vb("TestGemma4CanonicalFormats.test_multiple_sequential_canonical_calls",
+   gcall("read_file", f"path:{Q}/work/Makefile{Q}") + "\n" + gcall("bash", f"command:{Q}make -j8{Q}"),
+   calls=[("read_file", {"path": "/work/Makefile"}), ("bash", {"command": "make -j8"})], content="")
+vb("TestGemma4CanonicalFormats.test_strict_mode_ignores_fallback_formats[strict=True]", f"<channel|>call:bash{{command:{Q}ls{Q}}}",
+   content=f"<channel|>call:bash{{command:{Q}ls{Q}}}")
+THOUGHT = "<|channel>thought\nI need to read the entry source file to inspect the crash point.\n<channel|>"
+for test, text in [
+    ("TestGemma4FallbackFormats.test_bare_call_after_thought_channel", THOUGHT + f"call:bash{{command:{Q}cat /work/src/entry.c{Q}}}"),
+    ("TestGemma4FallbackFormats.test_bare_call_with_leading_whitespace", f"some prose\ncall:bash{{command:{Q}make -j8{Q}}}"),
+    ("TestGemma4FallbackFormats.test_fragmented_call_tag_from_multimodal", f"<call>get_weather{{city:{Q}Paris{Q}}}"),
+    ("TestGemma4FallbackFormats.test_hyphenated_tool_name", f"call:web-search{{query:{Q}gemma 4 release{Q}}}"),
+    ("TestGemma4FallbackFormats.test_dotted_tool_name", f"call:fs.read_file{{path:{Q}/work/Makefile{Q}}}"),
+]:
+    vb(test, text, content=text.strip(), deliberate=BARE)
+vb("TestGemma4FallbackFormats.test_colon_prefixed_tool_call", f"<|tool_call>:call:bash{{command:{Q}pytest{Q}}}", errors=1, content="",
+   deliberate="vLLM's offline helper skips a stray colon after <|tool_call>; agentrl reports the malformed call")
+vb("TestGemma4FallbackFormats.test_no_tool_call_returns_empty", "Just some reasoning text with no call in it.",
+   content="Just some reasoning text with no call in it.")
+
+P = "test/registered/unit/function_call/test_gemma4_detector.py"
+SGM = "sglang_gemma4.jsonl"
+for payload, want in [
+    (f"[{Q}a]b{Q},{Q}c{Q}],{Q}tail{Q}", [["a]b", "c"], "tail"]),
+    (f"[{Q}a[b{Q},{Q}c{Q}],{Q}tail{Q}", [["a[b", "c"], "tail"]),
+    (f"[{Q}a[b]c{Q},{Q}d{Q}]", [["a[b]c", "d"]]),
+]:
+    case(SGM, "gemma4", SGL, P, "TestGemma4ArrayParser.test_nested_array_string_elements_with_brackets[" + payload + "]",
+         gcall("f", "k:[" + payload + "]"), calls=[("f", {"k": want})], content="")
+case(SGM, "gemma4", SGL, P, "TestGemma4ArrayParser.test_stray_closing_bracket_terminates", gcall("f", "k:[42,]trailing]"),
+     calls=[("f", {"k": [42]})], content="")
+
+write()
+
+# ------------------------------------------------ kimi_k3 (SGLang, vLLM)
+COMMITS[(SGL, "test/registered/unit/function_call/test_kimik3_detector.py")] = "5c57d4c3bcd7b2f9d5478c7a76e557c014211b7d"
+COMMITS[(VLLM, "tests/tool_parsers/test_kimi_k3_tool_parser.py")] = "b635426178304eb2cfc58d9ef606778f5a58cb20"
+P = "test/registered/unit/function_call/test_kimik3_detector.py"
+K3 = "sglang_kimi_k3.jsonl"
+# sglang/srt/function_call/kimik3_format.py
+K3_RESPONSE_OPEN, K3_RESPONSE_CLOSE = "<|open|>response<|sep|>", "<|close|>response<|sep|>"
+K3_TOOLS_OPEN, K3_TOOLS_CLOSE = "<|open|>tools<|sep|>", "<|close|>tools<|sep|>"
+K3_MESSAGE_CLOSE = "<|close|>message<|sep|>"
+K3_TOOLS = [tool("python", {"code": {"type": "string"}})]
+
+
+def k3_call_block(name, index, args):
+    parts = [f'<|open|>call tool="{name}" index="{index}"<|sep|>']
+    for key, (arg_type, value) in args.items():
+        parts.append(f'<|open|>argument key="{key}" type="{arg_type}"<|sep|>{value}<|close|>argument<|sep|>')
+    parts.append("<|close|>call<|sep|>")
+    return "".join(parts)
+
+
+def sk3(test, text, **kw):
+    case(K3, "kimi_k3", SGL, P, test, text, **kw)
+
+
+sk3("test_detect_and_parse_single_call",
+    f"{K3_RESPONSE_OPEN}Let me run it.{K3_RESPONSE_CLOSE}{K3_TOOLS_OPEN}"
+    + k3_call_block("python", 1, {"code": ("string", "print(1)"), "opts": ("object", '{"a": 1}')}) + K3_TOOLS_CLOSE,
+    calls=[("python", {"code": "print(1)", "opts": {"a": 1}})], content="Let me run it.", tools=K3_TOOLS,
+    arguments_exact=['{"code": "print(1)", "opts": {"a": 1}}'])
+sk3("test_detect_and_parse_no_tools_channel", f"{K3_RESPONSE_OPEN}hi there{K3_RESPONSE_CLOSE}{K3_MESSAGE_CLOSE}",
+    content="hi there", tools=K3_TOOLS)
+sk3("test_detect_and_parse_multiple_calls",
+    K3_TOOLS_OPEN + k3_call_block("python", 1, {"code": ("string", "a")}) + k3_call_block("python", 2, {"code": ("string", "b")}) + K3_TOOLS_CLOSE,
+    calls=[("python", {"code": "a"}), ("python", {"code": "b"})], content="", tools=K3_TOOLS)
+sk3("test_detect_and_parse_unclosed_tools_section", K3_TOOLS_OPEN + k3_call_block("python", 1, {"code": ("string", "x")}),
+    calls=[("python", {"code": "x"})], content="", tools=K3_TOOLS)
+sk3("test_attr_unescaping_and_raw_string_args",
+    f'{K3_TOOLS_OPEN}<|open|>call tool="a&amp;b" index="1"<|sep|><|open|>argument key="q" type="string"<|sep|>'
+    f'say &quot;hi&quot;<|close|>argument<|sep|><|close|>call<|sep|>{K3_TOOLS_CLOSE}',
+    calls=[("a&b", {"q": "say &quot;hi&quot;"})], content="")
+sk3("test_non_string_arg_json_decoding",
+    K3_TOOLS_OPEN + k3_call_block("python", 1, {"n": ("number", "42"), "flag": ("boolean", "true"), "bad": ("object", "{not json")}) + K3_TOOLS_CLOSE,
+    calls=[("python", {"n": 42, "flag": True, "bad": "{not json"})], arguments_exact=['{"n": 42, "flag": true, "bad": "{not json"}'])
+sk3("test_streaming_split_markers",
+    f"{K3_RESPONSE_OPEN}Hello!{K3_RESPONSE_CLOSE}{K3_TOOLS_OPEN}" + k3_call_block("python", 1, {"code": ("string", "print(2)")}) + K3_TOOLS_CLOSE,
+    calls=[("python", {"code": "print(2)"})], content="Hello!", tools=K3_TOOLS)
+sk3("test_streaming_plain_text_only", "just a plain reply", content="just a plain reply")
+sk3("test_stream_end_reports_truncated_tools_section", K3_TOOLS_OPEN + '<|open|>call tool="python" index="1"<|sep|>',
+    errors=1, content="", tools=K3_TOOLS,
+    deliberate="SGLang logs a warning and drops the truncated call; agentrl reports it as an error for the model")
+
+P = "tests/tool_parsers/test_kimi_k3_tool_parser.py"
+case("vllm_kimi_k3.jsonl", "kimi_k3", VLLM, P, "test_streaming_content_stops_at_message_close",
+     "Hello" + K3_MESSAGE_CLOSE, content="Hello")
+
+write()
