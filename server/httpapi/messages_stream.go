@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 
@@ -180,36 +179,5 @@ func (e *anthropicEvents) fail(err error) []sseFrame {
 // was sent gets a plain HTTP error in Anthropic's shape; after, an error
 // event.
 func (s *Server) streamMessages(w http.ResponseWriter, r *http.Request, st server.Streamer, p preparedChat, head anthropicResponse) {
-	if err := s.checkParser(p); err != nil {
-		writeAnthropicRequestError(w, err)
-		return
-	}
-	sse := newSSEStream(w)
-	ev := newAnthropicEvents(head)
-	send := func(frames []sseFrame) error {
-		if ev.err != nil {
-			return ev.err
-		}
-		return writeFrames(sse, frames)
-	}
-	last, turn, out, err := s.newTurnStream(&p).run(r.Context(), st, p.req, func(d turnDelta) error {
-		return send(ev.add(d))
-	})
-	if err == nil {
-		// Durable before the turn's last tokens and message_stop.
-		err = p.hook.record(0, out, turn)
-	}
-	if err == nil {
-		if err = send(ev.add(last)); err == nil {
-			err = send(ev.finish(turn))
-		}
-	}
-	if err == nil || errors.Is(err, errClientGone) {
-		return
-	}
-	if !sse.started {
-		writeAnthropicRequestError(w, err)
-		return
-	}
-	_ = writeFrames(sse, ev.fail(err))
+	s.streamDialect(w, r, st, p, newAnthropicEvents(head), writeAnthropicRequestError)
 }

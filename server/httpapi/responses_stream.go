@@ -240,15 +240,36 @@ func writeFrames(sse *sseStream, frames []sseFrame) error {
 // producer, through responsesEvents. An engine that fails before anything
 // was sent gets a plain HTTP error; after, response.failed. No [DONE].
 func (s *Server) streamResponses(w http.ResponseWriter, r *http.Request, st server.Streamer, p preparedChat, head responsesResponse) {
+	s.streamDialect(w, r, st, p, newResponsesEvents(head), writeEngineError)
+}
+
+// dialectEvents turns the one turn producer's deltas into a dialect's
+// events (responsesEvents, anthropicEvents); failed is the first encoding
+// error, which ends the stream.
+type dialectEvents interface {
+	add(turnDelta) []sseFrame
+	finish(turnResult) []sseFrame
+	fail(error) []sseFrame
+	failed() error
+}
+
+func (e *responsesEvents) failed() error { return e.err }
+func (e *anthropicEvents) failed() error { return e.err }
+
+// streamDialect runs a streamed conversation turn through ev. The record is
+// durable before the turn's last tokens and final event are sent; an error
+// before anything was sent is an HTTP error written by fail, after it the
+// dialect's error event.
+func (s *Server) streamDialect(w http.ResponseWriter, r *http.Request, st server.Streamer, p preparedChat, ev dialectEvents,
+	fail func(http.ResponseWriter, error)) {
 	if err := s.checkParser(p); err != nil {
-		writeEngineError(w, err)
+		fail(w, err)
 		return
 	}
 	sse := newSSEStream(w)
-	ev := newResponsesEvents(head)
 	send := func(frames []sseFrame) error {
-		if ev.err != nil {
-			return ev.err
+		if err := ev.failed(); err != nil {
+			return err
 		}
 		return writeFrames(sse, frames)
 	}
@@ -256,7 +277,6 @@ func (s *Server) streamResponses(w http.ResponseWriter, r *http.Request, st serv
 		return send(ev.add(d))
 	})
 	if err == nil {
-		// Durable before the turn's last tokens and response.completed.
 		err = p.hook.record(0, out, turn)
 	}
 	if err == nil {
@@ -268,7 +288,7 @@ func (s *Server) streamResponses(w http.ResponseWriter, r *http.Request, st serv
 		return
 	}
 	if !sse.started {
-		writeEngineError(w, err)
+		fail(w, err)
 		return
 	}
 	_ = writeFrames(sse, ev.fail(err))
