@@ -397,3 +397,56 @@ func sysctlInt(path string) (int, error) {
 	}
 	return strconv.Atoi(strings.TrimSpace(string(b)))
 }
+
+// TestAttackSocketBuffersUnderCgroup checks that Unix socket buffers are
+// charged to the sandbox's memory cgroup: with 64 MiB for the whole
+// sandbox and open files enough to queue 256 MiB, the call must be stopped
+// by the memory limit (killed, or refused a send) long before its queues
+// pass the limit. Without the charge the kernel would let every queued
+// byte through, since no process's RSS grows (TestAttackSocketBuffers
+// bounds the same memory by open files when there is no cgroup).
+func TestAttackSocketBuffersUnderCgroup(t *testing.T) {
+	const memoryMB = 64
+	tl := newTool(t, Config{MemoryMB: memoryMB, WallTimeout: 30, MaxOpenFiles: 8192})
+	out, err := tl.Run(context.Background(), `
+import fcntl, socket, struct, termios, sys
+stop = 256 << 20
+queued, pairs, why = 0, 0, 'stop reached'
+held = []
+try:
+    while queued < stop:
+        a, b = socket.socketpair()
+        held += [a, b]
+        pairs += 1
+        a.setblocking(False)
+        try:
+            while True:
+                a.send(b'x' * 65536)
+        except BlockingIOError:
+            pass
+        queued += struct.unpack('i', fcntl.ioctl(a, termios.TIOCOUTQ, b'\0\0\0\0'))[0]
+        if pairs % 64 == 0:
+            print('queued:', queued, flush=True)
+except OSError as e:
+    why = e.strerror
+except MemoryError:
+    why = 'MemoryError'
+print('pairs:', pairs, 'queued:', queued, why, flush=True)
+`)
+	require.NoError(t, err)
+	t.Log(out.Text(), out.Metrics())
+	if !cgroupInEffect(out) {
+		skipOrFail(t, "no cgroup could be created here, so the kernel's charge of socket buffers to it cannot be checked (see SECURITY.md)")
+	}
+	// The largest amount the call reported queued, whether it finished or
+	// was killed mid-way.
+	most := 0
+	for _, m := range regexp.MustCompile(`queued:? (\d+)`).FindAllStringSubmatch(out.Stdout, -1) {
+		n, _ := strconv.Atoi(m[1])
+		most = max(most, n)
+	}
+	require.Less(t, most, memoryMB<<20, "socket buffers queued past the sandbox's memory limit: %s", out.Text())
+	require.NotContains(t, out.Stdout, "stop reached", "256 MiB queued under a 64 MiB cgroup")
+	require.True(t, memoryLimitHit(out) || out.Signal != "" || strings.Contains(out.Stdout, "pairs:"),
+		"stopped by the memory limit: %s", out.Text())
+}
