@@ -343,15 +343,25 @@ func (r *Result) ordinal() string {
 // snippet quotes the start of s for an error message; model output can be
 // long and the message should stay short.
 func snippet(s string) string {
-	const max = 60
-	if len(s) <= max {
-		return strconvQuote(s)
+	// max bounds the bytes quoted, maxQuoted the quoted form: a byte that is
+	// not UTF-8 is quoted as the 6 bytes of "\ufffd", so 60 such bytes would
+	// make a 360-byte snippet and a long run of bad calls an error list
+	// several times the input's size (FuzzGemma4 found it).
+	const max, maxQuoted = 60, 80
+	cut := min(len(s), max)
+	for {
+		for cut > 0 && cut < len(s) && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		q := strconvQuote(s[:cut])
+		if len(q) <= maxQuoted || cut == 0 {
+			if cut < len(s) {
+				q += "…"
+			}
+			return q
+		}
+		cut /= 2
 	}
-	cut := max
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return strconvQuote(s[:cut]) + "…"
 }
 
 func strconvQuote(s string) string {

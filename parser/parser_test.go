@@ -557,6 +557,20 @@ func TestSnippetCutsAtRuneBoundary(t *testing.T) {
 	require.True(t, json.Valid([]byte(strings.TrimSuffix(s, "…"))))
 }
 
+// TestSnippetQuotedFormIsBounded: bytes that are not UTF-8 quote as six
+// bytes each, so a snippet is bounded by its quoted length, not by the
+// bytes it quotes (FuzzGemma4 found a 60-byte run of 0x8b quoted as 360
+// bytes). Text that fits is still quoted whole.
+func TestSnippetQuotedFormIsBounded(t *testing.T) {
+	for _, in := range []string{strings.Repeat("\x8b", 60), strings.Repeat("\x8b", 1000), strings.Repeat("\x00", 200), "a" + strings.Repeat("\xff", 59)} {
+		s := snippet(in)
+		require.LessOrEqual(t, len(s), 80+len("…"), "%q", in)
+		require.True(t, json.Valid([]byte(strings.TrimSuffix(s, "…"))), s)
+		require.True(t, strings.HasSuffix(s, "…"), "a cut snippet says so: %s", s)
+	}
+	require.Equal(t, `"call:f{x}"`, snippet("call:f{x}"))
+}
+
 // TestPythonicUnparsableBlockIsOneError: a <|python_start|> block whose
 // list does not parse is one error however many brackets follow (found by
 // FuzzPythonic: each "[" was retried as a new list, one error each, every
