@@ -1,7 +1,7 @@
 package main
 
 import (
-	"encoding/base64"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -157,28 +157,7 @@ func contextImages(raw json.RawMessage) ([]string, error) {
 // readImageSource is a data URL's bytes or a local file's (file:// or a
 // path). Remote URLs are refused: tokenize does not fetch.
 func readImageSource(src string, maxBytes int64) ([]byte, error) {
-	switch {
-	case strings.HasPrefix(src, "data:"):
-		meta, payload, ok := strings.Cut(src[len("data:"):], ",")
-		if !ok || !strings.HasSuffix(meta, ";base64") {
-			return nil, errors.New("a data URL must be data:<type>;base64,<data>")
-		}
-		if int64(base64.StdEncoding.DecodedLen(len(payload))) > maxBytes+3 {
-			return nil, fmt.Errorf("%w: data URL of %d base64 bytes, the limit is %d decoded", vision.ErrTooLarge, len(payload), maxBytes)
-		}
-		return base64.StdEncoding.DecodeString(payload)
-	case strings.HasPrefix(src, "http://"), strings.HasPrefix(src, "https://"):
-		return nil, errors.New("remote image URLs are not fetched by tokenize; give a data URL or a file")
-	}
-	path := strings.TrimPrefix(src, "file://")
-	st, err := os.Stat(path)
-	if err != nil {
-		return nil, err
-	}
-	if st.Size() > maxBytes {
-		return nil, fmt.Errorf("%w: %s is %d bytes, the limit is %d", vision.ErrTooLarge, path, st.Size(), maxBytes)
-	}
-	return os.ReadFile(path)
+	return vision.ReadSource(context.Background(), src, maxBytes, vision.Sources{})
 }
 
 // visionImage is one image's report line.
