@@ -136,14 +136,17 @@ func (hr *harnessRun) summary(w io.Writer) {
 
 // close stops serving and closes the store; a temporary store is removed.
 func (hr *harnessRun) close() {
-	if hr.srv != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		_ = hr.srv.Shutdown(ctx)
-		cancel()
-		<-hr.served
-	}
+	// The rollout is over: calls still running (a harness left behind)
+	// get a grace period, then are cancelled.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
 	if hr.c != nil {
-		_ = hr.c.Shutdown(context.Background())
+		_ = hr.c.Shutdown(ctx)
+	}
+	if hr.srv != nil {
+		_ = hr.srv.Shutdown(ctx)
+		_ = hr.srv.Close()
+		<-hr.served
 	}
 	if hr.store != nil {
 		_ = hr.store.Close()
