@@ -55,8 +55,9 @@ var importRules = map[string][]string{
 	"view":      {"trajectory", "tokenizer"},
 	"vision":    nil,
 	// capture wraps the serving path (httpapi's Recorder hook) and
-	// rebuilds trajectories; nothing but binaries imports it.
-	"capture": {"chat", "server", "server/httpapi", "tokenizer", "trajectory"},
+	// rebuilds trajectories; nothing but binaries imports it. It imports
+	// agentloop for HarnessLoop, a harness run as an AgentLoop.
+	"capture": {"agentloop", "chat", "server", "server/httpapi", "tokenizer", "trajectory"},
 	// Observability adapters: each reads one package's hooks or stats.
 	"agentloop/agentprom": {"agentloop", "tool"},
 	"agentloop/otelagent": {"agentloop", "tool"},
@@ -80,6 +81,8 @@ var importRules = map[string][]string{
 		"tool", "trainer", "trainer/...", "trajectory"},
 	"cmd/...":      {"*"},
 	"examples/...": {"*"},
+	// Test programs the harness script builds (scripts/harnesses).
+	"scripts/...": {"*"},
 }
 
 // grabBags are package names that say nothing about what is inside.

@@ -57,8 +57,13 @@ func runRollout(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	fs.Var(&metricsHosts, "metrics-allow-host", "host name scrapers may address --metrics-addr by besides IPs and localhost (repeatable; DNS-rebinding defence)")
 	logFormat := fs.String("log-format", "text", "format of log records on stderr: text or json")
 	logInterval := fs.Duration("log-interval", 10*time.Second, "without a progress bar: log rollout progress (done/total, rate, stop reasons) this often")
+	var hf harnessFlags
+	hf.register(fs)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: agentrl rollout --data FILE --tokenizer DIR (--servers URL[,URL...] | --model DIR) [--config FILE] [--out FILE] [--batch FILE] [key.path=value ...]")
+		fmt.Fprintln(stderr, "usage: agentrl rollout --data FILE --tokenizer DIR (--servers URL[,URL...] | --model DIR) [--config FILE] [--out FILE] [--batch FILE] [--harness CMD] [key.path=value ...]")
+		fmt.Fprintln(stderr, "\nWith --harness, each rollout runs CMD (sh -c; {prompt} is the sample's prompt, shell-quoted) in a working directory of its own,")
+		fmt.Fprintln(stderr, "with OPENAI_BASE_URL, OPENAI_API_KEY, ANTHROPIC_BASE_URL, ANTHROPIC_API_KEY and AGENTRL_PROMPT set to a capture rollout on loopback;")
+		fmt.Fprintln(stderr, "its model calls are recorded token-exact and rebuilt into the trajectories written.")
 		fmt.Fprintln(stderr, "\nkey.path=value arguments override the config as verl's (hydra's) command-line overrides do, e.g. data.train_files=train.parquet actor_rollout_ref.rollout.n=8")
 		fs.PrintDefaults()
 	}
@@ -164,8 +169,10 @@ func runRollout(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	}
 	env.Tokenizer = tok
 	opts.Collate.PadTokenID = verlPadTokenID(tok)
-	if err := checkLoops(reg, env, agents); err != nil {
-		return err
+	if hf.command == "" { // with --harness every row runs the harness
+		if err := checkLoops(reg, env, agents); err != nil {
+			return err
+		}
 	}
 
 	engine, closeEngine, err := buildEngine(cfg, logger)
@@ -182,6 +189,13 @@ func runRollout(ctx context.Context, args []string, stdin io.Reader, stdout, std
 			return err
 		}
 		defer ms.stop()
+	}
+	var hr *harnessRun
+	if hf.command != "" {
+		if hr, err = hf.start(ctx, cfg, engine, tok, reg, &opts, logger); err != nil {
+			return err
+		}
+		defer hr.close()
 	}
 	m, err := agentloop.NewManager(reg, env, opts)
 	if err != nil {
@@ -213,6 +227,9 @@ func runRollout(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	go func() {
 		defer close(in)
 		feedErr <- dataset.Each(ctx, dsOpts, func(s agentloop.Sample) error {
+			if hr != nil {
+				s.AgentName = harnessAgent // every row runs the harness
+			}
 			select {
 			case in <- s:
 				return nil
@@ -256,6 +273,7 @@ func runRollout(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	}
 	metrics := acc.Metrics()
 	printSummary(stdout, metrics)
+	hr.summary(stdout)
 	logger.Info("rollout finished", "trajectories", metrics.Trajectories, "total", total, "groups", metrics.Groups,
 		"filtered_groups", metrics.FilteredGroups, "failed", metrics.Failed, "wall_s", metrics.Wall.Seconds(),
 		"trajectories_per_s", metrics.TrajectoriesPerSecond, stopCounts(metrics.StopReasons))

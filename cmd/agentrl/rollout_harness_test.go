@@ -1,0 +1,168 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	openai "github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/shared"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentrl/agentrl/server/httpapi"
+	"github.com/agentrl/agentrl/server/servertest"
+	"github.com/agentrl/agentrl/tokenizer"
+	"github.com/agentrl/agentrl/trajectory"
+)
+
+// TestRolloutHarnessProcess is not a test: it is the harness that
+// TestRolloutHarness runs, a process of its own on the official OpenAI
+// SDK that reads its endpoint from the environment, as harnesses do,
+// offers a "shell" tool, runs the commands the model asks for with sh in
+// its own working directory and sends their output back.
+func TestRolloutHarnessProcess(t *testing.T) {
+	if os.Getenv("AGENTRL_TEST_HARNESS") != "1" {
+		t.Skip("the harness of TestRolloutHarness")
+	}
+	ctx := context.Background()
+	hc := &http.Client{}
+	defer hc.CloseIdleConnections()
+	c := openai.NewClient(option.WithBaseURL(os.Getenv("OPENAI_BASE_URL")+"/"), option.WithAPIKey(os.Getenv("OPENAI_API_KEY")),
+		option.WithMaxRetries(0), option.WithHTTPClient(hc))
+	params := openai.ChatCompletionNewParams{Model: "agentrl",
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.SystemMessage("You are a coding agent."), openai.UserMessage(os.Getenv("AGENTRL_PROMPT"))},
+		Tools: []openai.ChatCompletionToolUnionParam{openai.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{
+			Name: "shell", Parameters: openai.FunctionParameters{"type": "object",
+				"properties": map[string]any{"command": map[string]any{"type": "string"}}, "required": []string{"command"}}})}}
+	for range 4 {
+		resp, err := c.Chat.Completions.New(ctx, params)
+		require.NoError(t, err)
+		msg := resp.Choices[0].Message
+		if len(msg.ToolCalls) == 0 {
+			fmt.Println(msg.Content)
+			return
+		}
+		params.Messages = append(params.Messages, msg.ToParam())
+		for _, call := range msg.ToolCalls {
+			var args struct{ Command string }
+			require.NoError(t, json.Unmarshal([]byte(call.Function.Arguments), &args))
+			out, err := exec.CommandContext(ctx, "sh", "-c", args.Command).CombinedOutput()
+			require.NoError(t, err)
+			params.Messages = append(params.Messages, openai.ToolMessage(strings.TrimSpace(string(out)), call.ID))
+		}
+	}
+	t.Fatal("the model never answered")
+}
+
+func TestRolloutHarness(t *testing.T) {
+	dir := qwenTokenizerDir(t)
+	tok, err := tokenizer.Load(dir)
+	require.NoError(t, err)
+	imStart, _ := tok.TokenID("<|im_start|>")
+	imEnd, _ := tok.TokenID("<|im_end|>")
+	call := append(tok.Encode("<tool_call>\n{\"name\": \"shell\", \"arguments\": {\"command\": \"echo agentrl-ok > out.txt; cat out.txt\"}}\n</tool_call>"), imEnd)
+	answer := append(tok.Encode("The command printed agentrl-ok."), imEnd)
+	rule := func(c servertest.Call) servertest.Reply {
+		n := 0
+		for _, id := range c.Req.PromptIDs {
+			if id == imStart {
+				n++
+			}
+		}
+		if n <= 3 { // system (with the tools), user, assistant: the first turn
+			return servertest.Reply{Tokens: call}
+		}
+		return servertest.Reply{Tokens: answer}
+	}
+	srv, err := httpapi.Start(servertest.New(servertest.Config{Rule: rule}), httpapi.Config{})
+	require.NoError(t, err)
+	t.Cleanup(func() { srv.Close() })
+
+	tmp := t.TempDir()
+	data := filepath.Join(tmp, "data.jsonl")
+	require.NoError(t, os.WriteFile(data, []byte(`{"prompt": [{"role": "system", "content": "ignored"}, {"role": "user", "content": "Run echo, don't guess."}], "extra_info": {"index": 1}}
+{"prompt": [{"role": "user", "content": "It's your turn."}], "extra_info": {"index": 2}}
+`), 0o644))
+	out, batch, hout, runs := filepath.Join(tmp, "t.jsonl"), filepath.Join(tmp, "b.safetensors"), filepath.Join(tmp, "harness.log"), filepath.Join(tmp, "runs")
+	require.NoError(t, os.Mkdir(runs, 0o755))
+	var stdout, stderr bytes.Buffer
+	code := runMain(context.Background(), []string{"rollout", "--data", data, "--tokenizer", dir, "--servers", srv.URL(),
+		"--out", out, "--batch", batch, "--n", "2",
+		"--harness", os.Args[0] + " -test.run=^TestRolloutHarnessProcess$ -- {prompt}", "--harness-dir", runs, "--harness-output", hout,
+		"data.max_prompt_length=1024", "data.max_response_length=256", "agentrl.concurrency=4"}, nil, &stdout, &stderr)
+	log, _ := os.ReadFile(hout)
+	require.Equal(t, 0, code, "stderr: %s\nharness: %s", stderr.String(), log)
+	summary := strings.Join(strings.Fields(stdout.String()), " ")
+	require.Contains(t, summary, "trajectories 4 (2 groups, 0 filtered, 0 failed)")
+	require.Contains(t, summary, "stop reasons completed=4")
+	require.Contains(t, summary, "capture 4 rollouts, 8 calls recorded, 0 aborted, 0 refused")
+	require.Equal(t, 4, strings.Count(string(log), "The command printed agentrl-ok."), "each harness printed the model's answer")
+
+	f, err := os.Open(out)
+	require.NoError(t, err)
+	trajs, err := trajectory.ReadJSONL(f)
+	f.Close()
+	require.NoError(t, err)
+	require.Len(t, trajs, 4)
+	groups := map[string]int{}
+	for _, tr := range trajs {
+		require.NoError(t, tr.Validate())
+		require.Equal(t, 2, tr.NumTurns)
+		groups[tr.GroupID]++
+		// The mask-1 runs are exactly the engine's two replies.
+		var runs [][]int32
+		for i := 0; i < len(tr.ResponseMask); i++ {
+			if tr.ResponseMask[i] == 1 && (i == 0 || tr.ResponseMask[i-1] == 0) {
+				runs = append(runs, nil)
+			}
+			if tr.ResponseMask[i] == 1 {
+				runs[len(runs)-1] = append(runs[len(runs)-1], tr.ResponseIDs[i])
+			}
+		}
+		require.Equal(t, [][]int32{call, answer}, runs)
+		prompt, err := tok.Decode(tr.PromptIDs, false)
+		require.NoError(t, err)
+		require.Contains(t, prompt, `"name": "shell"`)
+		require.NotContains(t, prompt, "ignored", "the sample's system message is not the harness's")
+		text, err := tok.Decode(tr.ResponseIDs, false)
+		require.NoError(t, err)
+		// The observation is the harness's own tool output, from its
+		// own working directory.
+		require.Contains(t, text, "<tool_response>\nagentrl-ok\n</tool_response>")
+		require.Contains(t, tr.Extra, "capture_report")
+	}
+	require.Len(t, groups, 2)
+	for g, n := range groups {
+		require.Equal(t, 2, n, "group %s", g)
+	}
+	bf, err := os.Open(batch)
+	require.NoError(t, err)
+	b, err := trajectory.ReadSafetensorsBatch(bf)
+	bf.Close()
+	require.NoError(t, err)
+	require.Equal(t, 4, b.Size)
+	left, err := os.ReadDir(runs)
+	require.NoError(t, err)
+	require.Empty(t, left, "each run's working directory is removed")
+
+	// A harness that fails is a failed group, its error reported.
+	stderr.Reset()
+	code = runMain(context.Background(), []string{"rollout", "--data", data, "--tokenizer", dir, "--servers", srv.URL(),
+		"--out", out, "--harness", "exit 7"}, nil, &stdout, &stderr)
+	require.NotEqual(t, 0, code)
+	require.Contains(t, stderr.String(), "exit status 7")
+	// Only loopback serves harnesses.
+	stderr.Reset()
+	code = runMain(context.Background(), []string{"rollout", "--data", data, "--tokenizer", dir, "--servers", srv.URL(),
+		"--out", out, "--harness", "true", "--harness-addr", "0.0.0.0:0"}, nil, &stdout, &stderr)
+	require.NotEqual(t, 0, code)
+	require.Contains(t, stderr.String(), "must be a loopback address")
+}
