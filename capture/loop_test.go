@@ -33,7 +33,7 @@ func TestHarnessLoopUnderManager(t *testing.T) {
 	// Concurrency 1: the script answers calls in order, tool call then
 	// answer, so two harnesses must not interleave.
 	m, err := agentloop.NewManager(reg, &agentloop.Env{Server: r.eng, Tokenizer: tok},
-		agentloop.Options{DefaultAgent: "harness", N: 2, Concurrency: 1})
+		agentloop.Options{DefaultAgent: "harness", N: 2, Concurrency: 1, RewardFromLoop: true})
 	require.NoError(t, err)
 	res, err := m.Generate(context.Background(), []agentloop.Sample{{ID: "s0", Messages: []chat.Message{
 		{Role: "system", Content: "not for the harness"}, {Role: "user", Content: "List the files, don't guess."}}}})

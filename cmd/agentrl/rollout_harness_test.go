@@ -93,6 +93,9 @@ func TestRolloutHarness(t *testing.T) {
 `), 0o644))
 	out, batch, hout, runs := filepath.Join(tmp, "t.jsonl"), filepath.Join(tmp, "b.safetensors"), filepath.Join(tmp, "harness.log"), filepath.Join(tmp, "runs")
 	require.NoError(t, os.Mkdir(runs, 0o755))
+	// The harness processes inherit this environment: it makes them act as
+	// the harness (TestRolloutHarnessProcess) instead of skipping.
+	t.Setenv("AGENTRL_TEST_HARNESS", "1")
 	var stdout, stderr bytes.Buffer
 	code := runMain(context.Background(), []string{"rollout", "--data", data, "--tokenizer", dir, "--servers", srv.URL(),
 		"--out", out, "--batch", batch, "--n", "2",
