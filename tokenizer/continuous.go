@@ -366,3 +366,37 @@ func AlignMetadata(m Merge, mask []int8, logprobs, assistantLogprobs []float32) 
 	}
 	return outMask, outLP, nil
 }
+
+// Check reports whether runtime followed by delta — agentrl's stream, where
+// EncodeDelta's delta already carries the template glue after the model's
+// turn — is the stream verl's rule builds from the same turn: a delta that
+// would make verl insert or drop a token differently is an error naming
+// the family and the token. It is the guard agentloop applies per
+// observation (Env.Boundary).
+//
+// GLM's rule drops a trailing "<|observation|>"/"<|user|>" and appends the
+// next message with its opener; agentrl keeps the sampled token and
+// appends the rest. The tokens are the same; the masks differ at that one
+// token (1 here, the model sampled it; 0 in verl).
+func (b *Boundary) Check(runtime, delta []int32, toolFirst bool) error {
+	n := len(runtime)
+	if n == 0 {
+		return nil
+	}
+	last := runtime[n-1]
+	switch b.rule {
+	case ruleNewlineAfter:
+		if last == b.end && (len(delta) == 0 || delta[0] != b.newline) {
+			return fmt.Errorf("%w: family %s: the turn ended at its end token but the delta does not start with the \"\\n\" verl inserts", ErrContinuous, b.family)
+		}
+	case ruleDropAmbiguous:
+		if (last == b.drop[0] || last == b.drop[1]) && len(delta) > 0 && delta[0] == last {
+			return fmt.Errorf("%w: family %s: the delta repeats the turn's final token %d, which verl keeps once", ErrContinuous, b.family, last)
+		}
+	case ruleToolResponse:
+		if toolFirst && last != b.end && (len(delta) == 0 || delta[0] != b.end) {
+			return fmt.Errorf("%w: family %s: a tool result's delta does not start with the <|tool_response> verl inserts", ErrContinuous, b.family)
+		}
+	}
+	return nil
+}

@@ -309,6 +309,7 @@ func TestContinuousQwen3DeltaAgreesWithVerl(t *testing.T) {
 
 			delta, err := tok.EncodeDelta(ChatContext{Messages: base, Tools: tools, AddGenerationPrompt: true}, c.added)
 			require.NoError(t, err)
+			require.NoError(t, b.Check(runtime, delta, c.added[0].Role == chat.RoleTool))
 			ours := append(slices.Clone(runtime), delta...)
 			if !slices.Equal(m.Tokens, ours) {
 				a, _ := tok.Decode(m.Tokens[len(runtime):], false)
@@ -331,4 +332,66 @@ func TestContinuousFamilyErrorsName(t *testing.T) {
 	_, err := NewBoundary(FamilyGLM5, qwen(t))
 	require.True(t, errors.Is(err, ErrContinuous))
 	require.True(t, strings.Contains(err.Error(), "glm5") && strings.Contains(err.Error(), "<|observation|>"), err.Error())
+}
+
+// TestContinuousLlamaDeltaAgreesWithVerl: Llama 3.1's config.json
+// model_type "llama" has no verl builder, so verl uses the default rule
+// (plain concatenation). agentrl's delta after a turn that stopped at
+// <|eot_id|> must then equal verl's non-assistant ids exactly.
+func TestContinuousLlamaDeltaAgreesWithVerl(t *testing.T) {
+	tok := llama(t)
+	f, known := ContinuousFamilyForModelType("llama")
+	require.False(t, known)
+	b, err := NewBoundary(f, tok)
+	require.NoError(t, err)
+	eot, ok := tok.TokenID("<|eot_id|>")
+	require.True(t, ok)
+	base := []chat.Message{
+		{Role: chat.RoleSystem, Content: "You are helpful."},
+		{Role: chat.RoleUser, Content: "What is Go?"},
+		{Role: chat.RoleAssistant, Content: "It is a language."},
+	}
+	added := []chat.Message{{Role: chat.RoleUser, Content: "Tell me more."}}
+	runtime := append(tok.Encode("It is a language."), eot)
+	verlIDs := verlNonAssistant(t, tok, base, append(slices.Clone(base), added...), nil)
+	m := b.MergeNonAssistant(runtime, verlIDs, false)
+	require.Empty(t, m.Inserted)
+	delta, err := tok.EncodeDelta(ChatContext{Messages: base, AddGenerationPrompt: true}, added)
+	require.NoError(t, err)
+	if got := append(slices.Clone(runtime), delta...); !slices.Equal(m.Tokens, got) {
+		a, _ := tok.Decode(verlIDs, false)
+		o, _ := tok.Decode(delta, false)
+		t.Fatalf("verl appends %q, agentrl %q", a, o)
+	}
+}
+
+// TestContinuousCheck: Check accepts agentrl's stream exactly when verl's
+// rule builds the same tokens.
+func TestContinuousCheck(t *testing.T) {
+	v := fakeVocab{Tokens: map[string]int32{"<|im_end|>": 7, "<|observation|>": 8, "<|user|>": 9, "<|tool_response>": 6}, Newline: []int32{3}}
+	for _, c := range []struct {
+		f              ContinuousFamily
+		runtime, delta []int32
+		tool, ok       bool
+	}{
+		{FamilyQwen3, []int32{1, 7}, []int32{3, 4}, false, true},
+		{FamilyQwen3, []int32{1, 7}, []int32{4}, false, false},
+		{FamilyQwen3, []int32{1, 2}, []int32{4}, false, true}, // stopped by length: nothing to insert
+		{FamilyGLM47, []int32{1, 8}, []int32{4}, true, true},
+		{FamilyGLM47, []int32{1, 8}, []int32{8, 4}, true, false},
+		{FamilyGemma4, []int32{1}, []int32{6, 4}, true, true},
+		{FamilyGemma4, []int32{1}, []int32{4}, true, false},
+		{FamilyGemma4, []int32{1}, []int32{4}, false, true},
+		{FamilyDefault, []int32{1}, nil, false, true},
+	} {
+		b, err := NewBoundary(c.f, v)
+		require.NoError(t, err)
+		err = b.Check(c.runtime, c.delta, c.tool)
+		if c.ok {
+			require.NoError(t, err, "%+v", c)
+		} else {
+			require.ErrorIs(t, err, ErrContinuous, "%+v", c)
+			require.ErrorContains(t, err, string(c.f))
+		}
+	}
 }
