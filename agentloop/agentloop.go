@@ -50,6 +50,12 @@ type Env struct {
 	// Trace, when set, receives per-turn events. It is called from many
 	// goroutines at once.
 	Trace TraceFunc
+	// Boundary, when set, is verl's continuous-token rule for the model's
+	// family (tokenizer.ContinuousFamilyForModelType of its config.json
+	// model_type): every observation's delta is checked to build the
+	// stream verl's rule builds, and an episode whose delta would not ends
+	// with StopError naming the family. nil: no check.
+	Boundary *tokenizer.Boundary
 }
 
 func (e *Env) check() error {

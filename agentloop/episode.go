@@ -252,7 +252,7 @@ func (e *Episode) Observe(added ...chat.Message) bool {
 	if !e.started("Observe") {
 		return false
 	}
-	delta, err := e.env.Tokenizer.EncodeDelta(e.cc, added)
+	delta, err := e.encodeDelta(added)
 	if err != nil {
 		e.Fail(fmt.Errorf("agentloop: encoding the observation after turn %d of %s: %w", e.assistantTurns, e.s.ID, err))
 		return false
@@ -271,6 +271,19 @@ func (e *Episode) Observe(added ...chat.Message) bool {
 	return true
 }
 
+// encodeDelta is the tokenizer's delta for added, checked against verl's
+// continuous-token rule when Env.Boundary is set.
+func (e *Episode) encodeDelta(added []chat.Message) ([]int32, error) {
+	delta, err := e.env.Tokenizer.EncodeDelta(e.cc, added)
+	if err != nil || e.env.Boundary == nil || len(added) == 0 {
+		return delta, err
+	}
+	if err := e.env.Boundary.Check(e.b.Tokens(), delta, added[0].Role == chat.RoleTool); err != nil {
+		return nil, err
+	}
+	return delta, nil
+}
+
 // observeCut appends added like Observe, but as verl appends an
 // interaction's reply: without Observe's budget check. The tokens past
 // Config.ResponseLength are cut, as verl cuts the response to
@@ -282,7 +295,7 @@ func (e *Episode) observeCut(added ...chat.Message) bool {
 	if !e.started("Observe") {
 		return false
 	}
-	delta, err := e.env.Tokenizer.EncodeDelta(e.cc, added)
+	delta, err := e.encodeDelta(added)
 	if err != nil {
 		e.Fail(fmt.Errorf("agentloop: encoding the observation after turn %d of %s: %w", e.assistantTurns, e.s.ID, err))
 		return false
