@@ -61,6 +61,19 @@
 // (Result.Trajectories, KeepGroup, trainer.GRPORollouts) and Result.All
 // gives every trajectory.
 //
+// Continuous tokens: verl v0.9 builds a trajectory by appending the
+// engine's tokens unchanged and each new message as a token-level suffix,
+// with one boundary rule per model family (Qwen inserts "\n" after a
+// trailing <|im_end|>, GLM drops a trailing <|observation|>, Gemma 4
+// re-inserts <|tool_response>, ...). agentrl's deltas (the tokenizer's
+// EncodeDelta) already carry that glue; Env.Boundary, a
+// tokenizer.NewBoundary of the family that tokenizer.ContinuousFamilyForModelType
+// picks from the model's config.json model_type (as verl picks it, and as
+// `agentrl rollout --continuous-family auto` does), checks every
+// observation's delta against the family's rule, so a template whose
+// deltas would disagree with verl's stream fails its episode naming the
+// family instead of training on other tokens.
+//
 // Env.Trace receives an Event for each step: the prompt's encoding, each
 // generate call, parse, tool call and observation, the tool session and
 // its instances, the end; and, from the Manager, each rollout queued,

@@ -505,27 +505,63 @@ func (e *Engine) FlushCache(ctx context.Context) error {
 }
 
 // Pause stops scheduling forward passes until Resume; Generate calls made
-// meanwhile queue. With abortRunning every request in flight (running or
-// queued) is aborted and returns its tokens so far with StopAbort, as
-// SGLang's /pause_generation mode "abort"; otherwise the requests stay
-// where they are, KV cache included, and continue after Resume with the
-// tokens they would have had anyway (SGLang's mode "in_place"). Pausing a
-// paused engine only applies abortRunning.
-func (e *Engine) Pause(ctx context.Context, abortRunning bool) error {
-	return e.do(ctx, "pause", func(s *sched) error {
-		s.paused = true
-		if abortRunning {
+// meanwhile queue. The mode says what happens to the requests in flight:
+//   - PauseAbort: every one (running or queued) is aborted and returns its
+//     tokens so far with StopAbort (SGLang's "abort", vLLM's "abort");
+//   - PauseKeep: they stay where they are, KV cache included, and continue
+//     after Resume with the tokens they would have had anyway (SGLang's
+//     "in_place", vLLM's "keep");
+//   - PauseRetract: their KV cache is freed; after Resume they are
+//     recomputed from their tokens so far and continue (SGLang's
+//     "retract"); TokenOutput.Retractions counts it;
+//   - PauseWait: the requests already admitted run to their end, nothing
+//     new starts, and Pause returns once they have finished (vLLM's
+//     "wait"). A Resume meanwhile ends the wait.
+//
+// Pausing a paused engine applies the mode to what is held.
+func (e *Engine) Pause(ctx context.Context, mode server.PauseMode) error {
+	mode, err := server.ParsePauseMode(string(mode))
+	if err != nil {
+		return e.err("pause", err)
+	}
+	var drained chan struct{}
+	err = e.do(ctx, "pause", func(s *sched) error {
+		switch mode {
+		case server.PauseAbort:
+			s.paused = true
 			s.abortWhere(func(*request) bool { return true })
+		case server.PauseKeep:
+			s.paused = true
+		case server.PauseRetract:
+			s.paused = true
+			s.preemptAll()
+		case server.PauseWait:
+			if s.paused {
+				return nil // nothing runs while paused
+			}
+			drained = s.startDrain()
 		}
 		return nil
 	})
+	if err != nil || drained == nil {
+		return err
+	}
+	select {
+	case <-drained:
+		return nil
+	case <-e.done:
+		return e.err("pause", errClosed)
+	case <-ctx.Done():
+		return e.err("pause", ctx.Err())
+	}
 }
 
-// Resume ends a Pause (SGLang's /continue_generation); a no-op when not
-// paused.
+// Resume ends a Pause (SGLang's /continue_generation), or a Pause(PauseWait)
+// still draining; a no-op when not paused.
 func (e *Engine) Resume(ctx context.Context) error {
 	return e.do(ctx, "resume", func(s *sched) error {
-		s.paused = false
+		s.paused, s.draining = false, false
+		s.releaseDrained()
 		return nil
 	})
 }

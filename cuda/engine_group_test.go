@@ -39,7 +39,7 @@ func TestSharedPromptGroup(t *testing.T) {
 		_, err := e.Generate(ctx, server.GenerateRequest{PromptIDs: p, Params: server.SamplingParams{MaxNewTokens: 1}})
 		require.NoError(t, err) // the prompt's 9 full blocks are cached now
 	}
-	require.NoError(t, e.Pause(ctx, false))
+	require.NoError(t, e.Pause(ctx, server.PauseKeep))
 	const n = 12
 	got := make([]server.TokenOutput, n)
 	var wg sync.WaitGroup

@@ -101,7 +101,7 @@ func TestBatchInvariance(t *testing.T) {
 	// requests submitted one after another could each finish before the
 	// next arrives, and nothing would be batched (it failed that way about
 	// once in 30 runs).
-	require.NoError(t, busy.Pause(context.Background(), false))
+	require.NoError(t, busy.Pause(context.Background(), server.PauseKeep))
 	r := rand.New(rand.NewPCG(1, 1))
 	var wg sync.WaitGroup
 	var mu sync.Mutex

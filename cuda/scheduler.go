@@ -31,6 +31,7 @@ type request struct {
 	computed int            // positions whose KV is in the cache
 	cached   int            // prompt tokens served from the prefix cache
 	admitted bool
+	retracts int     // times preempted (its KV freed and recomputed): SGLang's num_retractions
 	sampled  bool    // a token was sampled since the last (re)admission
 	seen     []int32 // distinct ids in tokens (repetition penalty)
 	seenSet  map[int32]struct{}
@@ -62,9 +63,14 @@ type sched struct {
 	running []*request // sorted by before
 	asleep  bool
 	paused  bool // by Engine.Pause: no steps until Resume
-	arrival int64
-	smp     []sampler // one per sampling goroutine
-	stats   Stats
+	// draining, by Engine.Pause(PauseWait): admitted requests run to their
+	// end, new ones wait; when none is left the engine is paused and the
+	// drained channels are closed.
+	draining bool
+	drained  []chan struct{}
+	arrival  int64
+	smp      []sampler // one per sampling goroutine
+	stats    Stats
 	// One step's work (plan → forward → sample → retire), kept between
 	// steps for their capacity.
 	batch   []model.Seq
@@ -191,6 +197,7 @@ func (e *Engine) loop(s *sched) {
 				s.afterStep(s)
 			}
 		}
+		s.checkDrained()
 		e.publish(s)
 	}
 }
@@ -198,11 +205,52 @@ func (e *Engine) loop(s *sched) {
 // stepping reports whether there is work to step: requests, and neither
 // sleep nor pause holding them.
 func (s *sched) stepping() bool {
-	return !s.asleep && !s.paused && (len(s.running) > 0 || len(s.waiting) > 0)
+	return !s.asleep && !s.paused && (len(s.running) > 0 || s.nextAdmit() >= 0)
+}
+
+// nextAdmit is the index in s.waiting of the request to admit next, -1 if
+// none: the first, or while draining the first that was admitted before
+// (preempted), as a draining engine starts nothing new.
+func (s *sched) nextAdmit() int {
+	if !s.draining {
+		if len(s.waiting) > 0 {
+			return 0
+		}
+		return -1
+	}
+	return slices.IndexFunc(s.waiting, func(r *request) bool { return r.admitted })
+}
+
+// startDrain starts (or joins) a drain: the channel is closed when it
+// ends.
+func (s *sched) startDrain() chan struct{} {
+	s.draining = true
+	ch := make(chan struct{})
+	s.drained = append(s.drained, ch)
+	return ch
+}
+
+// checkDrained ends a drain once nothing admitted is left: the engine is
+// then paused, and Pause(PauseWait) returns.
+func (s *sched) checkDrained() {
+	if !s.draining || len(s.running) > 0 || s.nextAdmit() >= 0 {
+		return
+	}
+	s.draining, s.paused = false, true
+	s.e.publish(s) // before Pause returns, so its caller sees the pause in Stats
+	s.releaseDrained()
+}
+
+func (s *sched) releaseDrained() {
+	for _, ch := range s.drained {
+		close(ch)
+	}
+	s.drained = nil
 }
 
 func (s *sched) run(op ctrlOp) {
 	err := op.f(s)
+	s.checkDrained()
 	s.e.publish(s) // before replying, so callers see the op's effect in Stats
 	if op.reply != nil {
 		op.reply <- err
@@ -241,6 +289,7 @@ func (r *request) output(reason server.StopReason, version int64) server.TokenOu
 		PromptTokens:  r.prompt,
 		CachedTokens:  r.cached,
 		WeightVersion: version,
+		Retractions:   r.retracts,
 	}
 	if r.params.Logprobs {
 		out.Logprobs = slices.Clone(r.logprobs)
@@ -301,6 +350,7 @@ func (s *sched) preempt(r *request) {
 		r.table = nil
 	}
 	r.computed = 0
+	r.retracts++
 	s.running, _ = remove(s.running, r)
 	s.waiting = insertSorted(s.waiting, r)
 	s.stats.Preemptions++
@@ -365,13 +415,17 @@ func (s *sched) plan() bool {
 		r.planned, r.chunk = true, n
 		budget -= n
 	}
-	for budget > 0 && len(s.waiting) > 0 && len(s.running) < s.e.opts.MaxSeqs {
-		r := s.waiting[0]
+	for budget > 0 && len(s.running) < s.e.opts.MaxSeqs {
+		i := s.nextAdmit()
+		if i < 0 {
+			break
+		}
+		r := s.waiting[i]
 		table, cached, err := s.acquire(r)
 		if errors.Is(err, kvcache.ErrNoSpace) {
 			break
 		}
-		s.waiting = s.waiting[1:]
+		s.waiting = slices.Delete(s.waiting, i, i+1)
 		r.table, r.computed, r.sampled = table, cached, false
 		if !r.admitted {
 			r.admitted = true

@@ -26,7 +26,7 @@ func TestFanOutFlushAndPause(t *testing.T) {
 	require.Equal(t, 1, b.Flushes())
 
 	// Paused: calls routed to either server are held until Resume.
-	require.NoError(t, r.Pause(ctx, false))
+	require.NoError(t, r.Pause(ctx, server.PauseKeep))
 	done := make(chan error, 2)
 	for range 2 {
 		go func() {
@@ -47,7 +47,7 @@ func TestFanOutFlushAndPause(t *testing.T) {
 	require.NoError(t, r.AddServer("plain", newFake("plain")))
 	require.ErrorIs(t, r.FlushCache(ctx), errors.ErrUnsupported)
 	require.Equal(t, 1, a.Flushes(), "nothing is touched when one server lacks the capability")
-	err := r.Pause(ctx, true)
+	err := r.Pause(ctx, server.PauseAbort)
 	require.ErrorIs(t, err, errors.ErrUnsupported)
 	require.Contains(t, err.Error(), `"plain"`)
 	require.ErrorIs(t, r.Resume(ctx), errors.ErrUnsupported)

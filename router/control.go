@@ -154,8 +154,8 @@ func (r *Router) FlushCache(ctx context.Context) error {
 // Pause pauses every server (see server.Pauser); calls routed meanwhile
 // queue on their server. It fails without touching any server if one of
 // them is not a server.Pauser.
-func (r *Router) Pause(ctx context.Context, abortRunning bool) error {
-	return fanOut(ctx, r, "pause", func(ctx context.Context, p server.Pauser) error { return p.Pause(ctx, abortRunning) })
+func (r *Router) Pause(ctx context.Context, mode server.PauseMode) error {
+	return fanOut(ctx, r, "pause", func(ctx context.Context, p server.Pauser) error { return p.Pause(ctx, mode) })
 }
 
 // Resume resumes every server. It fails without touching any server if

@@ -83,6 +83,11 @@ type TokenOutput struct {
 	CachedTokens int
 	// WeightVersion is the version of the weights that produced these tokens.
 	WeightVersion int64
+	// Retractions is how many times the engine took the request off to
+	// free its KV cache and recomputed it later (SGLang's
+	// meta_info.num_retractions): a pause in PauseRetract mode, memory
+	// pressure, or (in-process) a weight update.
+	Retractions int
 	// PromptLogprobs[i] is the logprob of prompt token
 	// Params.PromptLogprobsFrom+i; nil unless requested (or the engine
 	// cannot compute them). Prompt position 0 has no tokens before it: its
@@ -214,14 +219,52 @@ type CacheFlusher interface {
 
 // Pauser is implemented by engines that can stop generating without
 // losing requests (SGLang /pause_generation and /continue_generation, vLLM
-// /pause and /resume). While paused, new requests are accepted and queue.
-// With abortRunning every request in flight is aborted (its Generate
-// returns the tokens so far with StopAbort: SGLang's "abort" mode);
-// otherwise they are kept where they are and continue after Resume
-// (SGLang's "in_place" mode).
+// /pause and /resume). While paused, new requests are accepted and queue;
+// Resume ends any mode. The mode says what happens to the requests in
+// flight. An engine that has no such mode returns an error wrapping
+// errors.ErrUnsupported and changes nothing.
 type Pauser interface {
-	Pause(ctx context.Context, abortRunning bool) error
+	Pause(ctx context.Context, mode PauseMode) error
 	Resume(ctx context.Context) error
+}
+
+// PauseMode is what Pause does with the requests in flight. The names are
+// vLLM's (/pause?mode=) and SGLang's (pause_generation "mode").
+type PauseMode string
+
+const (
+	// PauseAbort aborts every request in flight: its Generate returns the
+	// tokens so far with StopAbort (vLLM "abort", SGLang "abort").
+	PauseAbort PauseMode = "abort"
+	// PauseKeep freezes the requests in flight where they are, KV cache
+	// included; they continue after Resume (vLLM "keep", SGLang
+	// "in_place").
+	PauseKeep PauseMode = "keep"
+	// PauseWait lets the requests in flight run to their end and returns
+	// once they have; new ones queue meanwhile (vLLM "wait").
+	PauseWait PauseMode = "wait"
+	// PauseRetract takes the requests in flight off the engine, freeing
+	// their KV cache; after Resume they are run again from their tokens so
+	// far (prompt and sampled), which the engine recomputes (SGLang
+	// "retract").
+	PauseRetract PauseMode = "retract"
+)
+
+// ParsePauseMode reads a mode by its vLLM or SGLang name ("in_place" is
+// PauseKeep).
+func ParsePauseMode(s string) (PauseMode, error) {
+	switch s {
+	case "abort", "keep", "wait", "retract":
+		return PauseMode(s), nil
+	case "in_place":
+		return PauseKeep, nil
+	}
+	return "", fmt.Errorf("%w: unknown pause mode %q (known: abort, keep or in_place, wait, retract)", ErrBadRequest, s)
+}
+
+// UnsupportedPause is the error of an engine that has no such pause mode.
+func UnsupportedPause(engine string, mode PauseMode) error {
+	return fmt.Errorf("%s: pause mode %q: %w", engine, mode, errors.ErrUnsupported)
 }
 
 // HealthChecker is implemented by engines that can report readiness. A nil

@@ -2,6 +2,8 @@ package tokenizer
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -201,4 +203,32 @@ func BenchmarkEncodeHuge(b *testing.B) {
 			}
 		})
 	}
+}
+
+// FuzzContinuousConfig feeds arbitrary config.json bytes and family names
+// to the continuous-token family lookup: a model_type or an error naming
+// the file, a family or an error, never a panic.
+func FuzzContinuousConfig(f *testing.F) {
+	f.Add([]byte(`{"model_type": "qwen3"}`), "auto")
+	f.Add([]byte(`{"model_type": null}`), "Qwen_3.5")
+	f.Add([]byte(`{"text_config": {"model_type": "gemma4"}}`), "glm-4.7")
+	f.Add([]byte(`{"model_type": 7}`), "")
+	f.Add([]byte(`[`), "\xff")
+	f.Fuzz(func(t *testing.T, cfg []byte, family string) {
+		dir := t.TempDir()
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "config.json"), cfg, 0o644))
+		mt, err := ReadModelType(dir)
+		if err != nil {
+			require.Contains(t, err.Error(), "config.json")
+		} else {
+			fam, ok := ContinuousFamilyForModelType(mt)
+			require.Equal(t, ok, fam != FamilyDefault, "no model_type maps to the default family: it is the fallback")
+		}
+		fam, err := ParseContinuousFamily(family)
+		if err != nil {
+			require.ErrorIs(t, err, ErrContinuous)
+			return
+		}
+		require.Contains(t, ContinuousFamilies(), fam)
+	})
 }

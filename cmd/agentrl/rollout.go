@@ -42,6 +42,7 @@ func runRollout(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	strictConfig := fs.Bool("strict-config", false, "unknown config keys are errors instead of warnings")
 	dataPath := fs.String("data", "", "dataset: .jsonl or verl-format .parquet, comma-separated for several (default data.train_files, or data.val_files with --validate)")
 	tokDir := fs.String("tokenizer", "", "directory with tokenizer.json and tokenizer_config.json (default actor_rollout_ref.model.path)")
+	ctFamily := fs.String("continuous-family", "auto", "verl's continuous-token family checked at every observation: auto (from the tokenizer directory's config.json model_type, as verl picks it), a family name (qwen3, glm47, gemma4, ...), or off")
 	servers := fs.String("servers", "", "comma-separated server URLs (overrides agentrl.servers)")
 	localModel := fs.String("model", "", "run the in-process engine on this HF model directory instead of servers (overrides agentrl.local_model)")
 	backend := fs.String("backend", "", "sglang or vllm (overrides agentrl.backend; default actor_rollout_ref.rollout.name, else sglang)")
@@ -169,6 +170,9 @@ func runRollout(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	}
 	env.Tokenizer = tok
 	opts.Collate.PadTokenID = verlPadTokenID(tok)
+	if env.Boundary, err = continuousBoundary(*tokDir, *ctFamily, tok, logger); err != nil {
+		return err
+	}
 	if hf.command == "" { // with --harness every row runs the harness
 		if err := checkLoops(reg, env, agents); err != nil {
 			return err
@@ -646,4 +650,40 @@ func verlPadTokenID(tok *tokenizer.Tokenizer) int32 {
 		}
 	}
 	return 0
+}
+
+// continuousBoundary is verl's continuous-token rule for the model in dir,
+// as verl's AgentLoopWorker picks it (create_continuous_token_builder in
+// verl/utils/tokenizer/continuous_token_wiring.py): "auto" looks the root
+// config.json model_type up exactly; an unknown or missing one falls back
+// to verl's default family (plain concatenation), which is logged, as verl
+// warns. "off" checks nothing.
+func continuousBoundary(dir, family string, tok *tokenizer.Tokenizer, logger *slog.Logger) (*tokenizer.Boundary, error) {
+	var f tokenizer.ContinuousFamily
+	switch family {
+	case "off":
+		return nil, nil
+	case "auto":
+		mt, err := tokenizer.ReadModelType(dir)
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("--continuous-family auto: %w", err)
+		}
+		var known bool
+		f, known = tokenizer.ContinuousFamilyForModelType(mt)
+		if known {
+			logger.Info("continuous-token family from config.json", "model_type", mt, "family", f)
+		} else {
+			logger.Warn("no continuous-token family for this model_type; using verl's default (plain concatenation)", "model_type", mt, "dir", dir)
+		}
+	default:
+		var err error
+		if f, err = tokenizer.ParseContinuousFamily(family); err != nil {
+			return nil, fmt.Errorf("--continuous-family: %w", err)
+		}
+	}
+	b, err := tokenizer.NewBoundary(f, tok)
+	if err != nil {
+		return nil, fmt.Errorf("--continuous-family %s: %w", family, err)
+	}
+	return b, nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -94,6 +95,9 @@ tools:
 
 func TestRolloutJSONLAndParquet(t *testing.T) {
 	dir := qwenTokenizerDir(t)
+	// The model's config.json picks verl's continuous-token family: every
+	// tool result's delta below is checked against Qwen3's rule.
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "config.json"), []byte(`{"model_type": "qwen3"}`), 0o644))
 	tok, err := tokenizer.Load(dir)
 	require.NoError(t, err)
 	srv := calcEngine(t, tok)
@@ -139,6 +143,7 @@ func TestRolloutJSONLAndParquet(t *testing.T) {
 		code := runMain(context.Background(), []string{"rollout", "--config", cfg, "--data", data, "--tokenizer", dir,
 			"--servers", srv.URL(), "--out", out, "--batch", batch, "--progress", progress}, nil, &stdout, &stderr)
 		require.Equal(t, 0, code, "stderr: %s", stderr.String())
+		require.Contains(t, stderr.String(), "model_type=qwen3 family=qwen3")
 		summary := strings.Join(strings.Fields(stdout.String()), " ")
 		require.Contains(t, summary, "trajectories 6 (3 groups, 0 filtered, 0 failed)")
 		require.Contains(t, summary, "stop reasons completed=6")
@@ -150,7 +155,7 @@ func TestRolloutJSONLAndParquet(t *testing.T) {
 			// end, and progress at --log-interval).
 			require.NotContains(t, stderr.String(), "6/6", "no progress bar off a terminal")
 			for line := range strings.SplitSeq(strings.TrimSpace(stderr.String()), "\n") {
-				require.Contains(t, line, "level=INFO msg=\"rollout ", "only log records on stderr")
+				require.Regexp(t, `level=INFO msg="(rollout |continuous-token family)`, line, "only log records on stderr")
 			}
 		} else {
 			require.Contains(t, stderr.String(), "rollout")
@@ -253,4 +258,43 @@ func TestRolloutInProcessEngine(t *testing.T) {
 	code = runMain(context.Background(), []string{"rollout", "--data", data, "--tokenizer", tokDir, "--model", modelDir,
 		"--servers", "http://127.0.0.1:1"}, strings.NewReader(""), &stdout, &stderr)
 	require.Equal(t, 1, code)
+}
+
+// TestContinuousBoundaryFromConfig: --continuous-family auto picks verl's
+// family by exact config.json model_type (verl's
+// infer_continuous_token_model_family), falls back to verl's default for an
+// unknown or missing one, takes an explicit family in verl's spelling, and
+// refuses a family whose tokens the tokenizer lacks.
+func TestContinuousBoundaryFromConfig(t *testing.T) {
+	dir := qwenTokenizerDir(t)
+	tok, err := tokenizer.Load(dir)
+	require.NoError(t, err)
+	var logs bytes.Buffer
+	logger := slog.New(slog.NewTextHandler(&logs, nil))
+	family := func(flag string) tokenizer.ContinuousFamily {
+		t.Helper()
+		b, err := continuousBoundary(dir, flag, tok, logger)
+		require.NoError(t, err)
+		return b.Family()
+	}
+	require.Equal(t, tokenizer.FamilyDefault, family("auto"), "no config.json")
+	require.Contains(t, logs.String(), "no continuous-token family")
+	for mt, want := range map[string]tokenizer.ContinuousFamily{
+		"qwen3": tokenizer.FamilyQwen3, "qwen2": tokenizer.FamilyQwen, "qwen3_5": tokenizer.FamilyQwen35,
+		"llama": tokenizer.FamilyDefault, "Qwen3": tokenizer.FamilyQwen3,
+	} {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "config.json"), []byte(`{"model_type":"`+mt+`"}`), 0o644))
+		require.Equal(t, want, family("auto"), mt)
+	}
+	require.Equal(t, tokenizer.FamilyQwen35, family("Qwen_3.5"))
+	b, err := continuousBoundary(dir, "off", tok, logger)
+	require.NoError(t, err)
+	require.Nil(t, b)
+	_, err = continuousBoundary(dir, "qwen4", tok, logger)
+	require.ErrorContains(t, err, `--continuous-family: tokenizer: continuous token: unknown model_family "qwen4"`)
+	_, err = continuousBoundary(dir, "glm47", tok, logger)
+	require.ErrorContains(t, err, `required token "<|observation|>"`)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "config.json"), []byte(`{"model_type":`), 0o644))
+	_, err = continuousBoundary(dir, "auto", tok, logger)
+	require.ErrorContains(t, err, "config.json")
 }

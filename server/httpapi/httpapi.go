@@ -520,6 +520,9 @@ func statusOf(err error) int {
 		return http.StatusTooManyRequests
 	case errors.Is(err, server.ErrUnavailable):
 		return http.StatusServiceUnavailable
+	case errors.Is(err, errors.ErrUnsupported):
+		// A capability the engine has only in part (a pause mode).
+		return http.StatusNotImplemented
 	case errors.Is(err, context.DeadlineExceeded):
 		return http.StatusGatewayTimeout
 	case errors.Is(err, context.Canceled):

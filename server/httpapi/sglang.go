@@ -369,6 +369,7 @@ type sglMeta struct {
 	CompletionTokens    int             `json:"completion_tokens"`
 	CachedTokens        int             `json:"cached_tokens"`
 	WeightVersion       string          `json:"weight_version"`
+	NumRetractions      int             `json:"num_retractions"`
 	InputTokenLogprobs  *logprobTriples `json:"input_token_logprobs,omitempty"`
 	OutputTokenLogprobs *logprobTriples `json:"output_token_logprobs,omitempty"`
 	E2ELatency          float64         `json:"e2e_latency"`
@@ -504,6 +505,7 @@ func (s *Server) sglangBody(p prepared, out server.TokenOutput, start time.Time)
 			CompletionTokens: len(out.TokenIDs),
 			CachedTokens:     out.CachedTokens,
 			WeightVersion:    s.versions.name(out.WeightVersion),
+			NumRetractions:   out.Retractions,
 			E2ELatency:       time.Since(start).Seconds(),
 		},
 	}
@@ -843,9 +845,11 @@ func (s *Server) handlePauseGeneration(w http.ResponseWriter, r *http.Request) {
 	}
 	switch in.Mode {
 	case "", "abort":
-		s.pause(w, r, true, sglPaused)
-	case "retract", "in_place":
-		s.pause(w, r, false, sglPaused)
+		s.pause(w, r, server.PauseAbort, sglPaused)
+	case "retract":
+		s.pause(w, r, server.PauseRetract, sglPaused)
+	case "in_place":
+		s.pause(w, r, server.PauseKeep, sglPaused)
 	default:
 		writeError(w, http.StatusBadRequest, fmt.Sprintf(`field "mode": unknown mode %q (known: abort, retract, in_place)`, in.Mode))
 	}
@@ -861,12 +865,12 @@ var (
 	vllmResumed  = map[string]string{"status": "resumed"}
 )
 
-func (s *Server) pause(w http.ResponseWriter, r *http.Request, abortRunning bool, body any) {
+func (s *Server) pause(w http.ResponseWriter, r *http.Request, mode server.PauseMode, body any) {
 	p, ok := capability[server.Pauser](s, w, "pausing")
 	if !ok {
 		return
 	}
-	if err := p.Pause(r.Context(), abortRunning); err != nil {
+	if err := p.Pause(r.Context(), mode); err != nil {
 		writeEngineError(w, err)
 		return
 	}

@@ -170,3 +170,48 @@ func TestPauseResumeBodies(t *testing.T) {
 		require.JSONEq(t, tc.want, body, tc.path)
 	}
 }
+
+// modePauser records the pause modes it is asked for and, like SGLang,
+// has no waiting pause.
+type modePauser struct {
+	*servertest.Server
+	modes []server.PauseMode
+}
+
+func (p *modePauser) Pause(ctx context.Context, mode server.PauseMode) error {
+	if mode == server.PauseWait {
+		return server.UnsupportedPause("modePauser", mode)
+	}
+	p.modes = append(p.modes, mode)
+	return p.Server.Pause(ctx, mode)
+}
+
+// TestPauseModes: each dialect's mode names reach the engine as the one
+// server.PauseMode they mean (SGLang's default is abort, as
+// http_server.py's PauseGenerationReqInput has it; so is vLLM's), and a mode
+// the engine lacks is a 501 that names it.
+func TestPauseModes(t *testing.T) {
+	eng := &modePauser{Server: servertest.New(servertest.Config{})}
+	s := start(t, eng, httpapi.Config{})
+	for _, tc := range []struct {
+		path, body string
+		want       server.PauseMode
+	}{
+		{"/pause_generation", ``, server.PauseAbort},
+		{"/pause_generation", `{"mode":"abort"}`, server.PauseAbort},
+		{"/pause_generation", `{"mode":"in_place"}`, server.PauseKeep},
+		{"/pause_generation", `{"mode":"retract"}`, server.PauseRetract},
+		{"/pause", ``, server.PauseAbort},
+		{"/pause?mode=abort", ``, server.PauseAbort},
+		{"/pause?mode=keep", ``, server.PauseKeep},
+	} {
+		code, body := post(t, s.URL()+tc.path, tc.body)
+		require.Equal(t, 200, code, "%s %s: %s", tc.path, tc.body, body)
+		require.Equal(t, tc.want, eng.modes[len(eng.modes)-1], "%s %s", tc.path, tc.body)
+		code, _ = post(t, s.URL()+"/resume", ``)
+		require.Equal(t, 200, code)
+	}
+	code, body := post(t, s.URL()+"/pause?mode=wait", ``)
+	require.Equal(t, 501, code)
+	require.Contains(t, body, `pause mode \"wait\"`)
+}

@@ -525,11 +525,12 @@ func vllmBaseRequestID(id string) string {
 }
 
 func (s *Server) handleVLLMPause(w http.ResponseWriter, r *http.Request) {
+	// vLLM's default mode is abort (api_router.py's pause_generation).
 	switch mode := r.URL.Query().Get("mode"); mode {
-	case "", "abort":
-		s.pause(w, r, true, vllmPaused)
-	case "wait", "keep":
-		s.pause(w, r, false, vllmPaused)
+	case "":
+		s.pause(w, r, server.PauseAbort, vllmPaused)
+	case "abort", "wait", "keep":
+		s.pause(w, r, server.PauseMode(mode), vllmPaused)
 	default:
 		writeError(w, http.StatusBadRequest, fmt.Sprintf("query parameter mode: unknown mode %q (known: abort, wait, keep)", mode))
 	}

@@ -86,6 +86,8 @@ func (r *sglGenerateResponse) appendJSON(b []byte) []byte {
 		b = append(b, `,"weight_version":`...)
 		b = appendString(b, m.WeightVersion)
 	}
+	b = append(b, `,"num_retractions":`...)
+	b = strconv.AppendInt(b, int64(m.NumRetractions), 10)
 	if m.InputTokenLogprobs != nil {
 		b = append(b, `,"input_token_logprobs":`...)
 		b = m.InputTokenLogprobs.appendJSON(b)

@@ -32,7 +32,7 @@ func TestResponseEncodersMatchEncodingJSON(t *testing.T) {
 		}
 		resp := sglGenerateResponse{Text: texts[r.IntN(len(texts))], OutputIDs: ids, MetaInfo: sglMeta{
 			ID: texts[r.IntN(len(texts))], FinishReason: finishes[r.IntN(len(finishes))], PromptTokens: r.IntN(5000),
-			CompletionTokens: k, CachedTokens: r.IntN(100), WeightVersion: "7", E2ELatency: r.Float64()}}
+			CompletionTokens: k, CachedTokens: r.IntN(100), WeightVersion: "7", NumRetractions: r.IntN(3), E2ELatency: r.Float64()}}
 		withLP := r.IntN(2) == 0
 		if withLP {
 			resp.MetaInfo.OutputTokenLogprobs = &logprobTriples{lps: lps, ids: ids}
@@ -45,6 +45,7 @@ func TestResponseEncodersMatchEncodingJSON(t *testing.T) {
 			CompletionTokens    int       `json:"completion_tokens"`
 			CachedTokens        int       `json:"cached_tokens"`
 			WeightVersion       string    `json:"weight_version"`
+			NumRetractions      int       `json:"num_retractions"`
 			OutputTokenLogprobs *[][]any  `json:"output_token_logprobs,omitempty"`
 			E2ELatency          float64   `json:"e2e_latency"`
 		}
@@ -53,7 +54,7 @@ func TestResponseEncodersMatchEncodingJSON(t *testing.T) {
 			Text      string  `json:"text"`
 			OutputIDs []int32 `json:"output_ids"`
 			MetaInfo  refMeta `json:"meta_info"`
-		}{resp.Text, ids, refMeta{m.ID, m.FinishReason, m.PromptTokens, m.CompletionTokens, m.CachedTokens, m.WeightVersion, nil, m.E2ELatency}}
+		}{resp.Text, ids, refMeta{m.ID, m.FinishReason, m.PromptTokens, m.CompletionTokens, m.CachedTokens, m.WeightVersion, m.NumRetractions, nil, m.E2ELatency}}
 		if withLP {
 			triples := [][]any{}
 			for i, id := range ids {

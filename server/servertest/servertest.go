@@ -266,9 +266,10 @@ type Stats struct {
 }
 
 type inflight struct {
-	rid   string
-	abort chan struct{}
-	once  sync.Once
+	rid    string
+	abort  chan struct{}
+	once   sync.Once
+	active bool // generating: not held by a Pause (guarded by Server.mu)
 }
 
 func (f *inflight) stop() { f.once.Do(func() { close(f.abort) }) }
@@ -340,7 +341,9 @@ type Server struct {
 	version     int64
 	weightsPath string
 	flushes     int
-	paused      chan struct{} // non-nil while paused: closed by Resume
+	paused      chan struct{}   // non-nil while paused: closed by Resume
+	active      int             // running calls not held by a Pause
+	drained     []chan struct{} // Pause(PauseWait) callers, closed when active reaches 0
 }
 
 // New returns a server configured by cfg.
@@ -504,6 +507,9 @@ func (s *Server) generate(ctx context.Context, req server.GenerateRequest, emit 
 	first := s.sampleLocked(s.cfg.Latency)
 	paused := s.paused
 	fl := &inflight{rid: req.RequestID, abort: make(chan struct{})}
+	if paused == nil {
+		s.activateLocked(fl)
+	}
 	s.running[fl] = struct{}{}
 	s.stats.InFlight++
 	s.stats.MaxInFlight = max(s.stats.MaxInFlight, s.stats.InFlight)
@@ -513,6 +519,15 @@ func (s *Server) generate(ctx context.Context, req server.GenerateRequest, emit 
 
 	s.mu.Lock()
 	delete(s.running, fl)
+	if fl.active {
+		s.active--
+		if s.active == 0 {
+			for _, ch := range s.drained {
+				close(ch)
+			}
+			s.drained = nil
+		}
+	}
 	s.stats.InFlight--
 	if err != nil {
 		s.stats.Failed++
@@ -544,6 +559,9 @@ func (s *Server) run(ctx context.Context, req server.GenerateRequest, tc turnCal
 	if paused != nil {
 		select {
 		case <-paused:
+			s.mu.Lock()
+			s.activateLocked(fl)
+			s.mu.Unlock()
 		case <-fl.abort:
 			return server.TokenOutput{StopReason: server.StopAbort, TokenIDs: []int32{}}, tc.reply, nil
 		case <-ctx.Done():
@@ -818,20 +836,43 @@ func (s *Server) FlushCache(ctx context.Context) error {
 	return nil
 }
 
-// Pause holds calls that have not started generating until Resume; with
-// abortRunning it also aborts the running ones.
-func (s *Server) Pause(ctx context.Context, abortRunning bool) error {
+// Pause holds calls that have not started generating until Resume. Mode
+// PauseAbort also aborts the running ones; PauseWait returns once the
+// running ones have finished (or ctx ends); PauseKeep and PauseRetract
+// leave them running, as a scripted engine has no KV cache to keep or free.
+func (s *Server) Pause(ctx context.Context, mode server.PauseMode) error {
+	mode, err := server.ParsePauseMode(string(mode))
+	if err != nil {
+		return s.errorf("pause", err)
+	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.paused == nil {
 		s.paused = make(chan struct{})
 	}
-	if abortRunning {
+	if mode == server.PauseAbort {
 		for fl := range s.running {
 			fl.stop()
 		}
 	}
-	return nil
+	if mode != server.PauseWait || s.active == 0 {
+		s.mu.Unlock()
+		return nil
+	}
+	done := make(chan struct{})
+	s.drained = append(s.drained, done)
+	s.mu.Unlock()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return s.errorf("pause", ctx.Err())
+	}
+}
+
+// activateLocked counts fl as generating (see Pause's PauseWait).
+func (s *Server) activateLocked(fl *inflight) {
+	fl.active = true
+	s.active++
 }
 
 // Resume releases the calls held by Pause.

@@ -259,7 +259,7 @@ func TestCapabilities(t *testing.T) {
 	require.NoError(t, err)
 
 	// Pause holds new calls until Resume.
-	require.NoError(t, s.Pause(ctx, false))
+	require.NoError(t, s.Pause(ctx, server.PauseKeep))
 	done := make(chan server.TokenOutput)
 	go func() {
 		o, _ := s.Generate(ctx, req("p", []int32{1}, server.SamplingParams{}))
@@ -284,7 +284,7 @@ func TestPauseAbortAndEdges(t *testing.T) {
 		done <- out
 	}()
 	require.Eventually(t, func() bool { return s.Stats().InFlight == 1 }, time.Second, time.Millisecond)
-	require.NoError(t, s.Pause(ctx, true)) // aborts the running call
+	require.NoError(t, s.Pause(ctx, server.PauseAbort)) // aborts the running call
 	out := <-done
 	require.Equal(t, server.StopAbort, out.StopReason)
 	require.Less(t, len(out.TokenIDs), 5)
@@ -345,4 +345,32 @@ func TestGenerateStream(t *testing.T) {
 
 	_, err = s.GenerateStream(ctx, req("d", []int32{1}, p), nil)
 	require.ErrorIs(t, err, server.ErrBadRequest)
+}
+
+// TestPauseWait: PauseWait returns once the running call has finished,
+// holds calls made meanwhile, and does not wait for those it holds.
+func TestPauseWait(t *testing.T) {
+	ctx := context.Background()
+	s := servertest.New(servertest.Config{Rule: servertest.Constant(1, 2, 3, 4, 5), TokenLatency: servertest.Fixed(5 * time.Millisecond)})
+	done := make(chan server.TokenOutput, 2)
+	go func() {
+		out, _ := s.Generate(ctx, req("p", []int32{1}, server.SamplingParams{}))
+		done <- out
+	}()
+	require.Eventually(t, func() bool { return s.Stats().InFlight == 1 }, time.Second, time.Millisecond)
+	require.NoError(t, s.Pause(ctx, server.PauseWait))
+	require.Equal(t, int64(1), s.Stats().Completed, "PauseWait returned before the running call ended")
+	require.Equal(t, []int32{1, 2, 3, 4, 5}, (<-done).TokenIDs, "ran to its end")
+	go func() {
+		out, _ := s.Generate(ctx, req("q", []int32{1}, server.SamplingParams{}))
+		done <- out
+	}()
+	require.Eventually(t, func() bool { return s.Stats().InFlight == 1 }, time.Second, time.Millisecond)
+	require.NoError(t, s.Pause(ctx, server.PauseWait), "a held call is not waited for")
+	canceled, cancel := context.WithCancel(ctx)
+	cancel()
+	require.NoError(t, s.Pause(canceled, server.PauseWait), "nothing to wait for")
+	require.ErrorIs(t, s.Pause(ctx, "freeze"), server.ErrBadRequest)
+	require.NoError(t, s.Resume(ctx))
+	require.Len(t, (<-done).TokenIDs, 5)
 }

@@ -131,7 +131,7 @@ func TestTurnFollowsTheConversation(t *testing.T) {
 func TestResumeAfterPausedAbort(t *testing.T) {
 	ctx := context.Background()
 	s := servertest.New(servertest.Config{Rule: servertest.Scripts(map[string][][]int32{"a": {{10, 11}, {20}}}, nil)})
-	require.NoError(t, s.Pause(ctx, false))
+	require.NoError(t, s.Pause(ctx, server.PauseKeep))
 	done := make(chan server.TokenOutput, 1)
 	go func() {
 		out, _ := s.Generate(ctx, req("a", []int32{1}, server.SamplingParams{}))

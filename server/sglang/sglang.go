@@ -132,6 +132,7 @@ type generateResponse struct {
 		CompletionTokens    int             `json:"completion_tokens"`
 		CachedTokens        int             `json:"cached_tokens"`
 		WeightVersion       json.RawMessage `json:"weight_version"`
+		NumRetractions      int             `json:"num_retractions"`
 		OutputTokenLogprobs json.RawMessage `json:"output_token_logprobs"`
 	} `json:"meta_info"`
 }
@@ -198,6 +199,7 @@ func ParseGenerateResponse(data []byte, wantLogprobs bool) (server.TokenOutput, 
 	}
 	out.PromptTokens = m.PromptTokens
 	out.CachedTokens = m.CachedTokens
+	out.Retractions = m.NumRetractions
 	if out.WeightVersion, err = parseWeightVersion(m.WeightVersion); err != nil {
 		return out, err
 	}
@@ -444,14 +446,27 @@ func (c *Client) FlushCache(ctx context.Context) error {
 	return err
 }
 
-// Pause holds new requests (/pause_generation); with abortRunning the
-// running ones are aborted ("abort" mode), otherwise kept ("in_place").
-func (c *Client) Pause(ctx context.Context, abortRunning bool) error {
-	mode := "in_place"
-	if abortRunning {
-		mode = "abort"
+// Pause holds new requests (/pause_generation) with SGLang's mode for the
+// running ones: "abort" (PauseAbort), "in_place" (PauseKeep) or "retract"
+// (PauseRetract). SGLang has no mode that waits for the running requests
+// (PauseWait): that is refused with errors.ErrUnsupported before any call.
+func (c *Client) Pause(ctx context.Context, mode server.PauseMode) error {
+	mode, err := server.ParsePauseMode(string(mode))
+	if err != nil {
+		return err
 	}
-	_, err := c.post(ctx, "pause", "/pause_generation", map[string]string{"mode": mode})
+	var m string
+	switch mode {
+	case server.PauseAbort:
+		m = "abort"
+	case server.PauseKeep:
+		m = "in_place"
+	case server.PauseRetract:
+		m = "retract"
+	default:
+		return server.UnsupportedPause("sglang", mode)
+	}
+	_, err = c.post(ctx, "pause", "/pause_generation", map[string]string{"mode": m})
 	return err
 }
 

@@ -3,6 +3,7 @@ package sglang_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -252,9 +253,20 @@ func TestControl(t *testing.T) {
 	require.NoError(t, c.AbortAll(ctx))
 	require.JSONEq(t, `{"rid":"","abort_all":true}`, rec.Last("/abort_request").Body)
 
-	require.NoError(t, c.Pause(ctx, false))
+	require.NoError(t, c.Pause(ctx, server.PauseKeep))
 	require.JSONEq(t, `{"mode":"in_place"}`, rec.Last("/pause_generation").Body)
 	require.NoError(t, c.Resume(ctx))
+	require.NoError(t, c.Pause(ctx, server.PauseRetract))
+	require.JSONEq(t, `{"mode":"retract"}`, rec.Last("/pause_generation").Body)
+	require.NoError(t, c.Resume(ctx))
+	require.NoError(t, c.Pause(ctx, server.PauseAbort))
+	require.JSONEq(t, `{"mode":"abort"}`, rec.Last("/pause_generation").Body)
+	require.NoError(t, c.Resume(ctx))
+	// SGLang has no waiting pause; refused before any call.
+	calls := len(rec.Paths())
+	require.ErrorIs(t, c.Pause(ctx, server.PauseWait), errors.ErrUnsupported)
+	require.ErrorIs(t, c.Pause(ctx, "freeze"), server.ErrBadRequest)
+	require.Len(t, rec.Paths(), calls)
 	require.Equal(t, "/continue_generation", rec.Paths()[len(rec.Paths())-1])
 }
 
@@ -541,4 +553,47 @@ func TestWakeUpResumesOnlyReleasedTags(t *testing.T) {
 	require.Error(t, c.WakeUp(ctx))
 	fake.offload["kv_cache"] = true
 	require.NoError(t, c.WakeUp(ctx))
+}
+
+// TestNumRetractions: SGLang's meta_info.num_retractions (how often the
+// request was retracted, its KV freed to be recomputed) reaches
+// TokenOutput.Retractions, streamed or not.
+func TestNumRetractions(t *testing.T) {
+	body := `{"text":"","output_ids":[5,2],"meta_info":{"id":"r","finish_reason":{"type":"stop","matched":2},` +
+		`"prompt_tokens":3,"completion_tokens":2,"cached_tokens":0,"weight_version":"4","num_retractions":2}}`
+	out, err := sglang.ParseGenerateResponse([]byte(body), false)
+	require.NoError(t, err)
+	require.Equal(t, 2, out.Retractions)
+	require.Equal(t, int64(4), out.WeightVersion)
+
+	// Through the wire, from an engine that reports it.
+	eng := retracting{servertest.New(servertest.Config{Rule: servertest.Constant(5)})}
+	api, err := httpapi.Start(eng, httpapi.Config{})
+	require.NoError(t, err)
+	defer api.Close()
+	c, err := sglang.New(sglang.Config{BaseURL: api.URL()})
+	require.NoError(t, err)
+	req := server.GenerateRequest{RequestID: "r", PromptIDs: []int32{1, 2}, Params: server.SamplingParams{MaxNewTokens: 1}}
+	out, err = c.Generate(context.Background(), req)
+	require.NoError(t, err)
+	require.Equal(t, 3, out.Retractions)
+	var streamed server.TokenOutput
+	streamed, err = c.GenerateStream(context.Background(), req, func(server.Chunk) error { return nil })
+	require.NoError(t, err)
+	require.Equal(t, 3, streamed.Retractions)
+}
+
+// retracting is an engine whose every output was retracted three times.
+type retracting struct{ *servertest.Server }
+
+func (r retracting) Generate(ctx context.Context, req server.GenerateRequest) (server.TokenOutput, error) {
+	out, err := r.Server.Generate(ctx, req)
+	out.Retractions = 3
+	return out, err
+}
+
+func (r retracting) GenerateStream(ctx context.Context, req server.GenerateRequest, emit func(server.Chunk) error) (server.TokenOutput, error) {
+	out, err := r.Server.GenerateStream(ctx, req, emit)
+	out.Retractions = 3
+	return out, err
 }

@@ -109,6 +109,7 @@ type streamChunk struct {
 		CompletionTokens          *int            `json:"completion_tokens"`
 		CachedTokens              int             `json:"cached_tokens"`
 		WeightVersion             json.RawMessage `json:"weight_version"`
+		NumRetractions            int             `json:"num_retractions"`
 		OutputTokenLogprobs       json.RawMessage `json:"output_token_logprobs"`
 		OutputTokenLogprobsLength *int            `json:"output_token_logprobs_length"`
 	} `json:"meta_info"`
@@ -196,6 +197,7 @@ func (st *streamState) event(data []byte) error {
 		st.out.StopReason = reason
 		st.out.PromptTokens = m.PromptTokens
 		st.out.CachedTokens = m.CachedTokens
+		st.out.Retractions = m.NumRetractions
 		if st.out.WeightVersion, err = parseWeightVersion(st.version); err != nil {
 			return fmt.Errorf("/generate stream: %w", err)
 		}

@@ -573,20 +573,28 @@ func (c *Client) Abort(ctx context.Context, rid string) error {
 // AbortAll aborts every running request: /pause?mode=abort then /resume,
 // the only way vLLM offers (so it also ends a Pause that was in force).
 func (c *Client) AbortAll(ctx context.Context) error {
-	if err := c.Pause(ctx, true); err != nil {
+	if err := c.Pause(ctx, server.PauseAbort); err != nil {
 		return err
 	}
 	return c.Resume(ctx)
 }
 
-// Pause holds new requests (/pause); with abortRunning the running ones are
-// aborted (mode=abort), otherwise kept (mode=keep).
-func (c *Client) Pause(ctx context.Context, abortRunning bool) error {
-	mode := "keep"
-	if abortRunning {
-		mode = "abort"
+// Pause holds new requests (/pause?mode=) with vLLM's mode for the running
+// ones: "abort" (PauseAbort), "wait" (PauseWait: vLLM answers once they
+// have finished) or "keep" (PauseKeep). vLLM cannot retract requests
+// (PauseRetract): that is refused with errors.ErrUnsupported before any
+// call.
+func (c *Client) Pause(ctx context.Context, mode server.PauseMode) error {
+	mode, err := server.ParsePauseMode(string(mode))
+	if err != nil {
+		return err
 	}
-	return c.post(ctx, "pause", "/pause?mode="+mode, nil)
+	switch mode {
+	case server.PauseAbort, server.PauseWait, server.PauseKeep:
+	default:
+		return server.UnsupportedPause("vllm", mode)
+	}
+	return c.post(ctx, "pause", "/pause?mode="+string(mode), nil)
 }
 
 // Resume ends a Pause (/resume).

@@ -2,6 +2,7 @@ package vllm_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -197,9 +198,17 @@ func TestControl(t *testing.T) {
 	require.NoError(t, c.FlushCache(ctx))
 	require.Equal(t, 1, eng.Flushes())
 
-	require.NoError(t, c.Pause(ctx, false))
+	require.NoError(t, c.Pause(ctx, server.PauseKeep))
 	require.Equal(t, "mode=keep", rec.Last("/pause").Query)
 	require.NoError(t, c.Resume(ctx))
+	require.NoError(t, c.Pause(ctx, server.PauseWait))
+	require.Equal(t, "mode=wait", rec.Last("/pause").Query)
+	require.NoError(t, c.Resume(ctx))
+	// vLLM cannot retract; refused before any call.
+	calls := len(rec.All())
+	require.ErrorIs(t, c.Pause(ctx, server.PauseRetract), errors.ErrUnsupported)
+	require.ErrorIs(t, c.Pause(ctx, "freeze"), server.ErrBadRequest)
+	require.Len(t, rec.All(), calls)
 	require.NoError(t, c.AbortAll(ctx))
 	require.Equal(t, "mode=abort", rec.Last("/pause").Query)
 	require.Equal(t, "/resume", rec.All()[len(rec.All())-1].Path)
