@@ -444,6 +444,9 @@ func (t *Tokenizer) DeltaText(c ChatContext, added []chat.Message) (string, erro
 		return string(after[len(before):]), nil
 	}
 	cut0, a0, err := t.turnEnd(before)
+	if errors.Is(err, errNoTurnEnd) {
+		return t.implicitTurnEndDelta(before, after, len(added))
+	}
 	if err != nil {
 		return "", err
 	}
@@ -460,6 +463,30 @@ func (t *Tokenizer) DeltaText(c ChatContext, added []chat.Message) (string, erro
 		}
 	}
 	return string(after[cut1:]), nil
+}
+
+var errNoTurnEnd = fmt.Errorf("%w: no end-of-turn token after the assistant turn", ErrTemplateDelta)
+
+// implicitTurnEndDelta is the delta of a template whose assistant turn has
+// no end token of its own (GLM-4.5 to GLM-5): the model ends its turn by
+// sampling the token that opens the next message (<|observation|> before
+// a tool result, <|user|> before a user turn), and the template writes
+// that token there. The sampled token is already in the stream, so the
+// delta starts after it: the tokens are the ones verl's GLM rule builds
+// (it drops the sampled token and appends the message with its opener).
+// The render with the added messages must extend the one without them and
+// continue with an end-of-turn token.
+func (t *Tokenizer) implicitTurnEndDelta(before, after []byte, added int) (string, error) {
+	if !bytes.HasPrefix(after, before) {
+		return "", fmt.Errorf("%w: the template renders earlier messages differently once %d more follow", ErrTemplateDelta, added)
+	}
+	rest := after[len(before):]
+	for _, id := range t.eos {
+		if tok := t.tokens.at(int(id)); tok != "" && bytes.HasPrefix(rest, []byte(tok)) {
+			return string(rest[len(tok):]), nil
+		}
+	}
+	return "", errNoTurnEnd
 }
 
 // deltaBufs recycles the output buffers of DeltaText's two renders.
@@ -482,7 +509,7 @@ func (t *Tokenizer) turnEnd(s []byte) (cut, marker int, err error) {
 		}
 	}
 	if best < 0 {
-		return 0, 0, fmt.Errorf("%w: no end-of-turn token after the assistant turn", ErrTemplateDelta)
+		return 0, 0, errNoTurnEnd
 	}
 	return marker + len(markAssistant) + best + cut, marker, nil
 }
