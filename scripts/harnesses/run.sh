@@ -7,7 +7,11 @@
 #
 #   scripts/harnesses/run.sh [harness ...]     # default: all
 #
-# Harnesses: codex claude agents-responses agents-chat opencode pi.
+# Harnesses: codex claude agents-responses agents-chat opencode pi, and
+# pi-compact: pi with a context window small enough that its own
+# compaction runs after the first prompt, then a second prompt continuing
+# the session over the compacted history (its trajectories must show the
+# rewritten history as a segment of its own).
 # Loopback only, a dummy key, telemetry and auto-updates off, a timeout
 # each (HARNESS_TIMEOUT seconds, default 180). The npm packages go to
 # AGENTRL_HARNESS_CACHE (default ~/.cache/agentrl-harnesses), outside the
@@ -37,7 +41,8 @@ mkdir -p "$WORK/tok" "$WORK/home"
 for f in tokenizer.json tokenizer_config.json; do
   gunzip -c "$ROOT/tokenizer/testdata/qwen3/$f.gz" >"$WORK/tok/$f"
 done
-(cd "$ROOT" && go build -o "$WORK/engine" ./scripts/harnesses/engine && go build -o "$WORK/agentrl" ./cmd/agentrl) || exit 1
+(cd "$ROOT" && go build -o "$WORK/engine" ./scripts/harnesses/engine && go build -o "$WORK/agentrl" ./cmd/agentrl &&
+  go build -o "$WORK/check" ./scripts/harnesses/check) || exit 1
 "$WORK/engine" -tokenizer "$WORK/tok" -addr 127.0.0.1:0 -addr-file "$WORK/addr" -log "$WORK/engine.jsonl" 2>"$WORK/engine.log" &
 ENGINE_PID=$!
 for _ in $(seq 50); do [ -s "$WORK/addr" ] && break; sleep 0.2; done
@@ -64,7 +69,9 @@ JSON
 mkdir -p "$HOME/.pi/agent"
 cat >"$HOME/.pi/agent/models.json" <<'JSON'
 {"providers": {"agentrl": {"baseUrl": "http://placeholder/v1", "api": "openai-completions", "apiKey": "OPENAI_API_KEY",
-  "models": [{"id": "agentrl", "name": "agentrl", "contextWindow": 131072, "maxTokens": 4096}]}}}
+  "models": [{"id": "agentrl", "name": "agentrl", "contextWindow": 131072, "maxTokens": 4096}]},
+ "agentrl-small": {"baseUrl": "http://placeholder/v1", "api": "openai-completions", "apiKey": "OPENAI_API_KEY",
+  "models": [{"id": "agentrl", "name": "agentrl", "contextWindow": 2048, "maxTokens": 512}]}}}
 JSON
 
 # cmd HARNESS: the command, for sh -c with the endpoint in the environment.
@@ -77,6 +84,9 @@ cmd() {
   agents-chat) echo "node $CACHE/agents.mjs chat" ;;
   opencode) echo "$BIN/opencode run -m agentrl/agentrl {prompt}" ;;
   pi) echo "sed -i \"s#http://[^\\\"]*/v1#\$OPENAI_BASE_URL#\" \$HOME/.pi/agent/models.json; $BIN/pi -p --provider agentrl --model agentrl {prompt}" ;;
+  pi-compact) echo "sed -i \"s#http://[^\\\"]*/v1#\$OPENAI_BASE_URL#g\" \$HOME/.pi/agent/models.json; mkdir -p .pi;" \
+    "echo '{\"compaction\": {\"enabled\": true, \"reserveTokens\": 1024, \"keepRecentTokens\": 200}}' >.pi/settings.json;" \
+    "$BIN/pi -p --provider agentrl-small --model agentrl {prompt} && $BIN/pi -p -c --provider agentrl-small --model agentrl 'Run it once more.'" ;;
   esac
 }
 
@@ -100,7 +110,9 @@ for h in "${HARNESSES[@]}"; do
     --progress never >"$WORK/$h.summary" 2>"$WORK/$h.stderr" </dev/null
   rc=$?
   if [ $rc -eq 0 ]; then
-    captured=$(cd "$ROOT" && go run ./scripts/harnesses/check -trajectories "$WORK/$h.jsonl" -engine-log "$WORK/engine.jsonl" -tokenizer "$WORK/tok" 2>&1)
+    min=1
+    [ "$h" = pi-compact ] && min=2
+    captured=$("$WORK/check" -min-trajectories $min -trajectories "$WORK/$h.jsonl" -engine-log "$WORK/engine.jsonl" -tokenizer "$WORK/tok" 2>&1)
   else captured="FAIL (exit $rc): $(tail -c 300 "$WORK/$h.stderr" | tr '\n|' '  ')"; fi
   printf '| %s | %s | %s |\n' "$h" "$plain" "$captured"
   [ -n "${KEEP:-}" ] && cp -r "$WORK" "${KEEP}" 2>/dev/null

@@ -37,6 +37,7 @@ func run() (string, error) {
 	trajPath := flag.String("trajectories", "", "trajectories JSONL")
 	logPath := flag.String("engine-log", "", "the engine's reply log")
 	flag.String("tokenizer", "", "unused; kept for the script's command line")
+	minTrajs := flag.Int("min-trajectories", 1, "fail unless the run gives at least this many trajectories (a forced compaction: 2)")
 	flag.Parse()
 	f, err := os.Open(*trajPath)
 	if err != nil {
@@ -107,6 +108,32 @@ func run() (string, error) {
 		}
 		calls = rep.Calls
 	}
-	return fmt.Sprintf("ok: %d trajectories (%d segment roots) from %d calls, %d model turns; mask-1 = engine tokens; prompt+response = last call's sequence; delivered %.2f",
-		len(trajs), len(rep.Roots), calls, turns, rep.Delivered), nil
+	if len(trajs) < *minTrajs {
+		return "", fmt.Errorf("%d trajectories, want at least %d (segment roots: %s)", len(trajs), *minTrajs, reasons(rep.Roots))
+	}
+	return fmt.Sprintf("ok: %d trajectories (%d segment roots: %s) from %d calls, %d model turns, dropped: %s; mask-1 = engine tokens; prompt+response = last call's sequence; delivered %.2f",
+		len(trajs), len(rep.Roots), reasons(rep.Roots), calls, turns, reasons(rep.Dropped), rep.Delivered), nil
+}
+
+// reasons lists the reasons of calls, with counts, in first-seen order.
+func reasons(ds []capture.Dropped) string {
+	if len(ds) == 0 {
+		return "none"
+	}
+	var order []string
+	n := map[string]int{}
+	for _, d := range ds {
+		if n[d.Reason] == 0 {
+			order = append(order, d.Reason)
+		}
+		n[d.Reason]++
+	}
+	out := ""
+	for i, r := range order {
+		if i > 0 {
+			out += ", "
+		}
+		out += fmt.Sprintf("%d× %s", n[r], r)
+	}
+	return out
 }
