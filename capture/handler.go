@@ -35,6 +35,13 @@ func served(path string) bool {
 
 func (c *Capture) serveModel(w http.ResponseWriter, r *http.Request) {
 	path := r.URL.Path
+	if path == "/" && (r.Method == http.MethodHead || r.Method == http.MethodGet) {
+		// A reachability probe (Claude Code sends HEAD / without a key
+		// before its first call): 200 with no body, which names no
+		// rollout and records nothing, rather than a refusal.
+		w.WriteHeader(http.StatusOK)
+		return
+	}
 	var ro *rollout
 	key := requestKey(r)
 	if rest, ok := strings.CutPrefix(path, "/rollouts/"); ok {
