@@ -13,6 +13,18 @@ import (
 	"github.com/agentrl/agentrl/chat"
 )
 
+// continuousAddedCases are the messages appended after a model turn that
+// called "search" (id c0) in the continuous-token agreement tests.
+var continuousAddedCases = []struct {
+	name  string
+	added []chat.Message
+}{
+	{"one tool result", []chat.Message{{Role: chat.RoleTool, Content: "Go is a language.", ToolCallID: "c0", Name: "search"}}},
+	{"two tool results", []chat.Message{{Role: chat.RoleTool, Content: "hit 1", Name: "search"}, {Role: chat.RoleTool, Content: "hit 2", Name: "search"}}},
+	{"user turn", []chat.Message{{Role: chat.RoleUser, Content: "Please continue."}}},
+	{"tool then user", []chat.Message{{Role: chat.RoleTool, Content: "r", Name: "search"}, {Role: chat.RoleUser, Content: "and?"}}},
+}
+
 // familyTokenizer is the Qwen3 vocabulary with the special tokens of a
 // parser template added as single tokens, and that template as its chat
 // template: enough to tokenize the family's conversations as its own
@@ -112,15 +124,7 @@ func TestContinuousFamiliesDeltaAgreeWithVerl(t *testing.T) {
 				require.GreaterOrEqual(t, i, 0)
 				turn = turn[:i+1]
 			}
-			for _, c := range []struct {
-				name  string
-				added []chat.Message
-			}{
-				{"one tool result", []chat.Message{{Role: chat.RoleTool, Content: "Go is a language.", ToolCallID: "c0", Name: "search"}}},
-				{"two tool results", []chat.Message{{Role: chat.RoleTool, Content: "hit 1", Name: "search"}, {Role: chat.RoleTool, Content: "hit 2", Name: "search"}}},
-				{"user turn", []chat.Message{{Role: chat.RoleUser, Content: "Please continue."}}},
-				{"tool then user", []chat.Message{{Role: chat.RoleTool, Content: "r", Name: "search"}, {Role: chat.RoleUser, Content: "and?"}}},
-			} {
+			for _, c := range continuousAddedCases {
 				t.Run(c.name, func(t *testing.T) {
 					toolFirst := c.added[0].Role == chat.RoleTool
 					sampled := slices.Clone(turn)

@@ -287,16 +287,7 @@ func TestContinuousQwen3DeltaAgreesWithVerl(t *testing.T) {
 		{Role: chat.RoleUser, Content: "What is Go?"},
 		asst,
 	}
-	cases := []struct {
-		name  string
-		added []chat.Message
-	}{
-		{"one tool result", []chat.Message{{Role: chat.RoleTool, Content: "Go is a language.", ToolCallID: "c0", Name: "search"}}},
-		{"two tool results", []chat.Message{{Role: chat.RoleTool, Content: "hit 1", Name: "search"}, {Role: chat.RoleTool, Content: "hit 2", Name: "search"}}},
-		{"user turn", []chat.Message{{Role: chat.RoleUser, Content: "Please continue."}}},
-		{"tool then user", []chat.Message{{Role: chat.RoleTool, Content: "r", Name: "search"}, {Role: chat.RoleUser, Content: "and?"}}},
-	}
-	for _, c := range cases {
+	for _, c := range continuousAddedCases {
 		t.Run(c.name, func(t *testing.T) {
 			prompt, err := tok.EncodeChat(ChatContext{Messages: base[:2], Tools: tools, AddGenerationPrompt: true})
 			require.NoError(t, err)
