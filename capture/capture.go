@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -344,14 +345,47 @@ func (c *Capture) finish(ctx context.Context, ro *rollout, reason string) error 
 	if ro.finished {
 		return nil
 	}
-	if err := c.cfg.Store.Append(ctx, ro.info.ID, true, Record{Kind: KindFinish, Time: c.cfg.Now().UTC(), Reason: reason}); err != nil {
+	// A call still in flight can no longer be recorded (Record refuses
+	// it): it is aborted here, in the finish's own write, rather than
+	// when its handler ends, so every Rebuild after Finish reads the
+	// same log.
+	now := c.cfg.Now().UTC()
+	recs := make([]Record, 0, len(ro.begun)+1)
+	for _, id := range sortedCalls(ro.begun) {
+		recs = append(recs, Record{Kind: KindAbort, Time: now, CallID: id, Reason: inFlightAtFinish})
+	}
+	recs = append(recs, Record{Kind: KindFinish, Time: now, Reason: reason})
+	if err := c.cfg.Store.Append(ctx, ro.info.ID, true, recs...); err != nil {
 		return err
+	}
+	for _, r := range recs[:len(recs)-1] {
+		ro.aborted = append(ro.aborted, dropped{Call: r.CallID, Reason: "aborted: " + inFlightAtFinish})
+		delete(ro.begun, r.CallID)
+		c.stats.aborted.Add(1)
 	}
 	ro.finish(reason)
 	c.mu.Lock()
 	delete(c.byKey, ro.keyHash)
 	c.mu.Unlock()
 	return nil
+}
+
+// inFlightAtFinish is the abort reason of a call in flight at Finish.
+const inFlightAtFinish = "the rollout was finished while the call was in flight"
+
+// sortedCalls are begun's call ids in dispatch order (c2 before c10).
+func sortedCalls(begun map[string]bool) []string {
+	ids := make([]string, 0, len(begun))
+	for id := range begun {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool {
+		if len(ids[i]) != len(ids[j]) {
+			return len(ids[i]) < len(ids[j])
+		}
+		return ids[i] < ids[j]
+	})
+	return ids
 }
 
 // Delete removes the rollout and its log.
@@ -410,7 +444,7 @@ func (c *Capture) Begin(ctx context.Context, hc *httpapi.Call) (httpapi.Recordin
 	case len(ro.calls)+len(ro.begun) >= c.cfg.MaxCalls:
 		return nil, &server.Error{Op: "capture", Status: http.StatusTooManyRequests, Err: fmt.Errorf("capture: rollout %s has %d calls, the limit", ro.info.ID, c.cfg.MaxCalls)}
 	}
-	p := &pendingCall{c: c, ro: ro, id: fmt.Sprintf("c%d", ro.nextCall), received: hc.Received, header: recordedHeader(hc.Header),
+	p := &pendingCall{c: c, ro: ro, hc: hc, id: fmt.Sprintf("c%d", ro.nextCall), received: hc.Received, header: recordedHeader(hc.Header),
 		body: hc.Body, dialect: hc.Dialect, msgs: hc.Messages, tools: hc.Tools, kwargs: hc.TemplateKwargs}
 	ro.nextCall++
 	link := ro.link(hc.Messages, hc.Tools, hc.TemplateKwargs, c.eos)
@@ -452,8 +486,10 @@ func recordedHeader(h http.Header) map[string][]string {
 
 // pendingCall is a call between Begin and its record.
 type pendingCall struct {
-	c          *Capture
-	ro         *rollout
+	c  *Capture
+	ro *rollout
+	// hc is httpapi's call, whose Params are final by Record.
+	hc         *httpapi.Call
 	id         string
 	dialect    string
 	header     map[string][]string
@@ -477,7 +513,7 @@ func (p *pendingCall) Record(ctx context.Context, _ int, out server.TokenOutput,
 	rec := &CallRecord{ID: p.id, Dialect: p.dialect, Request: append([]byte(nil), p.body...), Header: p.header,
 		Messages: p.msgs, Tools: p.tools, TemplateKwargs: p.kwargs, Segment: p.why,
 		SampledIDs: out.TokenIDs, Logprobs: out.Logprobs, StopReason: string(out.StopReason), WeightVersion: out.WeightVersion,
-		Answer: answer, Received: p.received.UTC(), Dispatched: p.dispatched.UTC(), Recorded: p.c.cfg.Now().UTC()}
+		Sampling: samplingOf(p.hc.Params), Answer: answer, Received: p.received.UTC(), Dispatched: p.dispatched.UTC(), Recorded: p.c.cfg.Now().UTC()}
 	if p.parent != nil {
 		rec.Parent, rec.DeltaIDs = p.parent.rec.ID, p.delta
 		if rec.DeltaIDs == nil {
