@@ -204,3 +204,60 @@ func BenchmarkOpenRolloutMemory(b *testing.B) {
 	b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/float64(b.N), "heap-B/rollout")
 	runtime.KeepAlive(c)
 }
+
+// BenchmarkAppend is the store's part of a recorded call: a synced
+// Append of a call record of the size BenchmarkCall's calls have (a
+// 300-token prompt, 40 sampled tokens, the request and conversation,
+// about 6 KB), one at a time, to each embedded store. Metrics: p50-ns
+// and p99-ns per Append.
+func BenchmarkAppend(b *testing.B) {
+	ids := make([]int32, 300)
+	for i := range ids {
+		ids[i] = int32(1000 + i*7)
+	}
+	lps := make([]float32, 40)
+	for i := range lps {
+		lps[i] = -0.125 * float32(i%9)
+	}
+	body := `{"model":"agentrl","messages":[` + strings.Repeat(`{"role":"user","content":"List the files in the directory, please."},`, 30) + `{"role":"user","content":"go"}]}`
+	rec := capture.Record{Kind: capture.KindCall, Time: time.Now(), Call: &capture.CallRecord{ID: "c1", Dialect: "chat",
+		Request: json.RawMessage(body), PromptIDs: ids, SampledIDs: ids[:40], Logprobs: lps, StopReason: "stop"}}
+	for _, name := range []string{"dir", "log"} {
+		b.Run(name, func(b *testing.B) {
+			var store capture.Store
+			if name == "dir" {
+				d, err := capture.OpenDir(b.TempDir())
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer d.Close()
+				store = d
+			} else {
+				l, err := capture.OpenLog(filepath.Join(b.TempDir(), "capture.log"))
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer l.Close()
+				store = l
+			}
+			ctx := context.Background()
+			info := capture.Record{Kind: capture.KindRollout, Rollout: &capture.RolloutInfo{ID: "ro_bench", KeySHA256: strings.Repeat("ab", 32)}}
+			if err := store.Append(ctx, "ro_bench", true, info); err != nil {
+				b.Fatal(err)
+			}
+			lat := make([]time.Duration, 0, b.N)
+			b.ResetTimer()
+			for range b.N {
+				t0 := time.Now()
+				if err := store.Append(ctx, "ro_bench", true, rec); err != nil {
+					b.Fatal(err)
+				}
+				lat = append(lat, time.Since(t0))
+			}
+			b.StopTimer()
+			slices.Sort(lat)
+			b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds()), "p50-ns")
+			b.ReportMetric(float64(lat[len(lat)*99/100].Nanoseconds()), "p99-ns")
+		})
+	}
+}
