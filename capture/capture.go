@@ -89,6 +89,8 @@ type Capture struct {
 		recorded, aborted, refused, created atomic.Int64
 		recordNanos                         atomic.Int64
 	}
+	// m are the counters by dialect, latency and rebuild (metrics.go).
+	m metrics
 }
 
 // Stats are a Capture's counters, for metrics.
@@ -103,6 +105,14 @@ type Stats struct {
 	// RecordTime is the time spent making answers durable (the store's
 	// Append with sync), summed over CallsRecorded.
 	RecordTime time.Duration
+	// Calls counts the calls by dialect (Dialects) and outcome
+	// (Outcomes): Calls["chat"]["recorded"].
+	Calls map[string]map[string]int64
+	// Latency is the capture latency of the recorded calls: what Begin
+	// and Record took, the engine's time excluded.
+	Latency Latency
+	// Rebuild counts what the Rebuild calls made.
+	Rebuild Rebuilds
 }
 
 // Stats returns the counters so far.
@@ -110,9 +120,11 @@ func (c *Capture) Stats() Stats {
 	c.mu.Lock()
 	open := int64(len(c.byKey))
 	c.mu.Unlock()
-	return Stats{RolloutsOpen: open, RolloutsCreated: c.stats.created.Load(),
+	st := Stats{RolloutsOpen: open, RolloutsCreated: c.stats.created.Load(),
 		CallsRecorded: c.stats.recorded.Load(), CallsAborted: c.stats.aborted.Load(), CallsRefused: c.stats.refused.Load(),
 		RecordTime: time.Duration(c.stats.recordNanos.Load())}
+	c.m.stats(&st)
+	return st
 }
 
 // Rollout is a created rollout: what a harness needs to reach it.
@@ -427,6 +439,17 @@ func withRollout(ctx context.Context, ro *rollout) context.Context {
 // followed by only the new messages as a tokenizer delta, and logs the
 // intent.
 func (c *Capture) Begin(ctx context.Context, hc *httpapi.Call) (httpapi.Recording, error) {
+	t0 := time.Now()
+	p, err := c.begin(ctx, hc)
+	if err != nil {
+		c.m.call(hc.Dialect, outRefused)
+		return nil, err
+	}
+	p.beginTime = time.Since(t0)
+	return p, nil
+}
+
+func (c *Capture) begin(ctx context.Context, hc *httpapi.Call) (*pendingCall, error) {
 	ro, _ := ctx.Value(rolloutKey{}).(*rollout)
 	if ro == nil {
 		return nil, &server.Error{Op: "capture", Status: http.StatusUnauthorized, Err: errors.New("a call reached the capture server without a rollout")}
@@ -504,11 +527,14 @@ type pendingCall struct {
 	ambiguous  []string
 	received   time.Time
 	dispatched time.Time
+	// beginTime is what Begin took, for the capture latency.
+	beginTime time.Duration
 }
 
 // Record implements httpapi.Recording: the call's answer is synced to the
 // store before it returns.
 func (p *pendingCall) Record(ctx context.Context, _ int, out server.TokenOutput, answer chat.Message) error {
+	t0 := time.Now()
 	ro := p.ro
 	rec := &CallRecord{ID: p.id, Dialect: p.dialect, Request: append([]byte(nil), p.body...), Header: p.header,
 		Messages: p.msgs, Tools: p.tools, TemplateKwargs: p.kwargs, Segment: p.why,
@@ -533,14 +559,16 @@ func (p *pendingCall) Record(ctx context.Context, _ int, out server.TokenOutput,
 	if ro.finished || ro.deleted {
 		return fmt.Errorf("%w: the answer arrived after the rollout was finished, so it is not sent", ErrFinished)
 	}
-	t0 := time.Now()
+	t1 := time.Now()
 	if err := p.c.cfg.Store.Append(ctx, ro.info.ID, true, Record{Kind: KindCall, Time: rec.Recorded, Call: rec}); err != nil {
 		return err
 	}
-	p.c.stats.recordNanos.Add(int64(time.Since(t0)))
+	p.c.stats.recordNanos.Add(int64(time.Since(t1)))
 	p.c.stats.recorded.Add(1)
 	delete(ro.begun, p.id)
 	ro.add(rec, p.prompt)
+	p.c.m.call(p.dialect, outRecorded)
+	p.c.m.observe(p.beginTime + time.Since(t0))
 	return nil
 }
 
@@ -554,6 +582,9 @@ func indexed(rec *CallRecord) *CallRecord {
 
 // Abort implements httpapi.Recording.
 func (p *pendingCall) Abort(reason error) {
+	// httpapi calls Abort once per call not recorded, also when Finish
+	// already logged its abort.
+	p.c.m.call(p.dialect, outAborted)
 	ro := p.ro
 	ro.mu.Lock()
 	defer ro.mu.Unlock()

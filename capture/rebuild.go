@@ -121,6 +121,14 @@ type dropped = Dropped
 // rollout's reward goes to every trajectory (broadcast), its group is
 // their GroupID, and each gets its own ID ("{rollout}-{n}").
 func (c *Capture) Rebuild(ctx context.Context, id string, opts RebuildOptions) ([]*trajectory.Trajectory, Report, error) {
+	trajs, rep, err := c.rebuild(ctx, id, opts)
+	if err == nil {
+		c.m.rebuilt(rep)
+	}
+	return trajs, rep, err
+}
+
+func (c *Capture) rebuild(ctx context.Context, id string, opts RebuildOptions) ([]*trajectory.Trajectory, Report, error) {
 	rep := Report{Rollout: id, Delivered: 1}
 	if c.get(id) == nil {
 		return nil, rep, fmt.Errorf("%w: %s", ErrNotFound, id)
