@@ -153,12 +153,17 @@ func (s *LogStore) Append(_ context.Context, id string, sync bool, recs ...Recor
 	buf := make([]byte, 0, 512)
 	lens := make([]int64, len(recs))
 	for i := range recs {
-		b, err := json.Marshal(logLine{Rollout: id, Record: &recs[i]})
+		// logLine{Rollout: id, Record: &recs[i]}, with the record
+		// encoded by marshalRecord (the id is valid: no escaping).
+		rb, err := marshalRecord(&recs[i])
 		if err != nil {
 			return fmt.Errorf("capture: encoding a %s record: %w", recs[i].Kind, err)
 		}
-		buf = append(append(buf, b...), '\n')
-		lens[i] = int64(len(b))
+		start := len(buf)
+		buf = append(append(append(append(buf, `{"rollout":"`...), id...), `","record":`...), rb...)
+		buf = append(buf, '}')
+		lens[i] = int64(len(buf) - start)
+		buf = append(buf, '\n')
 	}
 	end, err := s.write(id, buf, lens, false)
 	if err != nil || !sync {
