@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/agentrl/agentrl/capture"
+	"github.com/agentrl/agentrl/internal/cputime"
 	"github.com/agentrl/agentrl/server/httpapi"
 	"github.com/agentrl/agentrl/server/servertest"
 )
@@ -29,7 +30,8 @@ const benchTurns = 8
 // group commit), and the same calls against httpapi
 // alone over the same engine, side by side. Each call is one turn of an
 // 8-turn tool conversation (the answer echoed back with a tool result).
-// Metrics: p50-ns and p99-ns per call, calls/s.
+// Metrics: p50-ns and p99-ns per call, calls/s, and cpu-ns/call (the
+// process's CPU time per call, which the machine's load hardly changes).
 func BenchmarkCall(b *testing.B) {
 	tok := small(b)
 	end, _ := tok.TokenID("<|im_end|>")
@@ -100,7 +102,7 @@ func BenchmarkCall(b *testing.B) {
 					lat = append(lat, mine...)
 					mu.Unlock()
 				}
-				start := time.Now()
+				start, cpu0 := time.Now(), cputime.Process()
 				b.ResetTimer()
 				if mode == "serial" {
 					i := 0
@@ -109,13 +111,17 @@ func BenchmarkCall(b *testing.B) {
 					b.SetParallelism(8)
 					b.RunParallel(func(pb *testing.PB) { run(pb.Next) })
 				}
-				elapsed := time.Since(start)
+				elapsed, cpu := time.Since(start), cputime.Process()-cpu0
 				b.StopTimer()
 				slices.Sort(lat)
 				if len(lat) > 0 {
 					b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds()), "p50-ns")
 					b.ReportMetric(float64(lat[len(lat)*99/100].Nanoseconds()), "p99-ns")
 					b.ReportMetric(float64(len(lat))/elapsed.Seconds(), "calls/s")
+					// The process's CPU per call (client, server, capture;
+					// not the kernel's journal thread): capture's cost
+					// apart from how loaded the machine is.
+					b.ReportMetric(float64(cpu.Nanoseconds())/float64(len(lat)), "cpu-ns/call")
 				}
 			})
 		}
