@@ -34,8 +34,8 @@ const (
 	outRefused
 )
 
-// Drop kinds, the first word of a Report's Dropped reasons, as
-// Stats.Dropped counts them.
+// DropKinds are the kinds of dropped calls: the first word of a
+// Report's Dropped reasons, as Stats.Rebuild.Dropped counts them.
 var DropKinds = []string{"retry", "auxiliary", "aborted"}
 
 // LatencyBounds are the upper bounds, in seconds, of the capture latency
