@@ -573,10 +573,11 @@ func (p *pendingCall) Record(ctx context.Context, _ int, out server.TokenOutput,
 }
 
 // indexed is rec as the in-memory index keeps it: what continuing it
-// needs, without the request as received (Rebuild reads the store).
+// needs, without the request as received or the sampling (Rebuild reads
+// the store).
 func indexed(rec *CallRecord) *CallRecord {
 	r := *rec
-	r.Request, r.Header = nil, nil
+	r.Request, r.Header, r.Sampling = nil, nil, nil
 	return &r
 }
 
