@@ -98,7 +98,7 @@ func TestRolloutHarness(t *testing.T) {
 	t.Setenv("AGENTRL_TEST_HARNESS", "1")
 	var stdout, stderr bytes.Buffer
 	code := runMain(context.Background(), []string{"rollout", "--data", data, "--tokenizer", dir, "--servers", srv.URL(),
-		"--out", out, "--batch", batch, "--n", "2",
+		"--out", out, "--batch", batch, "--n", "2", "--metrics-addr", "127.0.0.1:0",
 		"--harness", os.Args[0] + " -test.run=^TestRolloutHarnessProcess$ -- {prompt}", "--harness-dir", runs, "--harness-output", hout,
 		"data.max_prompt_length=1024", "data.max_response_length=256", "agentrl.concurrency=4"}, nil, &stdout, &stderr)
 	log, _ := os.ReadFile(hout)
