@@ -29,10 +29,18 @@
 // Records are durable before an answer is complete on the wire: a
 // non-streamed answer is written after its record is synced, a streamed
 // one gets its finish event after. So a harness that saw an answer always
-// has its call recorded. The embedded stores are append-only JSONL, fsync'd:
+// has its call recorded. The embedded stores are append-only JSONL, synced:
 // OpenDir keeps a file per rollout, OpenLog one log for all of them with
-// group commit (concurrent answers share an fsync); a torn last line is
-// ignored and cut on reopen.
+// group commit (concurrent answers share a sync) in a preallocated file,
+// so a record's sync is an fdatasync that changes no metadata; a torn
+// last line (or, in OpenLog, zero padding after a crash) is ignored and
+// cut on reopen.
+//
+// Observability: Stats counts rollouts, calls by dialect and outcome,
+// the capture latency (what Begin and Record add to a call) and the
+// rebuild outcomes; capture/captureprom exports them to Prometheus. The
+// viewer (agentrl view) shows each rollout's segments and dropped calls
+// from the Report that HarnessLoop stores in its trajectories.
 //
 // Security: rollout keys are 256 random bits, compared through their
 // SHA-256 in constant time, and never stored (only their digest is). A
