@@ -285,6 +285,22 @@ func TestHardCase9GenerationResumedAcrossAWeightUpdate(t *testing.T) {
 	require.Equal(t, int64(8), trajs[0].MaxWeightVersion)
 	require.Len(t, rep.Dropped, 1, "%+v", rep)
 	require.Equal(t, "c0", rep.Dropped[0].Call)
+	// The aborted call is recorded as it was answered — its partial
+	// tokens, stop "abort", the old version — and kept out as the retried
+	// call it is.
+	require.Equal(t, "retry: same prompt as c1, which the harness continued", rep.Dropped[0].Reason)
+	recs, err := r.c.Records(ctx, ro.ID)
+	require.NoError(t, err)
+	var c0 *capture.CallRecord
+	for _, rec := range recs {
+		if rec.Kind == capture.KindCall && rec.Call.ID == "c0" {
+			c0 = rec.Call
+		}
+	}
+	require.NotNil(t, c0)
+	require.Equal(t, string(server.StopAbort), c0.StopReason)
+	require.Equal(t, int64(7), c0.WeightVersion)
+	require.Len(t, c0.SampledIDs, 4)
 	require.Equal(t, 1.0, float64(rep.DeliveredTokens)/float64(trajs[0].MaskOnes()))
 }
 
