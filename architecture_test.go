@@ -55,7 +55,8 @@ var importRules = map[string][]string{
 	"view":      {"trajectory", "tokenizer"},
 	"vision":    nil,
 	// capture wraps the serving path (httpapi's Recorder hook) and
-	// rebuilds trajectories; nothing but binaries imports it. It imports
+	// rebuilds trajectories; nothing but binaries (and its collector)
+	// imports it. It imports
 	// agentloop for HarnessLoop, a harness run as an AgentLoop.
 	"capture": {"agentloop", "chat", "server", "server/httpapi", "tokenizer", "trajectory"},
 	// Observability adapters: each reads one package's hooks or stats.
@@ -63,6 +64,7 @@ var importRules = map[string][]string{
 	"agentloop/otelagent": {"agentloop", "tool"},
 	"cuda/cudaprom":       {"cuda"},
 	"router/routerprom":   {"router"},
+	"capture/captureprom": {"capture"},
 	"trainer":             {"trajectory"},
 	"trainer/reference":   {"trainer", "trajectory", "agentloop", "server", "cuda/train", "cuda/model"},
 	"internal/cputime":    nil,

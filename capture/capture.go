@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -88,6 +89,8 @@ type Capture struct {
 		recorded, aborted, refused, created atomic.Int64
 		recordNanos                         atomic.Int64
 	}
+	// m are the counters by dialect, latency and rebuild (metrics.go).
+	m metrics
 }
 
 // Stats are a Capture's counters, for metrics.
@@ -102,6 +105,14 @@ type Stats struct {
 	// RecordTime is the time spent making answers durable (the store's
 	// Append with sync), summed over CallsRecorded.
 	RecordTime time.Duration
+	// Calls counts the calls by dialect (Dialects) and outcome
+	// (Outcomes): Calls["chat"]["recorded"].
+	Calls map[string]map[string]int64
+	// Latency is the capture latency of the recorded calls: what Begin
+	// and Record took, the engine's time excluded.
+	Latency Latency
+	// Rebuild counts what the Rebuild calls made.
+	Rebuild Rebuilds
 }
 
 // Stats returns the counters so far.
@@ -109,9 +120,11 @@ func (c *Capture) Stats() Stats {
 	c.mu.Lock()
 	open := int64(len(c.byKey))
 	c.mu.Unlock()
-	return Stats{RolloutsOpen: open, RolloutsCreated: c.stats.created.Load(),
+	st := Stats{RolloutsOpen: open, RolloutsCreated: c.stats.created.Load(),
 		CallsRecorded: c.stats.recorded.Load(), CallsAborted: c.stats.aborted.Load(), CallsRefused: c.stats.refused.Load(),
 		RecordTime: time.Duration(c.stats.recordNanos.Load())}
+	c.m.stats(&st)
+	return st
 }
 
 // Rollout is a created rollout: what a harness needs to reach it.
@@ -344,14 +357,47 @@ func (c *Capture) finish(ctx context.Context, ro *rollout, reason string) error 
 	if ro.finished {
 		return nil
 	}
-	if err := c.cfg.Store.Append(ctx, ro.info.ID, true, Record{Kind: KindFinish, Time: c.cfg.Now().UTC(), Reason: reason}); err != nil {
+	// A call still in flight can no longer be recorded (Record refuses
+	// it): it is aborted here, in the finish's own write, rather than
+	// when its handler ends, so every Rebuild after Finish reads the
+	// same log.
+	now := c.cfg.Now().UTC()
+	recs := make([]Record, 0, len(ro.begun)+1)
+	for _, id := range sortedCalls(ro.begun) {
+		recs = append(recs, Record{Kind: KindAbort, Time: now, CallID: id, Reason: inFlightAtFinish})
+	}
+	recs = append(recs, Record{Kind: KindFinish, Time: now, Reason: reason})
+	if err := c.cfg.Store.Append(ctx, ro.info.ID, true, recs...); err != nil {
 		return err
+	}
+	for _, r := range recs[:len(recs)-1] {
+		ro.aborted = append(ro.aborted, dropped{Call: r.CallID, Reason: "aborted: " + inFlightAtFinish})
+		delete(ro.begun, r.CallID)
+		c.stats.aborted.Add(1)
 	}
 	ro.finish(reason)
 	c.mu.Lock()
 	delete(c.byKey, ro.keyHash)
 	c.mu.Unlock()
 	return nil
+}
+
+// inFlightAtFinish is the abort reason of a call in flight at Finish.
+const inFlightAtFinish = "the rollout was finished while the call was in flight"
+
+// sortedCalls are begun's call ids in dispatch order (c2 before c10).
+func sortedCalls(begun map[string]bool) []string {
+	ids := make([]string, 0, len(begun))
+	for id := range begun {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool {
+		if len(ids[i]) != len(ids[j]) {
+			return len(ids[i]) < len(ids[j])
+		}
+		return ids[i] < ids[j]
+	})
+	return ids
 }
 
 // Delete removes the rollout and its log.
@@ -393,6 +439,17 @@ func withRollout(ctx context.Context, ro *rollout) context.Context {
 // followed by only the new messages as a tokenizer delta, and logs the
 // intent.
 func (c *Capture) Begin(ctx context.Context, hc *httpapi.Call) (httpapi.Recording, error) {
+	t0 := time.Now()
+	p, err := c.begin(ctx, hc)
+	if err != nil {
+		c.m.call(hc.Dialect, outRefused)
+		return nil, err
+	}
+	p.beginTime = time.Since(t0)
+	return p, nil
+}
+
+func (c *Capture) begin(ctx context.Context, hc *httpapi.Call) (*pendingCall, error) {
 	ro, _ := ctx.Value(rolloutKey{}).(*rollout)
 	if ro == nil {
 		return nil, &server.Error{Op: "capture", Status: http.StatusUnauthorized, Err: errors.New("a call reached the capture server without a rollout")}
@@ -410,7 +467,7 @@ func (c *Capture) Begin(ctx context.Context, hc *httpapi.Call) (httpapi.Recordin
 	case len(ro.calls)+len(ro.begun) >= c.cfg.MaxCalls:
 		return nil, &server.Error{Op: "capture", Status: http.StatusTooManyRequests, Err: fmt.Errorf("capture: rollout %s has %d calls, the limit", ro.info.ID, c.cfg.MaxCalls)}
 	}
-	p := &pendingCall{c: c, ro: ro, id: fmt.Sprintf("c%d", ro.nextCall), received: hc.Received, header: recordedHeader(hc.Header),
+	p := &pendingCall{c: c, ro: ro, hc: hc, id: fmt.Sprintf("c%d", ro.nextCall), received: hc.Received, header: recordedHeader(hc.Header),
 		body: hc.Body, dialect: hc.Dialect, msgs: hc.Messages, tools: hc.Tools, kwargs: hc.TemplateKwargs}
 	ro.nextCall++
 	link := ro.link(hc.Messages, hc.Tools, hc.TemplateKwargs, c.eos)
@@ -452,8 +509,10 @@ func recordedHeader(h http.Header) map[string][]string {
 
 // pendingCall is a call between Begin and its record.
 type pendingCall struct {
-	c          *Capture
-	ro         *rollout
+	c  *Capture
+	ro *rollout
+	// hc is httpapi's call, whose Params are final by Record.
+	hc         *httpapi.Call
 	id         string
 	dialect    string
 	header     map[string][]string
@@ -468,16 +527,19 @@ type pendingCall struct {
 	ambiguous  []string
 	received   time.Time
 	dispatched time.Time
+	// beginTime is what Begin took, for the capture latency.
+	beginTime time.Duration
 }
 
 // Record implements httpapi.Recording: the call's answer is synced to the
 // store before it returns.
 func (p *pendingCall) Record(ctx context.Context, _ int, out server.TokenOutput, answer chat.Message) error {
+	t0 := time.Now()
 	ro := p.ro
 	rec := &CallRecord{ID: p.id, Dialect: p.dialect, Request: append([]byte(nil), p.body...), Header: p.header,
 		Messages: p.msgs, Tools: p.tools, TemplateKwargs: p.kwargs, Segment: p.why,
 		SampledIDs: out.TokenIDs, Logprobs: out.Logprobs, StopReason: string(out.StopReason), WeightVersion: out.WeightVersion,
-		Answer: answer, Received: p.received.UTC(), Dispatched: p.dispatched.UTC(), Recorded: p.c.cfg.Now().UTC()}
+		Sampling: samplingOf(p.hc.Params), Answer: answer, Received: p.received.UTC(), Dispatched: p.dispatched.UTC(), Recorded: p.c.cfg.Now().UTC()}
 	if p.parent != nil {
 		rec.Parent, rec.DeltaIDs = p.parent.rec.ID, p.delta
 		if rec.DeltaIDs == nil {
@@ -497,27 +559,33 @@ func (p *pendingCall) Record(ctx context.Context, _ int, out server.TokenOutput,
 	if ro.finished || ro.deleted {
 		return fmt.Errorf("%w: the answer arrived after the rollout was finished, so it is not sent", ErrFinished)
 	}
-	t0 := time.Now()
+	t1 := time.Now()
 	if err := p.c.cfg.Store.Append(ctx, ro.info.ID, true, Record{Kind: KindCall, Time: rec.Recorded, Call: rec}); err != nil {
 		return err
 	}
-	p.c.stats.recordNanos.Add(int64(time.Since(t0)))
+	p.c.stats.recordNanos.Add(int64(time.Since(t1)))
 	p.c.stats.recorded.Add(1)
 	delete(ro.begun, p.id)
 	ro.add(rec, p.prompt)
+	p.c.m.call(p.dialect, outRecorded)
+	p.c.m.observe(p.beginTime + time.Since(t0))
 	return nil
 }
 
 // indexed is rec as the in-memory index keeps it: what continuing it
-// needs, without the request as received (Rebuild reads the store).
+// needs, without the request as received or the sampling (Rebuild reads
+// the store).
 func indexed(rec *CallRecord) *CallRecord {
 	r := *rec
-	r.Request, r.Header = nil, nil
+	r.Request, r.Header, r.Sampling = nil, nil, nil
 	return &r
 }
 
 // Abort implements httpapi.Recording.
 func (p *pendingCall) Abort(reason error) {
+	// httpapi calls Abort once per call not recorded, also when Finish
+	// already logged its abort.
+	p.c.m.call(p.dialect, outAborted)
 	ro := p.ro
 	ro.mu.Lock()
 	defer ro.mu.Unlock()

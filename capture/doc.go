@@ -29,16 +29,55 @@
 // Records are durable before an answer is complete on the wire: a
 // non-streamed answer is written after its record is synced, a streamed
 // one gets its finish event after. So a harness that saw an answer always
-// has its call recorded. The embedded stores are append-only JSONL, fsync'd:
+// has its call recorded. The embedded stores are append-only JSONL, synced:
 // OpenDir keeps a file per rollout, OpenLog one log for all of them with
-// group commit (concurrent answers share an fsync); a torn last line is
-// ignored and cut on reopen.
+// group commit (concurrent answers share a sync) in a preallocated file,
+// so a record's sync is an fdatasync that changes no metadata; a torn
+// last line (or, in OpenLog, zero padding after a crash) is ignored and
+// cut on reopen.
+//
+// Observability: Stats counts rollouts, calls by dialect and outcome,
+// the capture latency (what Begin and Record add to a call) and the
+// rebuild outcomes; capture/captureprom exports them to Prometheus. The
+// viewer (agentrl view) shows each rollout's segments and dropped calls
+// from the Report that HarnessLoop stores in its trajectories.
 //
 // Security: rollout keys are 256 random bits, compared through their
 // SHA-256 in constant time, and never stored (only their digest is). A
 // call with an unknown key or id, or with one rollout's key on another's
 // URL, is refused in its dialect's shape and recorded nowhere. Control
 // requests need a separate token, so a harness cannot set its own reward.
+//
+// The hard cases (blackbox-capture.md's ten) and the tests that show
+// each is handled:
+//
+//  1. re-rendered history is not a token prefix: TestCanonicalChangesContinue,
+//     TestOpenAIClientToolConversationIsOneExactTrajectory (Qwen3);
+//  2. templates that drop earlier reasoning: TestHardCase2Qwen3DropsEarlierReasoning
+//     (the real Qwen3 tokenizer);
+//  3. compaction starts a new root: TestCompactionStartsANewSegment;
+//  4. parallel sub-agents, completion order not dispatch order:
+//     TestHardCase4ParallelSubAgentsCompleteOutOfOrder, TestForksShareTheirParentOnce;
+//  5. harness retries: TestRetryIsNotTrainedTwice, TestFaultDuplicatedDelivery;
+//  6. a lost call marks the rollout incomplete: TestLostCallMarksTheRolloutIncomplete;
+//  7. durable before the last event: TestAnswerAfterFinishIsWithheld,
+//     TestStreamedAnswerAfterFinishNeverFinishes, TestTornLastRecordIsIgnoredAndCut;
+//  8. auxiliary calls: TestAuxiliaryCallsAreKeptOutOfTraining;
+//  9. off-policy logprobs: TestWeightVersionsAcrossAnUpdate,
+//     TestHardCase9GenerationResumedAcrossAWeightUpdate (an engine abort
+//     mid-stream, retried under new weights),
+//     TestHardCase9RecordsTheSamplingOfHarnessesThatOmitIt (CallRecord.Sampling);
+//  10. identity races: TestHardCase10ReusedIDsAndRecordsAfterFreeze,
+//     TestRolloutKeysAreRefusedAcrossRollouts, TestRestartKeepsServingOpenRollouts.
+//
+// Faults: a killed harness (TestFaultKilledHarness), an engine abort
+// (TestHardCase9GenerationResumedAcrossAWeightUpdate), a harness retry
+// and a duplicated delivery (TestRetryIsNotTrainedTwice,
+// TestFaultDuplicatedDelivery). Engine-side limits: an engine that
+// resumes a generation in place across a weight update reports one
+// WeightVersion for all its tokens, and whether logprobs are of the raw
+// or the processed distribution is the engine's (Sampling says what it
+// was given).
 //
 //	c, err := capture.New(ctx, capture.Config{Engine: engine, Chat: &httpapi.Chat{Tokenizer: tok, ToolParser: "hermes"},
 //		Store: store, BaseURL: "http://127.0.0.1:8080"})

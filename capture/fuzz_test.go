@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -87,6 +88,11 @@ func FuzzReadLog(f *testing.F) {
 		rollout + "\n\n",
 		`{"rollout":"ro_1","record":` + rollout + "}\n" + `{"rollout":"ro_1","deleted":true}` + "\n",
 		`{"rollout":"ro_1","record":{"kind":"reward","reward":1}}` + "\n" + `{"rollout":"../x","record":{}}` + "\n",
+		// A preallocated log after a crash: padding, a torn record in it,
+		// a record's end without its start.
+		`{"rollout":"ro_1","record":` + rollout + "}\n" + strings.Repeat("\x00", 100),
+		`{"rollout":"ro_1","record":` + rollout + "}\n" + `{"rollout":"ro_1","rec` + strings.Repeat("\x00", 40),
+		`{"rollout":"ro_1","record":` + rollout + "}\n" + strings.Repeat("\x00", 40) + `"call_id":"c0"}}` + "\n" + strings.Repeat("\x00", 9),
 	} {
 		f.Add([]byte(s))
 	}
@@ -107,8 +113,27 @@ func FuzzReadLog(f *testing.F) {
 		if err != nil {
 			return
 		}
-		defer s.Close()
 		ids, _ := s.List(context.Background())
+		defer func() {
+			// Closed, the log is its whole records: it opens again to
+			// the same rollouts.
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			b, _ := os.ReadFile(path)
+			if bytes.IndexByte(b, 0) >= 0 || len(b) > 0 && b[len(b)-1] != '\n' {
+				t.Fatalf("a closed log holds padding or a torn line: %q", b)
+			}
+			s2, err := OpenLog(path)
+			if err != nil {
+				t.Fatalf("a closed log does not open again: %v", err)
+			}
+			defer s2.Close()
+			ids2, _ := s2.List(context.Background())
+			if !slices.Equal(ids, ids2) {
+				t.Fatalf("reopened with rollouts %v, had %v", ids2, ids)
+			}
+		}()
 		for _, id := range ids {
 			recs, err := s.Load(context.Background(), id)
 			if err != nil {

@@ -57,11 +57,13 @@ func (c *Capture) serveModel(w http.ResponseWriter, r *http.Request) {
 	}
 	if ro == nil {
 		c.stats.refused.Add(1)
+		c.m.call(dialectOfPath(path), outRefused)
 		refuse(w, path, http.StatusUnauthorized, "missing or unknown rollout key (send it as Authorization: Bearer KEY or x-api-key: KEY), or a key of another rollout")
 		return
 	}
 	if !served(path) {
 		c.stats.refused.Add(1)
+		c.m.call(dialectOfPath(path), outRefused)
 		refuse(w, path, http.StatusNotFound, fmt.Sprintf("capture does not serve %s", path))
 		return
 	}

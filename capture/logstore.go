@@ -2,6 +2,7 @@ package capture
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -15,20 +16,31 @@ import (
 
 // LogStore is the embedded store for many rollouts at once: every
 // rollout's records in one append-only JSONL file, with group commit —
-// concurrent Appends that ask for durability share one fsync (the first
+// concurrent Appends that ask for durability share one sync (the first
 // to get the sync lock syncs everything written so far, and those that
 // waited find their records already durable). DirStore pays one fsync per
-// answer per file; LogStore one per batch. A torn last line is cut on
-// open, as in DirStore. Deleted rollouts are marked with a tombstone; the
-// file only grows, so rotate it (a new LogStore) between runs.
+// answer per file; LogStore one per batch.
+//
+// The file is preallocated, as write-ahead logs are (etcd's WAL, say):
+// it grows by chunks of zeros that are made durable before any record is
+// written over them, so a record's sync changes no metadata and is an
+// fdatasync of its data alone, with no journal commit (the cost of an
+// fsync that grows a file, and most of its tail under load). A crash
+// can leave zeros, or a torn record written into them, after the last
+// synced record: JSON never holds a NUL byte, so on open the log is cut
+// at the first line that has one or that has no newline. Close cuts the
+// padding off. Deleted rollouts are marked with a tombstone; the file
+// only grows, so rotate it (a new LogStore) between runs.
 type LogStore struct {
 	path string
 
-	mu      sync.Mutex // the file's end and the index
-	f       *os.File
-	end     int64
-	index   map[string][]span
-	deleted map[string]bool
+	mu sync.Mutex // the file's end and size, and the index
+	f  *os.File
+	// end is where the next record goes; size is the file's size, end
+	// plus the zero padding, and chunk the next growth.
+	end, size, chunk int64
+	index            map[string][]span
+	deleted          map[string]bool
 
 	syncMu sync.Mutex
 	synced int64 // bytes known durable; under syncMu
@@ -46,21 +58,62 @@ type logLine struct {
 
 // OpenLog opens (creating it) the log at path and indexes it.
 func OpenLog(path string) (*LogStore, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o600)
+	// Not O_APPEND: records are written at end, inside the padding.
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("capture: opening the log: %w", err)
 	}
-	if err := cutTorn(f); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("capture: the log: %w", err)
-	}
-	s := &LogStore{path: path, f: f, index: map[string][]span{}, deleted: map[string]bool{}}
+	s := &LogStore{path: path, f: f, index: map[string][]span{}, deleted: map[string]bool{}, chunk: logFirstChunk}
 	if err := s.scan(); err != nil {
 		f.Close()
 		return nil, err
 	}
-	s.synced = s.end
+	// Cut what follows the last whole record: padding, a torn record.
+	st, err := f.Stat()
+	if err == nil && st.Size() != s.end {
+		if err = f.Truncate(s.end); err == nil {
+			err = f.Sync()
+		}
+	}
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("capture: the log: cutting what follows the last whole record: %w", err)
+	}
+	s.size, s.synced = s.end, s.end
 	return s, nil
+}
+
+// The log grows by logFirstChunk, doubling up to logMaxChunk: few
+// growths, each a bounded write of zeros and one sync.
+const (
+	logFirstChunk = 1 << 20
+	logMaxChunk   = 16 << 20
+)
+
+// zeroPage is what padding is written from.
+var zeroPage [64 << 10]byte
+
+// grow extends the file by zeros so that n more bytes fit after end, and
+// makes them durable before a record is written over them: a record's
+// sync then changes no metadata, and after a crash the padding reads as
+// zeros, never as stale blocks. Called under mu.
+func (s *LogStore) grow(n int64) error {
+	size := s.size + s.chunk
+	for size < s.end+n {
+		size += s.chunk
+	}
+	for off := s.size; off < size; {
+		k := min(int64(len(zeroPage)), size-off)
+		if _, err := s.f.WriteAt(zeroPage[:k], off); err != nil {
+			return fmt.Errorf("capture: growing the log: %w", err)
+		}
+		off += k
+	}
+	if err := datasync(s.f); err != nil {
+		return fmt.Errorf("capture: growing the log: %w", err)
+	}
+	s.size, s.chunk = size, min(2*s.chunk, logMaxChunk)
+	return nil
 }
 
 // scan indexes the whole file.
@@ -69,7 +122,9 @@ func (s *LogStore) scan() error {
 	var off int64
 	for n := 1; ; n++ {
 		line, err := readLine(br)
-		if errors.Is(err, io.EOF) {
+		if errors.Is(err, io.EOF) || err == nil && bytes.IndexByte(line, 0) >= 0 {
+			// The end: no newline, or padding (a NUL) in the line, so
+			// it is unsynced (a sync covers every earlier write).
 			s.end = off
 			return nil
 		}
@@ -98,12 +153,17 @@ func (s *LogStore) Append(_ context.Context, id string, sync bool, recs ...Recor
 	buf := make([]byte, 0, 512)
 	lens := make([]int64, len(recs))
 	for i := range recs {
-		b, err := json.Marshal(logLine{Rollout: id, Record: &recs[i]})
+		// logLine{Rollout: id, Record: &recs[i]}, with the record
+		// encoded by marshalRecord (the id is valid: no escaping).
+		rb, err := marshalRecord(&recs[i])
 		if err != nil {
 			return fmt.Errorf("capture: encoding a %s record: %w", recs[i].Kind, err)
 		}
-		buf = append(append(buf, b...), '\n')
-		lens[i] = int64(len(b))
+		start := len(buf)
+		buf = append(append(append(append(buf, `{"rollout":"`...), id...), `","record":`...), rb...)
+		buf = append(buf, '}')
+		lens[i] = int64(len(buf) - start)
+		buf = append(buf, '\n')
 	}
 	end, err := s.write(id, buf, lens, false)
 	if err != nil || !sync {
@@ -123,7 +183,14 @@ func (s *LogStore) write(id string, buf []byte, lens []int64, tombstone bool) (i
 	if s.deleted[id] && !tombstone {
 		return 0, fmt.Errorf("capture: rollout %s was deleted", id)
 	}
-	if _, err := s.f.Write(buf); err != nil {
+	if s.end+int64(len(buf)) > s.size {
+		if err := s.grow(int64(len(buf))); err != nil {
+			return 0, err
+		}
+	}
+	if _, err := s.f.WriteAt(buf, s.end); err != nil {
+		// A partial write is overwritten by the next record: end has
+		// not moved.
 		return 0, fmt.Errorf("capture: appending to the log: %w", err)
 	}
 	off := s.end
@@ -151,7 +218,7 @@ func (s *LogStore) syncTo(end int64) error {
 	if f == nil {
 		return errors.New("capture: the log is closed")
 	}
-	if err := f.Sync(); err != nil {
+	if err := datasync(f); err != nil {
 		return fmt.Errorf("capture: syncing the log: %w", err)
 	}
 	s.synced = target
@@ -232,7 +299,15 @@ func (s *LogStore) Close() error {
 	if s.f == nil {
 		return nil
 	}
-	err := s.f.Close()
+	// The padding goes: a closed log is its records, newline-ended.
+	err := s.f.Truncate(s.end)
+	if err == nil {
+		err = s.f.Sync()
+	}
+	err = errors.Join(err, s.f.Close())
 	s.f = nil
-	return err
+	if err != nil {
+		return fmt.Errorf("capture: closing the log: %w", err)
+	}
+	return nil
 }

@@ -99,6 +99,24 @@ type Report struct {
 	Delivered       float64 `json:"delivered"`
 }
 
+// ExtraCapture is the Trajectory.Extra key under which Rebuild says
+// which calls a trajectory holds (ChainInfo, JSON).
+const ExtraCapture = "capture"
+
+// ChainInfo is what a rebuilt trajectory says of its chain.
+type ChainInfo struct {
+	Rollout string `json:"rollout"`
+	// Calls are the chain's calls trained in this trajectory (mask 1),
+	// in order; the SharedCalls before them are in its prompt, trained
+	// in another trajectory of the rollout.
+	Calls       []string `json:"calls"`
+	SharedCalls int      `json:"shared_calls"`
+	// Root is the call the chain's segment starts at, and Segment why it
+	// starts one.
+	Root    string `json:"root"`
+	Segment string `json:"segment"`
+}
+
 // Dropped names a call and why it is reported.
 type Dropped struct {
 	Call   string `json:"call"`
@@ -121,6 +139,14 @@ type dropped = Dropped
 // rollout's reward goes to every trajectory (broadcast), its group is
 // their GroupID, and each gets its own ID ("{rollout}-{n}").
 func (c *Capture) Rebuild(ctx context.Context, id string, opts RebuildOptions) ([]*trajectory.Trajectory, Report, error) {
+	trajs, rep, err := c.rebuild(ctx, id, opts)
+	if err == nil {
+		c.m.rebuilt(rep)
+	}
+	return trajs, rep, err
+}
+
+func (c *Capture) rebuild(ctx context.Context, id string, opts RebuildOptions) ([]*trajectory.Trajectory, Report, error) {
 	rep := Report{Rollout: id, Delivered: 1}
 	if c.get(id) == nil {
 		return nil, rep, fmt.Errorf("%w: %s", ErrNotFound, id)
@@ -195,9 +221,8 @@ func (c *Capture) Rebuild(ctx context.Context, id string, opts RebuildOptions) (
 		for _, cs := range path[u:] {
 			ids = append(ids, cs.rec.ID)
 		}
-		extra, _ := json.Marshal(map[string]any{"rollout": id, "calls": ids, "segment": path[0].rec.Segment,
-			"shared_calls": len(path[:u])})
-		t.Extra = map[string]json.RawMessage{"capture": extra}
+		extra, _ := json.Marshal(ChainInfo{Rollout: id, Calls: ids, Root: path[0].rec.ID, Segment: path[0].rec.Segment, SharedCalls: u})
+		t.Extra = map[string]json.RawMessage{ExtraCapture: extra}
 		rep.DeliveredTokens += t.MaskOnes()
 		out = append(out, t)
 	}

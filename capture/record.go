@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/agentrl/agentrl/chat"
+	"github.com/agentrl/agentrl/server"
 )
 
 // Record kinds: a rollout's log is a sequence of these, in the order they
@@ -76,6 +77,10 @@ type CallRecord struct {
 	Logprobs      []float32 `json:"logprobs,omitempty"`
 	StopReason    string    `json:"stop_reason"`
 	WeightVersion int64     `json:"weight_version"`
+	// Sampling is what the engine was given: the request's parameters,
+	// or the server's defaults for those a harness omits (many send
+	// none), so a trainer knows which distribution Logprobs are of.
+	Sampling *Sampling `json:"sampling,omitempty"`
 	// Answer is the assistant message the client was told of.
 	Answer chat.Message `json:"answer"`
 	// Received, Dispatched and Recorded time the call: the request read,
@@ -83,6 +88,26 @@ type CallRecord struct {
 	Received   time.Time `json:"received"`
 	Dispatched time.Time `json:"dispatched"`
 	Recorded   time.Time `json:"recorded"`
+}
+
+// Sampling is the sampling parameters a call's engine request carried
+// (server.SamplingParams, with JSON names).
+type Sampling struct {
+	Temperature       float64 `json:"temperature"`
+	TopP              float64 `json:"top_p"`
+	TopK              int     `json:"top_k,omitempty"`
+	MinP              float64 `json:"min_p,omitempty"`
+	RepetitionPenalty float64 `json:"repetition_penalty,omitempty"`
+	MaxNewTokens      int     `json:"max_new_tokens"`
+	StopTokenIDs      []int32 `json:"stop_token_ids,omitempty"`
+	Seed              *uint64 `json:"seed,omitempty"`
+	Logprobs          bool    `json:"logprobs"`
+}
+
+func samplingOf(p server.SamplingParams) *Sampling {
+	return &Sampling{Temperature: p.Temperature, TopP: p.TopP, TopK: p.TopK, MinP: p.MinP,
+		RepetitionPenalty: p.RepetitionPenalty, MaxNewTokens: p.MaxNewTokens, StopTokenIDs: p.StopTokenIDs,
+		Seed: p.Seed, Logprobs: p.Logprobs}
 }
 
 // maxRecordBytes bounds one log line (a call with a long prompt and its

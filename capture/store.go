@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -160,8 +159,9 @@ func syncDir(dir string) error {
 // keeps a prefix of them.
 func (s *DirStore) Append(_ context.Context, id string, sync bool, recs ...Record) error {
 	var buf bytes.Buffer
-	for _, r := range recs {
-		b, err := json.Marshal(r)
+	for i := range recs {
+		r := &recs[i]
+		b, err := marshalRecord(r)
 		if err != nil {
 			return fmt.Errorf("capture: encoding a %s record: %w", r.Kind, err)
 		}

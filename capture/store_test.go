@@ -114,3 +114,62 @@ func TestOpenAIClientConversationOverTheLogStore(t *testing.T) {
 	require.Equal(t, 3, trajs[0].NumTurns)
 	require.Equal(t, 1.0, rep.Delivered)
 }
+
+// The log is preallocated: a crash (no Close) leaves zero padding after
+// the last record, and maybe a record torn inside it — its start, or,
+// when the kernel wrote its pages out of order, only its end. Reopening
+// keeps every whole record before the first damaged line, cuts the
+// rest, and appends after it; Close leaves only records.
+func TestLogStoreCrashInsideThePadding(t *testing.T) {
+	ctx := context.Background()
+	for name, torn := range map[string]func(end int64) (string, int64){
+		"padding only": func(int64) (string, int64) { return "", 0 },
+		"torn start":   func(end int64) (string, int64) { return `{"rollout":"ro_a","record":{"kind":"beg`, end },
+		"torn end":     func(end int64) (string, int64) { return `in","call_id":"c9"}}` + "\n", end + 4096 },
+		"whole unsynced record after a torn one": func(end int64) (string, int64) {
+			return `{"rollout":"ro_a","record":{"kind":"begin","call_id":"c9"}}` + "\n", end + 100
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "capture.log")
+			s, err := capture.OpenLog(path)
+			require.NoError(t, err)
+			require.NoError(t, s.Append(ctx, "ro_a", true, rolloutRec("ro_a")))
+			for range 3 {
+				require.NoError(t, s.Append(ctx, "ro_a", true, capture.Record{Kind: capture.KindBegin, CallID: "c"}))
+			}
+			recs, err := s.Load(ctx, "ro_a")
+			require.NoError(t, err)
+			require.Len(t, recs, 4)
+			// The crash: the file as the process left it, never closed.
+			data, err := os.ReadFile(path)
+			require.NoError(t, err)
+			end := int64(strings.LastIndexByte(string(data), '\n') + 1)
+			require.Greater(t, int64(len(data)), end, "the log is padded")
+			require.Equal(t, strings.Repeat("\x00", len(data)-int(end)), string(data[end:]))
+			text, at := torn(end)
+			require.Less(t, at+int64(len(text)), int64(len(data)))
+			copy(data[at:], text)
+			crashed := filepath.Join(t.TempDir(), "capture.log")
+			require.NoError(t, os.WriteFile(crashed, data, 0o600))
+
+			s2, err := capture.OpenLog(crashed)
+			require.NoError(t, err)
+			recs, err = s2.Load(ctx, "ro_a")
+			require.NoError(t, err)
+			require.Len(t, recs, 4)
+			require.NoError(t, s2.Append(ctx, "ro_a", true, capture.Record{Kind: capture.KindFinish}))
+			recs, err = s2.Load(ctx, "ro_a")
+			require.NoError(t, err)
+			require.Len(t, recs, 5)
+			require.Equal(t, capture.KindFinish, recs[4].Kind)
+			require.NoError(t, s2.Close())
+			after, err := os.ReadFile(crashed)
+			require.NoError(t, err)
+			require.Equal(t, string(data[:end]), string(after[:end]))
+			require.NotContains(t, string(after), "\x00")
+			require.Equal(t, 5, strings.Count(string(after), "\n"))
+			require.NoError(t, s.Close())
+		})
+	}
+}

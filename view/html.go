@@ -26,10 +26,11 @@ type page struct {
 	Plots      []Plot
 	Rows       []Row
 	Details    []Detail
+	Capture    []captureView
 }
 
 func newPage(rows []Row, opts Options) page {
-	p := page{Title: opts.Title, Total: len(rows), Plots: plots(rows)}
+	p := page{Title: opts.Title, Total: len(rows), Plots: plots(rows), Capture: captureViews(opts.Capture, rows)}
 	if p.Title == "" {
 		p.Title = "agentrl trajectories"
 	}

@@ -21,6 +21,10 @@ type Options struct {
 	Batch *trajectory.Batch
 	// Title heads the report; "" uses a default.
 	Title string
+	// Capture describes the black-box capture rollouts the trajectories
+	// came from: the report shows each one's segments and what was
+	// dropped.
+	Capture []CaptureRollout
 }
 
 // Token kinds: the classes the HTML gives each token.

@@ -19,6 +19,7 @@ import (
 
 	"github.com/agentrl/agentrl/agentloop"
 	"github.com/agentrl/agentrl/agentloop/agentprom"
+	"github.com/agentrl/agentrl/capture/captureprom"
 	"github.com/agentrl/agentrl/cuda"
 	"github.com/agentrl/agentrl/cuda/model"
 	"github.com/agentrl/agentrl/dataset"
@@ -53,7 +54,7 @@ func runRollout(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	limit := fs.Int("limit", 0, "use only the first N dataset rows (0 = all; default data.train_max_samples / val_max_samples)")
 	validate := fs.Bool("validate", false, "sample with val_kwargs")
 	progress := fs.String("progress", "auto", "progress bar: auto (on a terminal), always, never")
-	metricsAddr := fs.String("metrics-addr", "", "serve Prometheus metrics (agent loop, router or engine) at http://ADDR/metrics while the rollout runs; empty: none")
+	metricsAddr := fs.String("metrics-addr", "", "serve Prometheus metrics (agent loop, router or engine, capture with --harness) at http://ADDR/metrics while the rollout runs; empty: none")
 	var metricsHosts listFlag
 	fs.Var(&metricsHosts, "metrics-allow-host", "host name scrapers may address --metrics-addr by besides IPs and localhost (repeatable; DNS-rebinding defence)")
 	logFormat := fs.String("log-format", "text", "format of log records on stderr: text or json")
@@ -185,21 +186,25 @@ func runRollout(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	}
 	defer closeEngine()
 	env.Server = engine
-	if *metricsAddr != "" {
-		loopMetrics := agentprom.New(agentprom.Options{})
-		env.Trace = loopMetrics.Trace
-		ms, err := startMetrics(*metricsAddr, logger, httpapi.Config{AllowedHosts: metricsHosts}, append(engineCollectors(engine), loopMetrics)...)
-		if err != nil {
-			return err
-		}
-		defer ms.stop()
-	}
 	var hr *harnessRun
 	if hf.command != "" {
 		if hr, err = hf.start(ctx, cfg, engine, tok, reg, &opts, logger); err != nil {
 			return err
 		}
 		defer hr.close()
+	}
+	if *metricsAddr != "" {
+		loopMetrics := agentprom.New(agentprom.Options{})
+		env.Trace = loopMetrics.Trace
+		cs := append(engineCollectors(engine), loopMetrics)
+		if hr != nil {
+			cs = append(cs, captureprom.New(hr.c, captureprom.Options{}))
+		}
+		ms, err := startMetrics(*metricsAddr, logger, httpapi.Config{AllowedHosts: metricsHosts}, cs...)
+		if err != nil {
+			return err
+		}
+		defer ms.stop()
 	}
 	m, err := agentloop.NewManager(reg, env, opts)
 	if err != nil {

@@ -98,7 +98,7 @@ func TestRolloutHarness(t *testing.T) {
 	t.Setenv("AGENTRL_TEST_HARNESS", "1")
 	var stdout, stderr bytes.Buffer
 	code := runMain(context.Background(), []string{"rollout", "--data", data, "--tokenizer", dir, "--servers", srv.URL(),
-		"--out", out, "--batch", batch, "--n", "2",
+		"--out", out, "--batch", batch, "--n", "2", "--metrics-addr", "127.0.0.1:0",
 		"--harness", os.Args[0] + " -test.run=^TestRolloutHarnessProcess$ -- {prompt}", "--harness-dir", runs, "--harness-output", hout,
 		"data.max_prompt_length=1024", "data.max_response_length=256", "agentrl.concurrency=4"}, nil, &stdout, &stderr)
 	log, _ := os.ReadFile(hout)
@@ -152,6 +152,19 @@ func TestRolloutHarness(t *testing.T) {
 	bf.Close()
 	require.NoError(t, err)
 	require.Equal(t, 4, b.Size)
+
+	// agentrl view shows each capture rollout's segment, linked to its
+	// trajectory's section, from the reports in the trajectories.
+	report := filepath.Join(tmp, "report.html")
+	stderr.Reset()
+	require.Equal(t, 0, runMain(context.Background(), []string{"view", out, "--out", report}, nil, &stdout, &stderr), stderr.String())
+	html, err := os.ReadFile(report)
+	require.NoError(t, err)
+	require.Contains(t, string(html), "capture rollouts (4)")
+	require.Equal(t, 4, strings.Count(string(html), `<table class="capsegs">`))
+	for i, tr := range trajs {
+		require.Contains(t, string(html), fmt.Sprintf(`<tr><td>c0</td><td>first call of the rollout</td><td><a href="#t-%d">#%d %s</a>`, i, i, tr.ID))
+	}
 	left, err := os.ReadDir(runs)
 	require.NoError(t, err)
 	require.Empty(t, left, "each run's working directory is removed")

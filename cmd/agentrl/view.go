@@ -33,7 +33,9 @@ func runView(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 
 Writes a self-contained HTML report (one file, no network): a sortable table,
 summary plots, and every trajectory's tokens with the response mask, logprobs
-and the token the reward sits on. --serve pages through large files instead.
+and the token the reward sits on; for trajectories of agentrl rollout
+--harness, each capture rollout's segments and dropped calls. --serve pages
+through large files instead.
 
 `)
 		fs.PrintDefaults()
@@ -91,6 +93,15 @@ and the token the reward sits on. --serve pages through large files instead.
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
+	// Trajectories of agentrl rollout --harness: their capture rollouts'
+	// segments and drops get a section.
+	cr := newCaptureRollouts()
+	for _, t := range trajs {
+		if err := cr.add(t); err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+	}
+	opts.Capture = cr.rollouts()
 	if *outPath == "-" {
 		return view.WriteHTML(stdout, trajs, opts)
 	}
@@ -118,6 +129,9 @@ func serveView(ctx context.Context, path, addr string, opts view.Options, stderr
 	}
 	if !view.LoopbackHost(host) {
 		return fmt.Errorf("--serve %q: not a loopback address (use 127.0.0.1, [::1] or localhost): the viewer has no authentication", addr)
+	}
+	if opts.Capture, err = captureRolloutsOf(path); err != nil {
+		return err
 	}
 	s, err := view.Open(path, opts)
 	if err != nil {

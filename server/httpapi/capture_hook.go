@@ -61,6 +61,11 @@ type Call struct {
 	Samples int
 	// PromptIDs is the rendered prompt; see Recorder.Begin.
 	PromptIDs []int32
+	// Params are the sampling parameters the engine is given: the
+	// request's, or the defaults for those it omits. They are computed
+	// after Begin (the token budget depends on the prompt Begin chose),
+	// so a Recording that keeps the *Call reads them in Record.
+	Params server.SamplingParams
 }
 
 // Recording receives the outcome of one call that Begin accepted.
@@ -123,6 +128,14 @@ func (h *callHook) begin(msgs []chat.Message, c conversation, p *preparedChat) e
 	h.recording, h.samples = rec, h.call.Samples
 	p.req.PromptIDs = h.call.PromptIDs
 	return nil
+}
+
+// sampled keeps the engine's final sampling parameters in the call (see
+// Call.Params).
+func (h *callHook) sampled(p server.SamplingParams) {
+	if h != nil {
+		h.call.Params = p
+	}
 }
 
 // record hands sample i's answer to the Recording, under the request's

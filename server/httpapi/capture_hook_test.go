@@ -21,6 +21,8 @@ import (
 type hookRecorder struct {
 	mu       sync.Mutex
 	calls    []httpapi.Call
+	cur      *httpapi.Call           // the call Begin was last given
+	params   []server.SamplingParams // cur.Params at each Record
 	outs     []server.TokenOutput
 	answers  []chat.Message
 	aborts   []error
@@ -39,7 +41,7 @@ func (h *hookRecorder) Begin(ctx context.Context, c *httpapi.Call) (httpapi.Reco
 	if h.prompt != nil {
 		c.PromptIDs = h.prompt
 	}
-	h.calls = append(h.calls, *c)
+	h.calls, h.cur = append(h.calls, *c), c
 	return h, nil
 }
 
@@ -51,6 +53,7 @@ func (h *hookRecorder) Record(_ context.Context, _ int, out server.TokenOutput, 
 	}
 	h.outs = append(h.outs, out)
 	h.answers = append(h.answers, answer)
+	h.params = append(h.params, h.cur.Params)
 	return nil
 }
 
@@ -77,8 +80,10 @@ func TestRecorderSeesEveryDialectAndStream(t *testing.T) {
 		require.Equal(t, 200, code, resp)
 		rec.mu.Lock()
 		n := len(rec.calls)
-		call, out, answer := rec.calls[n-1], rec.outs[n-1], rec.answers[n-1]
+		call, out, answer, params := rec.calls[n-1], rec.outs[n-1], rec.answers[n-1], rec.params[n-1]
 		rec.mu.Unlock()
+		// By Record, the call holds the sampling the engine was given.
+		require.Equal(t, cp.last().Params, params)
 		require.Equal(t, c.dialect, call.Dialect, c.path)
 		require.Equal(t, c.body, string(call.Body))
 		require.Equal(t, "sess-1", call.Header.Get("X-Session-Id"))

@@ -210,6 +210,7 @@ func (s *Server) prepareConversation(c conversation) (preparedChat, error) {
 	stops := make([]int32, 0, len(eos)+len(p.req.Params.StopTokenIDs))
 	stops = append(append(stops, p.req.Params.StopTokenIDs...), eos...)
 	p.req.Params.StopTokenIDs = stops
+	p.hook.sampled(p.req.Params)
 	rid := c.requestID
 	if rid == "" {
 		rid = c.sessionKey
