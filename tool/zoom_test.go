@@ -88,8 +88,8 @@ func TestZoomInExecute(t *testing.T) {
 	require.Equal(t, [2]int{29, 56}, [2]int{crop.W, crop.H}) // floor(188.5), ceil(216.5)
 
 	for args, want := range map[string]string{
-		`{"bbox_2d": [1, 2, 3]}`:        "Error: bbox_2d parameter is missing or not a list of 4 numbers.",
-		`{"label": "x"}`:                "Error: bbox_2d parameter is missing or not a list of 4 numbers.",
+		`{"bbox_2d": [1, 2, 3]}`:          "Error: bbox_2d parameter is missing or not a list of 4 numbers.",
+		`{"label": "x"}`:                  "Error: bbox_2d parameter is missing or not a list of 4 numbers.",
 		`{"bbox_2d": [300, 10, 100, 50]}`: "Error: The specified bounding box [300, 10, 100, 50] is invalid or results in a crop smaller than the minimum size of 28x28.",
 	} {
 		res, err := z.Execute(ctx, id, json.RawMessage(args))
