@@ -31,6 +31,10 @@ type Vision struct {
 	// Limits caps each image's encoded size and pixels (vision's defaults
 	// when zero).
 	Limits vision.Limits
+	// KeepImages keeps each image's encoded bytes in the trajectory
+	// (trajectory.MultiModal.Images), so that JSONL output can be viewed
+	// with its images; off, the trajectory has only their grids.
+	KeepImages bool
 }
 
 // ErrImage is wrapped by the errors about an image of a sample or a tool
@@ -140,6 +144,9 @@ func (e *Episode) multiModal(seq []int32) (*trajectory.MultiModal, error) {
 		mm.ImageGridTHW = append(mm.ImageGridTHW, [3]int64{int64(im.feat.Grid[0]), int64(im.feat.Grid[1]), int64(im.feat.Grid[2])})
 		mm.PixelValues = append(mm.PixelValues, im.feat.Pixels...)
 		vis.Images = append(vis.Images, im.feat.Grid)
+		if e.env.Vision.KeepImages {
+			mm.Images = append(mm.Images, im.data)
+		}
 	}
 	if e.env.Vision.Rope.Family == 0 {
 		return mm, nil

@@ -190,6 +190,7 @@ func TestToolImagesAppended(t *testing.T) {
 	png := testImage(t, "rgb_448x448_smooth.png")
 	set, err := tool.NewSet(tool.NewZoomIn(chat.ToolSchema{}, tool.ZoomInConfig{}))
 	require.NoError(t, err)
+	vis.KeepImages = true
 	call := "<tool_call>\n{\"name\": \"image_zoom_in_tool\", \"arguments\": {\"bbox_2d\": [0, 0, 112, 56], \"label\": \"corner\"}}\n</tool_call>"
 	rec := &recorder{LLMServer: servertest.New(servertest.Config{Rule: servertest.Scripts(map[string][][]int32{
 		"z": {turn(t, tok, call), turn(t, tok, "It is smooth.")}}, nil)})}
@@ -223,6 +224,12 @@ func TestToolImagesAppended(t *testing.T) {
 	pos, err := vis.Rope.VerlPositionIDs(toInts(seq), nil, vision.Vision{Images: [][3]int{{1, 32, 32}, {1, 4, 8}}})
 	require.NoError(t, err)
 	require.Equal(t, pos, tr.MultiModal.PositionIDs)
+	// KeepImages: the row's image and the crop, encoded.
+	require.Len(t, tr.MultiModal.Images, 2)
+	require.Equal(t, png, tr.MultiModal.Images[0])
+	crop, err := vision.Decode(tr.MultiModal.Images[1], vision.Limits{})
+	require.NoError(t, err)
+	require.Equal(t, [2]int{112, 56}, [2]int{crop.W, crop.H})
 	// The observation's image tokens have mask 0.
 	for i, id := range tr.ResponseIDs {
 		if id == int32(vis.Placeholders.Pad) {

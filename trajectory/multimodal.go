@@ -18,6 +18,10 @@ type MultiModal struct {
 	// PositionIDs are verl's M-RoPE position ids; empty rows for a model
 	// without M-RoPE.
 	PositionIDs [4][]int64 `json:"position_ids,omitempty"`
+	// Images are the encoded images (PNG, JPEG, WebP or GIF), one per
+	// grid, when the loop was asked to keep them (agentloop's
+	// Vision.KeepImages), for the viewer; nil otherwise.
+	Images [][]byte `json:"images,omitempty"`
 }
 
 // ImagesSeqlens is verl's images_seqlens: h·w patches for each of an
