@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -105,4 +106,33 @@ func TestZoomInExecute(t *testing.T) {
 	require.ErrorIs(t, err, vision.ErrSource)
 	_, err = z.Create(ctx, map[string]any{})
 	require.ErrorContains(t, err, `no "image"`)
+}
+
+// FuzzZoomInExecute: any arguments the model writes get an answer (a crop
+// within the image, or verl's error text with the penalty), never a panic.
+func FuzzZoomInExecute(f *testing.F) {
+	for _, s := range []string{`{"bbox_2d": [10, 20.5, 100, 70], "label": "cat"}`, `{"bbox_2d": [1, 2, 3]}`,
+		`{"bbox_2d": [-1e308, 0, 1e308, 5]}`, `{"bbox_2d": [0, 0, 1e-300, 28]}`, `{"bbox_2d": ["a", 1, 2, 3]}`, `[]`, `{"bbox_2d": [200, 200, 205, 210], "label": 7}`} {
+		f.Add(s)
+	}
+	src, err := os.ReadFile("../vision/testdata/images/rgb_100x30_xor.png")
+	require.NoError(f, err)
+	z := NewZoomIn(chat.ToolSchema{}, ZoomInConfig{})
+	ctx := context.Background()
+	id, err := z.Create(ctx, map[string]any{"image": src})
+	require.NoError(f, err)
+	f.Fuzz(func(t *testing.T, args string) {
+		res, err := z.Execute(ctx, id, json.RawMessage(args))
+		require.NoError(t, err)
+		if len(res.Images) == 0 {
+			require.Equal(t, ZoomInPenalty, res.Reward)
+			require.True(t, strings.HasPrefix(res.Text, "Error: "), res.Text)
+			return
+		}
+		crop, err := vision.Decode(res.Images[0].Data, vision.Limits{})
+		require.NoError(t, err)
+		require.GreaterOrEqual(t, min(crop.W, crop.H), ZoomInMinSide)
+		require.LessOrEqual(t, crop.W, 112) // the image after fetch_image's resize: 112×28
+		require.LessOrEqual(t, crop.H, 28)
+	})
 }
