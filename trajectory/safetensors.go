@@ -207,6 +207,10 @@ func (b *Batch) metadata() (map[string]string, error) {
 // (JSON arrays) and the lengths and truncation counts (decimal strings).
 // A batch with multi-output rows also has the int64 loss_mask tensor, the
 // "rollout_ids" array and non_tensor_batch "key" (see Batch.RolloutIDs).
+// A batch with images (Batch.MultiModal) has float32
+// multi_modal_inputs.pixel_values and int64 multi_modal_inputs.image_grid_thw,
+// .images_seqlens and .row_images, and, for M-RoPE models, position_ids of
+// shape [B, 4, P+R].
 func (b *Batch) WriteSafetensors(w io.Writer) error {
 	if b == nil {
 		return fmt.Errorf("%w: nil batch", ErrSafetensors)
