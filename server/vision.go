@@ -109,3 +109,50 @@ func (v *Vision) check(ids []int32) error {
 	}
 	return nil
 }
+
+// Expand gives each image block of ids that holds a single pad (as a chat
+// template renders it) its image's Tokens pads; a block that already has
+// them is kept. The ids around the blocks are copied unchanged. Blocks
+// without a pad (video blocks) are not images and are left as they are.
+func (v *Vision) Expand(ids []int32) ([]int32, error) {
+	runs, err := v.PadRuns(ids)
+	if err != nil {
+		return nil, err
+	}
+	extra, img := 0, 0
+	for _, n := range runs {
+		if n == 0 {
+			continue
+		}
+		if img >= len(v.Images) {
+			return nil, fmt.Errorf("more image blocks than the %d images", len(v.Images))
+		}
+		switch want := v.Images[img].Tokens; {
+		case want <= 0:
+			return nil, fmt.Errorf("image %d stands for %d tokens", img, want)
+		case n == 1:
+			extra += want - 1
+		case n != want:
+			return nil, fmt.Errorf("image %d: its block has %d pad tokens, neither 1 nor the image's %d", img, n, want)
+		}
+		img++
+	}
+	if img != len(v.Images) {
+		return nil, fmt.Errorf("%d images but %d image blocks", len(v.Images), img)
+	}
+	out := make([]int32, 0, len(ids)+extra)
+	img = -1
+	for i, id := range ids {
+		if id == v.VisionStart && i+1 < len(ids) && ids[i+1] == v.Pad {
+			img++
+		}
+		if id == v.Pad && ids[i-1] == v.VisionStart && (i+1 >= len(ids) || ids[i+1] != v.Pad) {
+			for range v.Images[img].Tokens {
+				out = append(out, v.Pad)
+			}
+			continue
+		}
+		out = append(out, id)
+	}
+	return out, nil
+}

@@ -39,3 +39,23 @@ func TestVisionCheck(t *testing.T) {
 		})
 	}
 }
+
+func TestVisionExpand(t *testing.T) {
+	v := &Vision{VisionStart: 7, Pad: 8, VisionEnd: 9, Images: []Image{{Data: []byte{1}, Tokens: 3}, {Data: []byte{1}, Tokens: 2}}}
+	got, err := v.Expand([]int32{1, 7, 8, 9, 2, 7, 9, 7, 8, 9})
+	require.NoError(t, err)
+	require.Equal(t, []int32{1, 7, 8, 8, 8, 9, 2, 7, 9, 7, 8, 8, 9}, got)
+	// Already expanded blocks stay.
+	got, err = v.Expand([]int32{7, 8, 8, 8, 9, 7, 8, 9})
+	require.NoError(t, err)
+	require.Equal(t, []int32{7, 8, 8, 8, 9, 7, 8, 8, 9}, got)
+	for ids, want := range map[string][]int32{
+		"neither 1 nor the image's 3":        {7, 8, 8, 9, 7, 8, 9},
+		"2 images but 1 image blocks":        {7, 8, 9},
+		"more image blocks than the 2":       {7, 8, 9, 7, 8, 9, 7, 8, 9},
+		"image pad at 0 outside a vision bl": {8},
+	} {
+		_, err := v.Expand(want)
+		require.ErrorContains(t, err, ids)
+	}
+}
