@@ -128,8 +128,8 @@ func TestChatImageParts(t *testing.T) {
 	require.Equal(t, len(collapsed)+390, len(req.PromptIDs))
 
 	for body, wantErr := range map[string]string{
-		`[{"role":"user","content":[{"type":"image_url","image_url":{"url":"/etc/passwd"}}]}]`:              `messages[0].content[0].image_url`,
-		`[{"role":"user","content":[{"type":"image_url","image_url":{"url":"data:image/png;base64,AAAA"}}]}]`: `messages[0].content[0].image_url`,
+		`[{"role":"user","content":[{"type":"image_url","image_url":{"url":"/etc/passwd"}}]}]`:                        `messages[0].content[0].image_url`,
+		`[{"role":"user","content":[{"type":"image_url","image_url":{"url":"data:image/png;base64,AAAA"}}]}]`:         `messages[0].content[0].image_url`,
 		`[{"role":"user","content":[{"type":"image_url","image_url":{"url":"` + url + `"}},{"type":"input_audio"}]}]`: `content part type \"input_audio\" is not supported`,
 	} {
 		code, resp := post(t, s.URL()+"/v1/chat/completions", `{"model":"qwen2vl","messages":`+body+`}`)
