@@ -120,7 +120,7 @@ func (e *Episode) Start() bool {
 	if err == nil {
 		var imgs []episodeImage
 		where := e.s.describe(e.s.Index)
-		if imgs, err = e.loadImages(context.Background(), e.cc.Messages, where); err == nil {
+		if imgs, err = e.loadImages(context.Background(), e.cc.Messages, where, true); err == nil {
 			if ids, err = e.expand(ids, imgs, where); err == nil {
 				e.images = imgs
 			}
@@ -298,7 +298,7 @@ func (e *Episode) encodeDelta(added []chat.Message) ([]int32, error) {
 	// The delta holds a collapsed block for each image of added and
 	// nothing of the history: its blocks are expanded on their own.
 	where := fmt.Sprintf("the observation after turn %d of %s", e.assistantTurns, e.s.ID)
-	imgs, err := e.loadImages(context.Background(), added, where)
+	imgs, err := e.loadImages(context.Background(), added, where, false)
 	if err != nil {
 		return nil, err
 	}

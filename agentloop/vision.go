@@ -31,6 +31,14 @@ type Vision struct {
 	// Limits caps each image's encoded size and pixels (vision's defaults
 	// when zero).
 	Limits vision.Limits
+	// FetchImage resizes a sample's images as verl's dataset does before
+	// its processor sees them (verl/utils/dataset/vision_utils.py
+	// process_image → qwen_vl_utils fetch_image): smart_resize to a
+	// multiple of patch·merge between 4 and 16384 tokens' worth of pixels,
+	// with Pillow's bicubic. The processor's own resize then only matters
+	// for images its bounds cut further. Tool images are processed as
+	// they come, as verl's ToolAgentLoop does.
+	FetchImage bool
 	// KeepImages keeps each image's encoded bytes in the trajectory
 	// (trajectory.MultiModal.Images), so that JSONL output can be viewed
 	// with its images; off, the trajectory has only their grids.
@@ -51,7 +59,7 @@ type episodeImage struct {
 // loadImages reads, decodes and processes the images of msgs' content
 // parts; where names the messages in errors ("sample 3 (id \"x\")",
 // "the tool result after turn 2 of x").
-func (e *Episode) loadImages(ctx context.Context, msgs []chat.Message, where string) ([]episodeImage, error) {
+func (e *Episode) loadImages(ctx context.Context, msgs []chat.Message, where string, fetch bool) ([]episodeImage, error) {
 	var out []episodeImage
 	for mi, m := range msgs {
 		for pi := range m.Parts {
@@ -74,6 +82,11 @@ func (e *Episode) loadImages(ctx context.Context, msgs []chat.Message, where str
 			rgb, err := vision.Decode(data, v.Limits)
 			if err != nil {
 				return nil, fmt.Errorf("%w: %s: %w", ErrImage, at, err)
+			}
+			if fetch && v.FetchImage {
+				if rgb, err = fetchResize(rgb, v.Processor.Config().Factor()); err != nil {
+					return nil, fmt.Errorf("%w: %s (%d×%d): %w", ErrImage, at, rgb.W, rgb.H, err)
+				}
 			}
 			f, err := v.Processor.Process(rgb)
 			if err != nil {
@@ -161,4 +174,18 @@ func (e *Episode) multiModal(seq []int32) (*trajectory.MultiModal, error) {
 	}
 	mm.PositionIDs = pos
 	return mm, nil
+}
+
+// fetchResize is qwen_vl_utils' fetch_image resize (vision_process.py:
+// smart_resize with min_pixels 4·factor² and max_pixels 16384·factor²,
+// then Image.resize, bicubic by default for RGB).
+func fetchResize(img *vision.RGB, factor int) (*vision.RGB, error) {
+	h, w, err := vision.SmartResize(img.H, img.W, factor, 4*factor*factor, 16384*factor*factor)
+	if err != nil {
+		return img, err
+	}
+	if h == img.H && w == img.W {
+		return img, nil
+	}
+	return vision.ResizeBicubic(img, w, h)
 }

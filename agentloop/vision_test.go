@@ -237,3 +237,31 @@ func TestToolImagesAppended(t *testing.T) {
 		}
 	}
 }
+
+// TestFetchImage: with Vision.FetchImage a prompt image is first resized
+// as qwen_vl_utils' fetch_image resizes it in verl's dataset (1920×1080 →
+// 1932×1092, multiples of 28), then processed; the grid is the same as
+// processing the original, the pixels are those of the two resizes.
+func TestFetchImage(t *testing.T) {
+	tok, vis := qwenVL(t)
+	vis.FetchImage = true
+	png := testImage(t, "rgb_1920x1080_xor.png")
+	orig, err := vision.Decode(png, vision.Limits{})
+	require.NoError(t, err)
+	fetched, err := vision.ResizeBicubic(orig, 1932, 1092)
+	require.NoError(t, err)
+	want, err := vis.Processor.Process(fetched)
+	require.NoError(t, err)
+	direct, err := vis.Processor.Process(orig)
+	require.NoError(t, err)
+	require.Equal(t, direct.Grid, want.Grid)
+	require.NotEqual(t, direct.Pixels, want.Pixels)
+
+	loop, err := NewSingleTurn(&Env{Server: servertest.New(servertest.Config{Rule: servertest.Constant(turn(t, tok, "ok")...)}),
+		Tokenizer: tok, Vision: vis}, Config{})
+	require.NoError(t, err)
+	tr, err := loop.Run(context.Background(), Sample{ID: "f", Messages: []chat.Message{{Role: chat.RoleUser,
+		Parts: []chat.ContentPart{chat.ImagePart(chat.Image{Data: png})}}}}, server.SamplingParams{})
+	require.NoError(t, err)
+	require.Equal(t, want.Pixels, tr.MultiModal.PixelValues)
+}

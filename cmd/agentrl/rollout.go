@@ -176,7 +176,7 @@ func runRollout(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		return err
 	} else if vis != nil {
 		env.Vision = &agentloop.Vision{Processor: vis.proc, Placeholders: vis.place, Rope: vis.rope,
-			Sources: vision.Sources{AllowRemote: cfg.AgentRL.AllowRemoteImages}, KeepImages: cfg.AgentRL.KeepImages}
+			Sources: vision.Sources{AllowRemote: cfg.AgentRL.AllowRemoteImages}, KeepImages: cfg.AgentRL.KeepImages, FetchImage: true}
 	}
 	if hf.command == "" { // with --harness every row runs the harness
 		if err := checkLoops(reg, env, agents); err != nil {
