@@ -50,8 +50,11 @@ agent:
 // (python/sglang/srt/managers/io_struct.py, sgl-project/sglang
 // 001067fffe33427bee0ed2f007fb7551a1d76b44), each image loaded from its
 // data URL (load_image), processed with the model directory's processor
-// and matched to its run of <|image_pad|> tokens, which must be the
-// image's token count. Its model zooms in once, then answers.
+// and matched to its block (qwen_vl.py's
+// <|vision_start|>(<|image_pad|>)+<|vision_end|> regex, one block per image
+// in order), which must hold the image's token count, or the engine would
+// run another sequence than the trajectory's. Its model zooms in once,
+// then answers.
 type vlSGLang struct {
 	t    *testing.T
 	tok  *tokenizer.Tokenizer

@@ -25,8 +25,13 @@ import (
 // image_data (python/sglang/srt/managers/io_struct.py at
 // 001067fffe33427bee0ed2f007fb7551a1d76b44), each entry read as
 // load_image reads a data URL, put through the model's image processor,
-// and matched to its run of <|image_pad|> tokens, which must be as long as
-// the image's token count (SGLang's Qwen-VL processor fails otherwise).
+// and matched to its block: SGLang's Qwen-VL processor
+// (python/sglang/srt/multimodal/processors/qwen_vl.py) finds the blocks in
+// the decoded input_ids with the regex
+// <\|vision_start\|>(?:<\|image_pad\|>)+<\|vision_end\|>, one per image in
+// order, and re-expands each to the processor's count; a block of another
+// length would have the engine run a sequence other than the trajectory's,
+// so the fake refuses it.
 func fakeVLSGLang(t *testing.T, proc *vision.Processor, seen *[]int) *httptest.Server {
 	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var req struct {

@@ -52,7 +52,8 @@ func appendGenerateRequest(b []byte, req server.GenerateRequest, stream bool) ([
 		// sgl-project/sglang 001067fffe33427bee0ed2f007fb7551a1d76b44): one
 		// entry per image, in block order; load_image reads a data URL.
 		// input_ids keep the blocks expanded: SGLang's Qwen-VL processor
-		// matches each run of pads to its image's features.
+		// (multimodal/processors/qwen_vl.py) matches each
+		// <|vision_start|>(<|image_pad|>)+<|vision_end|> block to its image.
 		b = append(b, `,"image_data":[`...)
 		for i, im := range v.Images {
 			if i > 0 {
