@@ -41,8 +41,6 @@ actor_rollout_ref:
       max_assistant_turns: 3
       format: hermes
       tool_config_path: TOOLS
-agent:
-  default_agent_loop: tool_agent
 `
 
 // vlSGLang is SGLang's /generate for a Qwen2-VL model, reduced to its
@@ -220,6 +218,15 @@ func TestRolloutImagesGeo3k(t *testing.T) {
 			require.Contains(t, res, "ok: torch")
 		})
 	}
+
+	// The vLLM client refuses images, and the rollout says why.
+	var stdout, stderr bytes.Buffer
+	code := runMain(context.Background(), []string{"rollout", "--config", cfgPath, "--backend", "vllm",
+		"--data", filepath.Join("..", "..", "dataset", "testdata", "geo3k_duckdb.parquet"), "--tokenizer", dir,
+		"--servers", ts.URL, "--out", filepath.Join(tmp, "vllm.jsonl"), "--progress", "never"}, nil, &stdout, &stderr)
+	require.Equal(t, 1, code)
+	require.Contains(t, strings.Join(strings.Fields(stdout.String()), " "), "trajectories 6 (3 groups, 0 filtered, 6 failed)")
+	require.Contains(t, stderr.String(), "bad request: Vision: the vLLM client sends no images (2 in this request)")
 }
 
 // torchPython is a python3 with torch, or skips (CI must have it: .ci/deps.sh
