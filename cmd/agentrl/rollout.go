@@ -29,7 +29,6 @@ import (
 	"github.com/agentrl/agentrl/server/vllm"
 	"github.com/agentrl/agentrl/tokenizer"
 	"github.com/agentrl/agentrl/trajectory"
-	"github.com/agentrl/agentrl/vision"
 )
 
 func init() {
@@ -170,20 +169,15 @@ func runRollout(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	}
 	env.Tokenizer = tok
 	opts.Collate.PadTokenID = verlPadTokenID(tok)
-	// A model directory with a preprocessor_config.json is a
-	// vision-language model: rows and tool results may carry images.
-	if vis, err := loadTokenizeVision(*tokDir, tok); err != nil {
-		return err
-	} else if vis != nil {
-		env.Vision = &agentloop.Vision{Processor: vis.proc, Placeholders: vis.place, Rope: vis.rope,
-			Sources: vision.Sources{AllowRemote: cfg.AgentRL.AllowRemoteImages}, KeepImages: cfg.AgentRL.KeepImages, FetchImage: true}
-	}
 	if hf.command == "" { // with --harness every row runs the harness
 		if err := checkLoops(reg, env, agents); err != nil {
 			return err
 		}
 	}
 
+	if env.Vision, err = rolloutVision(*tokDir, tok, cfg); err != nil {
+		return err
+	}
 	engine, closeEngine, err := buildEngine(cfg, logger)
 	if err != nil {
 		return err
