@@ -32,7 +32,7 @@ var importRules = map[string][]string{
 	"tokenizer/jinja": nil,
 	"tokenizer/...":   {"chat", "tokenizer"},
 	"parser/...":      {"chat", "parser"},
-	"tool/...":        {"chat", "tool/...", "internal/yamlline"},
+	"tool/...":        {"chat", "tool/...", "internal/yamlline", "vision"},
 	"server":          nil,
 	"server/httpapi":  {"server", "server/internal/wire", "chat", "tokenizer", "parser"},
 	"server/sglang":   {"server", "server/internal/httpclient", "server/internal/wire"},
@@ -50,7 +50,7 @@ var importRules = map[string][]string{
 	"cuda/train":        {"cuda/kernels", "cuda/model", "server"},
 	"cuda/internal/...": {"safetensors"},
 	// agentloop gets engines as server.LLMServer, never router or cuda.
-	"agentloop": {"chat", "trajectory", "tokenizer", "parser", "tool", "server"},
+	"agentloop": {"chat", "trajectory", "tokenizer", "parser", "tool", "server", "vision"},
 	"dataset":   {"agentloop", "chat", "trajectory"},
 	"view":      {"trajectory", "tokenizer"},
 	"vision":    nil,

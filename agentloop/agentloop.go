@@ -56,6 +56,9 @@ type Env struct {
 	// stream verl's rule builds, and an episode whose delta would not ends
 	// with StopError naming the family. nil: no check.
 	Boundary *tokenizer.Boundary
+	// Vision, when set, lets samples and tool results carry images (see
+	// Vision); nil: an image is an ErrImage error.
+	Vision *Vision
 }
 
 func (e *Env) check() error {

@@ -44,6 +44,18 @@
 // Sample.GroupID). An Accumulator keeps, counts and collates finished groups
 // the same way for Generate and for a caller reading Stream.
 //
+// Images (vision-language models, Qwen2/2.5/3-VL): with Env.Vision set, a
+// sample's image parts (chat.Image) and the images tools return
+// (tool.Result.Images, placed before the text as verl's ToolAgentLoop
+// does) are decoded and processed; the chat template's collapsed
+// <|vision_start|><|image_pad|><|vision_end|> block of each is expanded
+// on the token ids of the prompt or of the observation's delta, never by
+// re-tokenizing; every generate call carries the images so far
+// (server.GenerateRequest.Vision); the trajectory gets verl's
+// multi_modal_inputs and M-RoPE position ids (trajectory.MultiModal). An
+// image that cannot be read, decoded or processed fails the sample with an
+// ErrImage error naming the sample and the image.
+//
 // Request ids: every engine call of a trajectory carries the trajectory's
 // id (Trajectory.ID, "<ID>" or "<ID>/<rollout>", see Sample.ID) as
 // server.GenerateRequest.RequestID and its group as GroupID, on every turn

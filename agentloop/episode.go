@@ -62,6 +62,8 @@ type Episode struct {
 	toolCalls      int
 	toolErrors     int
 	extra          map[string]any
+	images         []episodeImage // every image so far, in block order
+	pending        []episodeImage // the images of the delta encodeDelta returned last
 
 	stop   trajectory.StopReason
 	err    error
@@ -115,6 +117,15 @@ func (e *Episode) Start() bool {
 	}
 	t0 := time.Now()
 	ids, err := e.env.Tokenizer.EncodeChat(e.cc)
+	if err == nil {
+		var imgs []episodeImage
+		where := e.s.describe(e.s.Index)
+		if imgs, err = e.loadImages(context.Background(), e.cc.Messages, where, true); err == nil {
+			if ids, err = e.expand(ids, imgs, where); err == nil {
+				e.images = imgs
+			}
+		}
+	}
 	e.Trace(Event{Kind: EventPrompt, Tokens: len(ids), Latency: time.Since(t0), Err: err})
 	if err != nil {
 		e.Fail(fmt.Errorf("agentloop: encoding the prompt of sample %d: %w", e.s.Index, err))
@@ -202,7 +213,7 @@ func (e *Episode) Generate(ctx context.Context) (ids []int32, ok bool) {
 			p.MaxNewTokens = left
 		}
 	}
-	req := server.GenerateRequest{RequestID: e.s.ID, GroupID: e.s.GroupID, PromptIDs: e.b.Tokens(), Params: p}
+	req := server.GenerateRequest{RequestID: e.s.ID, GroupID: e.s.GroupID, PromptIDs: e.b.Tokens(), Params: p, Vision: e.visionRequest()}
 	t0 := time.Now()
 	g, err := GenerateResumable(ctx, e.env.Server, req)
 	lat := time.Since(t0)
@@ -266,6 +277,7 @@ func (e *Episode) Observe(added ...chat.Message) bool {
 		return false
 	}
 	e.cc.Messages = append(e.cc.Messages, added...)
+	e.images, e.pending = append(e.images, e.pending...), nil
 	e.userTurns++
 	e.Trace(Event{Kind: EventObservation, Tokens: len(delta)})
 	return true
@@ -275,12 +287,25 @@ func (e *Episode) Observe(added ...chat.Message) bool {
 // continuous-token rule when Env.Boundary is set.
 func (e *Episode) encodeDelta(added []chat.Message) ([]int32, error) {
 	delta, err := e.env.Tokenizer.EncodeDelta(e.cc, added)
-	if err != nil || e.env.Boundary == nil || len(added) == 0 {
+	if err != nil || len(added) == 0 {
 		return delta, err
 	}
-	if err := e.env.Boundary.Check(e.b.Tokens(), delta, added[0].Role == chat.RoleTool); err != nil {
+	if e.env.Boundary != nil {
+		if err := e.env.Boundary.Check(e.b.Tokens(), delta, added[0].Role == chat.RoleTool); err != nil {
+			return nil, err
+		}
+	}
+	// The delta holds a collapsed block for each image of added and
+	// nothing of the history: its blocks are expanded on their own.
+	where := fmt.Sprintf("the observation after turn %d of %s", e.assistantTurns, e.s.ID)
+	imgs, err := e.loadImages(context.Background(), added, where, false)
+	if err != nil {
 		return nil, err
 	}
+	if delta, err = e.expand(delta, imgs, where); err != nil {
+		return nil, err
+	}
+	e.pending = imgs
 	return delta, nil
 }
 
@@ -303,12 +328,14 @@ func (e *Episode) observeCut(added ...chat.Message) bool {
 	full := false
 	if left := e.Budget(); left >= 0 && len(delta) >= left {
 		delta, full = delta[:max(left, 0)], true
+		delta = e.cutPending(delta)
 	}
 	if err := e.b.AppendObservation(delta); err != nil {
 		e.Fail(fmt.Errorf("agentloop: observation after turn %d of %s: %w", e.assistantTurns, e.s.ID, err))
 		return false
 	}
 	e.cc.Messages = append(e.cc.Messages, added...)
+	e.images, e.pending = append(e.images, e.pending...), nil
 	e.userTurns++
 	e.Trace(Event{Kind: EventObservation, Tokens: len(delta)})
 	if full {
@@ -407,6 +434,12 @@ func (e *Episode) Finish() (*trajectory.Trajectory, error) {
 		rows := min(r.Rows(), len(t.PromptIDs)+len(t.ResponseIDs))
 		t.RoutedExperts = &trajectory.Routing{Layers: r.Layers, TopK: r.TopK, Experts: r.Experts[:rows*w]}
 	}
+	if mm, err := e.multiModal(e.b.Tokens()); err != nil && e.err == nil {
+		e.Fail(err)
+		t.StopReason = e.stop
+	} else {
+		t.MultiModal = mm
+	}
 	for k, v := range e.extra {
 		setExtra(t, k, v)
 	}
@@ -445,4 +478,31 @@ func (a *SingleTurn) Run(ctx context.Context, s Sample, p server.SamplingParams)
 		e.Generate(ctx)
 	}
 	return e.Finish()
+}
+
+// cutPending keeps the pending images whose blocks the cut delta holds
+// whole, and cuts the delta before a block it holds in part: a trainer
+// cannot use half an image's tokens.
+func (e *Episode) cutPending(delta []int32) []int32 {
+	if len(e.pending) == 0 {
+		return delta
+	}
+	p := e.env.Vision.Placeholders
+	whole, start := 0, -1
+	for i, id := range delta {
+		switch int(id) {
+		case p.VisionStart:
+			start = i
+		case p.VisionEnd:
+			if start >= 0 && i > start+1 && int(delta[start+1]) == p.Pad {
+				whole++
+			}
+			start = -1
+		}
+	}
+	if start >= 0 { // a block the cut left open
+		delta = delta[:start]
+	}
+	e.pending = e.pending[:min(whole, len(e.pending))]
+	return delta
 }

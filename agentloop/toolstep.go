@@ -357,12 +357,23 @@ func (e *ToolEpisode) CallTools(ctx context.Context, turn parser.Result) ToolTur
 		// Every call that was run has a tool reward, 0 when it failed, as
 		// verl's _call_tool returns 0.0 for a call that raised.
 		e.AddToolReward(res.Reward)
-		added = append(added, chat.Message{
+		m := chat.Message{
 			Role:       chat.RoleTool,
 			Content:    text,
 			ToolCallID: run[i].ID,
 			Name:       run[i].Function.Name,
-		})
+		}
+		if len(res.Images) > 0 {
+			// verl's ToolAgentLoop: the images, then the text.
+			m.Content = ""
+			for _, im := range res.Images {
+				m.Parts = append(m.Parts, chat.ImagePart(im))
+			}
+			if text != "" {
+				m.Parts = append(m.Parts, chat.ContentPart{Type: "text", Text: text})
+			}
+		}
+		added = append(added, m)
 	}
 	for _, c := range calls[len(run):] {
 		e.CountToolCall(true)

@@ -40,10 +40,15 @@ type Message struct {
 // ContentPart is one element of a list-valued content ("type": "text", ...).
 // Raw keeps the exact JSON of the part so that unknown part types (images,
 // audio) survive a round trip.
+//
+// Image is set on image parts (OpenAI's "image_url", Qwen-VL's "image"):
+// chat templates place a placeholder for each, and the agent loop
+// processes the image it names.
 type ContentPart struct {
-	Type string
-	Text string
-	Raw  json.RawMessage
+	Type  string
+	Text  string
+	Raw   json.RawMessage
+	Image *Image
 }
 
 // Text returns the message text: Content, or the concatenated text parts.
@@ -128,6 +133,12 @@ func (m Message) MarshalJSON() ([]byte, error) {
 				if err := compactInto(&b, p.Raw); err != nil {
 					return nil, fmt.Errorf("%w: content part %d: %v", ErrInvalidMessage, i, err)
 				}
+				continue
+			}
+			if p.Image != nil {
+				b.WriteString(`{"type":"image_url","image_url":{"url":`)
+				writeString(&b, p.Image.DataURL())
+				b.WriteString(`}}`)
 				continue
 			}
 			pb, err := marshalNoEscape(contentPartWire{Type: p.Type, Text: p.Text})
@@ -224,7 +235,11 @@ func (m *Message) UnmarshalJSON(data []byte) error {
 			if err := json.Unmarshal(r, &p); err != nil {
 				return fmt.Errorf("%w: content[%d]: %w", ErrInvalidMessage, i, err)
 			}
-			out.Parts[i] = ContentPart{Type: p.Type, Text: p.Text, Raw: append(json.RawMessage(nil), r...)}
+			im, err := partImage(p.Type, r)
+			if err != nil {
+				return fmt.Errorf("%w: content[%d]: %w", ErrInvalidMessage, i, err)
+			}
+			out.Parts[i] = ContentPart{Type: p.Type, Text: p.Text, Raw: append(json.RawMessage(nil), r...), Image: im}
 		}
 	default:
 		return fmt.Errorf("%w: content must be a string, null or a list of parts, got %.20s", ErrInvalidMessage, c)

@@ -120,6 +120,8 @@ func FuzzMessageJSON(f *testing.F) {
 	f.Add(`{"role":"assistant","content":null,"tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{}"}}]}`)
 	f.Add(`{"role":"user","content":[{"type":"text","text":"x"}]}`)
 	f.Add(`{"role":"tool","content":"4","tool_call_id":"c"}`)
+	f.Add(`{"role":"user","content":[{"type":"image_url","image_url":{"url":"data:image/png;base64,AAAA"}},{"type":"image","image":"a.png"},{"type":"image"}]}`)
+	f.Add(`{"role":"user","content":[{"type":"image_url","image_url":"x.png"}]}`)
 	f.Fuzz(func(t *testing.T, in string) {
 		var m Message
 		if json.Unmarshal([]byte(in), &m) != nil {

@@ -409,6 +409,11 @@ wait:
 // validate runs the check every engine shares (server.CheckRequest) and
 // then this engine's own: the prompt must leave room in the context.
 func (e *Engine) validate(req *server.GenerateRequest) error {
+	if req.Vision != nil {
+		// The decoder has no vision tower: placeholder pads would be
+		// embedded as text tokens and the model would answer about no image.
+		return fmt.Errorf("%w: Vision: the in-process engine is text-only and takes no images (%d in this request); serve vision-language models with SGLang or vLLM", server.ErrBadRequest, len(req.Vision.Images))
+	}
 	if n := len(req.Params.StopTokenIDs); n > e.vocab {
 		// A longer list repeats ids or names ids the model cannot sample;
 		// refused before anything walks it.

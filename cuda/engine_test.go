@@ -162,6 +162,8 @@ func TestBadInput(t *testing.T) {
 		{"max_new_tokens", server.GenerateRequest{PromptIDs: []int32{1}, Params: server.SamplingParams{MaxNewTokens: -5}}, "max_new_tokens"},
 		{"NaN temperature", server.GenerateRequest{PromptIDs: []int32{1}, Params: server.SamplingParams{Temperature: math.NaN()}}, "temperature"},
 		{"stop id", server.GenerateRequest{PromptIDs: []int32{1}, Params: server.SamplingParams{StopTokenIDs: []int32{2, 256}}}, "stop_token_ids[1]: id 256 outside the vocabulary of 256"},
+		{"images", server.GenerateRequest{PromptIDs: []int32{1, 10, 11, 12}, Vision: &server.Vision{VisionStart: 10, Pad: 11, VisionEnd: 12,
+			Images: []server.Image{{Data: []byte("\x89PNG"), Tokens: 1}}}}, "text-only and takes no images (1 in this request)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -3,6 +3,13 @@
 // tools_kwargs, interaction_kwargs, tool_selection; uid, agent_name) from
 // JSONL or Parquet files, one row at a time, with bounded memory.
 //
+// A row's images column (verl's geo3k layout: a list of {bytes, path}
+// structs, {"image": url} objects or plain sources) is placed in the
+// prompt as verl's RLHFDataset._build_messages places it: the i-th
+// <image> marker of the messages' text becomes an image part holding the
+// i-th image (chat.Image), which the agent loop processes (agentloop's
+// Env.Vision). Parquet binary stays bytes; in JSONL "bytes" is base64.
+//
 // Parquet rows are assembled from the file's repetition and definition
 // levels by this package, not by struct mapping, so every list, struct and
 // map encoding real writers produce reads the same: pyarrow/pandas and

@@ -115,6 +115,8 @@ func TestOpenAndEach(t *testing.T) {
 func FuzzJSONL(f *testing.F) {
 	f.Add(`{"prompt": [{"role": "user", "content": "2+2?"}], "extra_info": {"index": 7, "tools_kwargs": {"calc": {"create_kwargs": {"ground_truth": "4"}}}}}`)
 	f.Add(`{"raw_prompt": "[{\"role\": \"user\", \"content\": \"hi\"}]", "uid": 3}` + "\n{}")
+	f.Add(`{"prompt": [{"role": "user", "content": "<image>x<image>"}], "images": [{"bytes": "iVBORw0K", "path": null}, {"path": "a.png"}]}`)
+	f.Add(`{"prompt": [{"role": "user", "content": "<video>"}], "images": ["a.png", {"image": 3}]}`)
 	f.Fuzz(func(t *testing.T, text string) {
 		got, err := readJSONL(t, text, Options{MaxRowBytes: 1 << 16})
 		if err != nil {

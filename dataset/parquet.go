@@ -1,9 +1,9 @@
 package dataset
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -524,7 +524,8 @@ func leafValue(n *pqNode, v parquet.Value, budget *int) (any, error) {
 		if utf8.Valid(b) {
 			return string(b), nil
 		}
-		return hex.EncodeToString(b), nil // binary data: no text to hold it
+		// Binary data (verl's images column: {bytes, path}) stays bytes.
+		return bytes.Clone(b), nil
 	}
 	return nil, &fieldError{column: n.path, err: fmt.Errorf("%w: unknown value kind %v", ErrFormat, v.Kind())}
 }

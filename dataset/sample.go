@@ -68,6 +68,11 @@ func SampleFromRow(row map[string]any, promptKey string) (s agentloop.Sample, ha
 	if s.Messages, err = messages(prompt, col); err != nil {
 		return s, false, err
 	}
+	if v, ok := row["images"]; ok && v != nil {
+		if err := attachImages(s.Messages, v, "images"); err != nil {
+			return s, false, err
+		}
+	}
 	if s.DataSource, err = str(row, "data_source"); err != nil {
 		return s, false, err
 	}

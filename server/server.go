@@ -70,6 +70,10 @@ type GenerateRequest struct {
 	Priority  int
 	PromptIDs []int32
 	Params    SamplingParams
+	// Vision is the prompt's images for a vision-language model; nil for
+	// text. Engines that take no images (the in-process engine) refuse a
+	// request that has it.
+	Vision *Vision
 }
 
 // TokenOutput is what the engine sampled.

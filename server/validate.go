@@ -29,6 +29,9 @@ func CheckRequest(req GenerateRequest, vocab int) error {
 			return err
 		}
 	}
+	if err := req.Vision.check(req.PromptIDs); err != nil {
+		return err
+	}
 	p := req.Params
 	if p.PromptLogprobs && (p.PromptLogprobsFrom < 0 || p.PromptLogprobsFrom >= n) {
 		return badField("prompt logprobs from position %d: outside the prompt of %d tokens", p.PromptLogprobsFrom, n)

@@ -220,6 +220,16 @@ func messageValue(m chat.Message) (*jinja.Dict, error) {
 				continue
 			}
 			pd := jinja.NewDictCap(2)
+			if p.Image != nil {
+				// An image made in memory (a dataset's bytes, a tool's
+				// crop): the Qwen-VL templates test for the type or the
+				// "image" key and place a placeholder; the pixels are not
+				// the template's business.
+				pd.Set("type", "image")
+				pd.Set("image", "")
+				parts[i] = pd
+				continue
+			}
 			pd.Set("type", p.Type)
 			pd.Set("text", p.Text)
 			parts[i] = pd

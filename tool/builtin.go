@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
+	"github.com/agentrl/agentrl/chat"
 )
 
 // Class names of the built-in tools of this package. verl's GSM8K tool
@@ -15,15 +17,15 @@ const (
 	classVerlGSM8K  = "verl.tools.gsm8k_tool.Gsm8kTool"
 )
 
-// verl's tools over images. They are registered so that their configs fail
-// with the reason rather than as an unknown class.
+// verl's Geo3kTool is registered so that its configs fail with the reason
+// rather than as an unknown class: it grades with mathruler's sympy-based
+// grade_answer, which has no port here.
 var imageTools = []string{
 	"verl.tools.geo3k_tool.Geo3kTool",
-	"verl.tools.image_zoom_in_tool.ImageZoomInTool",
 }
 
 // ErrNeedsImages is returned for verl's image tools.
-var ErrNeedsImages = errors.New("needs image inputs, which agentrl does not support: its chat messages, tokenizer and engines are text-only (no processor for vision-language models)")
+var ErrNeedsImages = errors.New("grades with mathruler's grade_answer (sympy), which agentrl has no port of")
 
 func init() {
 	for _, c := range imageTools {
@@ -31,6 +33,17 @@ func init() {
 			return nil, ErrNeedsImages
 		})
 	}
+	Register(ClassImageZoomIn, func(_ context.Context, c Config) ([]Tool, error) {
+		var zc ZoomInConfig
+		if err := c.DecodeConfig(&zc); err != nil {
+			return nil, err
+		}
+		var sc chat.ToolSchema
+		if c.Schema != nil {
+			sc = *c.Schema
+		}
+		return []Tool{NewZoomIn(sc, zc)}, nil
+	})
 	Register(ClassCalculator, func(_ context.Context, c Config) ([]Tool, error) {
 		if err := c.DecodeConfig(&struct{}{}); err != nil {
 			return nil, err

@@ -24,6 +24,8 @@ type CallResult struct {
 	Metrics  map[string]float64
 	Err      error
 	Duration time.Duration
+	// Images are the tool's images (Result.Images); none when it failed.
+	Images []chat.Image
 }
 
 // Session is the per-trajectory view of a Set. Each tool's instance is
@@ -138,7 +140,7 @@ func (o outcome) result(name string, fail func(error) CallResult) CallResult {
 	if o.err != nil {
 		return fail(o.err)
 	}
-	return CallResult{Name: name, Text: o.r.Text, Reward: o.r.Reward, Metrics: o.r.Metrics}
+	return CallResult{Name: name, Text: o.r.Text, Reward: o.r.Reward, Metrics: o.r.Metrics, Images: o.r.Images}
 }
 
 // execute runs one call's tool code: the instance (created on first use),

@@ -16,6 +16,10 @@ type Result struct {
 	Text    string
 	Reward  float64
 	Metrics map[string]float64
+	// Images are images the tool returns (verl's ToolResponse.image), for
+	// vision-language models: the agent loop puts them in the tool message
+	// before the text, as verl's ToolAgentLoop does, and processes them.
+	Images []chat.Image
 }
 
 // Tool is a callable tool with per-trajectory state.

@@ -13,7 +13,7 @@ func TestVerlImageToolsExplainWhy(t *testing.T) {
 	_, err := LoadConfig(context.Background(), "testdata/geo3k_tool_config.yaml")
 	require.ErrorIs(t, err, ErrNeedsImages)
 	require.ErrorContains(t, err, `class_name "verl.tools.geo3k_tool.Geo3kTool"`)
-	require.ErrorContains(t, err, "image inputs")
+	require.ErrorContains(t, err, "mathruler")
 	s, err := LoadConfig(context.Background(), "testdata/gsm8k_tool_config.yaml")
 	require.NoError(t, err)
 	require.Equal(t, []string{"calc_gsm8k_reward"}, s.Names())

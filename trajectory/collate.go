@@ -95,6 +95,10 @@ type Batch struct {
 	RoutedExperts              []int16
 	RoutingLayers, RoutingTopK int
 
+	// MultiModal is set when some row has images (Trajectory.MultiModal):
+	// verl's multi_modal_inputs and M-RoPE position ids; nil for text.
+	MultiModal *BatchMultiModal
+
 	IDs         []string
 	Indices     []int32
 	GroupIDs    []string
@@ -200,6 +204,10 @@ func Collate(trajs []*Trajectory, opts CollateOptions) (*Batch, error) {
 			return nil, fmt.Errorf("trajectory: Collate: routed_experts of %d rows × %d positions × %d values is over MaxCollateElements (%d)", B, P+R, w, MaxCollateElements)
 		}
 	}
+	mm, err := collateMultiModal(trajs, P, R)
+	if err != nil {
+		return nil, err
+	}
 	if hasLP {
 		for i, t := range trajs {
 			if t.Logprobs == nil && t.MaskOnes() > 0 {
@@ -257,6 +265,10 @@ func Collate(trajs []*Trajectory, opts CollateOptions) (*Batch, error) {
 		b.ResponsesTruncated += rTrunc[w]
 	}
 	b.NonTensor = nonTensor(trajs)
+	if mm != nil {
+		b.MultiModal = mm
+		mm.fill(b, trajs)
+	}
 	if slices.ContainsFunc(trajs, (*Trajectory).MultiOutput) {
 		b.RolloutIDs = make([]string, B)
 		keys := make([]json.RawMessage, B)

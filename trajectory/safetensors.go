@@ -73,6 +73,15 @@ const (
 	// TensorLossMask is written only for batches with multi-output rows
 	// (Batch.LossMask).
 	TensorLossMask = "loss_mask"
+
+	// Written for batches with images (Batch.MultiModal): verl's
+	// per-row multi_modal_inputs, flattened (see BatchMultiModal), and
+	// the number of images of each row. position_ids is then (B, 4, P+R)
+	// for M-RoPE models.
+	TensorPixelValues   = "multi_modal_inputs.pixel_values"
+	TensorImageGridTHW  = "multi_modal_inputs.image_grid_thw"
+	TensorImagesSeqlens = "multi_modal_inputs.images_seqlens"
+	TensorRowImages     = "multi_modal_inputs.row_images"
 )
 
 // BatchFormat is the __metadata__ "format" of the safetensors batch.
@@ -108,6 +117,20 @@ func (b *Batch) tensors() []stTensor {
 	}
 	if b.LossMask != nil {
 		ts = append(ts, stTensor{name: TensorLossMask, dtype: "I64", shape: []int{B, R}, i32: b.LossMask})
+	}
+	if mm := b.MultiModal; mm != nil {
+		if mm.PositionIDs != nil {
+			ts[4] = stTensor{name: TensorPositionIDs, dtype: "I64", shape: []int{B, 4, P + R}, i32: mm.PositionIDs}
+		}
+		rows := 0
+		if mm.RowLen > 0 {
+			rows = len(mm.PixelValues) / mm.RowLen
+		}
+		ts = append(ts,
+			stTensor{name: TensorPixelValues, dtype: "F32", shape: []int{rows, mm.RowLen}, f32: mm.PixelValues},
+			stTensor{name: TensorImageGridTHW, dtype: "I64", shape: []int{len(mm.ImageGridTHW) / 3, 3}, i32: mm.ImageGridTHW},
+			stTensor{name: TensorImagesSeqlens, dtype: "I64", shape: []int{len(mm.ImagesSeqlens)}, i32: mm.ImagesSeqlens},
+			stTensor{name: TensorRowImages, dtype: "I64", shape: []int{B}, i32: mm.RowImages})
 	}
 	return ts
 }
@@ -184,6 +207,10 @@ func (b *Batch) metadata() (map[string]string, error) {
 // (JSON arrays) and the lengths and truncation counts (decimal strings).
 // A batch with multi-output rows also has the int64 loss_mask tensor, the
 // "rollout_ids" array and non_tensor_batch "key" (see Batch.RolloutIDs).
+// A batch with images (Batch.MultiModal) has float32
+// multi_modal_inputs.pixel_values and int64 multi_modal_inputs.image_grid_thw,
+// .images_seqlens and .row_images, and, for M-RoPE models, position_ids of
+// shape [B, 4, P+R].
 func (b *Batch) WriteSafetensors(w io.Writer) error {
 	if b == nil {
 		return fmt.Errorf("%w: nil batch", ErrSafetensors)
@@ -412,6 +439,12 @@ func ReadSafetensorsBatch(r io.Reader) (*Batch, error) {
 	b.InputIDs = loadI("input_ids")
 	b.AttentionMask = loadI("attention_mask")
 	b.PositionIDs = loadI("position_ids")
+	if t, ok := h.Lookup(TensorPositionIDs); ok && len(t.Shape) == 3 && err == nil {
+		// M-RoPE's (B, 4, L): Batch.PositionIDs is the text positions,
+		// which Collate derives from the attention mask.
+		b.MultiModal = &BatchMultiModal{PositionIDs: b.PositionIDs}
+		b.PositionIDs = nil
+	}
 	b.ResponseMask = loadI("response_mask")
 	b.HasReward = loadI("has_reward")
 	b.NumTurns = loadI("num_turns")
@@ -436,6 +469,27 @@ func ReadSafetensorsBatch(r io.Reader) (*Batch, error) {
 		for i := range b.RoutedExperts {
 			b.RoutedExperts[i] = int16(binary.LittleEndian.Uint16(raw[2*i:]))
 		}
+	}
+	if _, ok := h.Lookup(TensorRowImages); ok {
+		if b.MultiModal == nil {
+			b.MultiModal = &BatchMultiModal{}
+		}
+		mm := b.MultiModal
+		mm.RowImages = loadI(TensorRowImages)
+		mm.ImageGridTHW = loadI(TensorImageGridTHW)
+		mm.ImagesSeqlens = loadI(TensorImagesSeqlens)
+		mm.PixelValues = loadF(TensorPixelValues, false, "")
+		if err != nil {
+			return nil, err
+		}
+		if t, _ := h.Lookup(TensorPixelValues); len(t.Shape) == 2 && t.Shape[1] > 0 && t.Shape[1] <= math.MaxInt32 {
+			mm.RowLen = int(t.Shape[1])
+		} else {
+			return nil, fmt.Errorf("%w: tensor %q: shape %v, want [patches, row]", ErrSafetensors, TensorPixelValues, t.Shape)
+		}
+	}
+	if b.MultiModal != nil && b.PositionIDs == nil {
+		b.PositionIDs = textPositions(b.AttentionMask, b.Size, b.PromptLen+b.ResponseLen)
 	}
 	if b.TokenLevelScores == nil {
 		// Not every row was scored, so there is no rm_scores (as in verl):
@@ -473,4 +527,22 @@ func ReadSafetensorsBatch(r io.Reader) (*Batch, error) {
 		return nil, fmt.Errorf("%w: %w", ErrSafetensors, e)
 	}
 	return b, nil
+}
+
+// textPositions is Collate's Batch.PositionIDs for an attention mask:
+// 0, 1, … over the valid tokens, 0 before them, the last one repeated
+// after them.
+func textPositions(att []int32, B, L int) []int32 {
+	if len(att) != B*L {
+		return nil // checkShapes reports it
+	}
+	pos := make([]int32, B*L)
+	for i := range B {
+		row, p := att[i*L:(i+1)*L], int32(-1)
+		for j, a := range row {
+			p += a
+			pos[i*L+j] = max(p, 0)
+		}
+	}
+	return pos
 }

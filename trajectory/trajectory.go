@@ -80,6 +80,10 @@ type Trajectory struct {
 	// requested.
 	RoutedExperts *Routing `json:"routed_experts,omitempty"`
 
+	// MultiModal is the trajectory's images (prompt and tool results) for
+	// a vision-language model; nil for text.
+	MultiModal *MultiModal `json:"multi_modal,omitempty"`
+
 	// RolloutID, Session and Output are set on the trajectories of a
 	// multi-output rollout (verl's list[AgentLoopOutput]; agentloop's
 	// MultiAgentLoop): RolloutID is the rollout's id, shared by all its

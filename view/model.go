@@ -1,9 +1,12 @@
 package view
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"html/template"
 	"math"
+	"net/http"
 	"sort"
 	"strings"
 
@@ -49,6 +52,83 @@ type Token struct {
 	Reward bool
 	// Mismatch says the batch's response_mask or response id disagrees here.
 	Mismatch bool
+	// Image is the 1-based number of the image this <|image_pad|> token
+	// stands for (0: none); ImageHead, on the first pad of each block, is
+	// the image shown where its placeholders stand.
+	Image     int
+	ImageHead *ImageView
+}
+
+// ImageView is one image of a trajectory as the report shows it.
+type ImageView struct {
+	N      int      // 1-based, in block order
+	Grid   [3]int64 // image_grid_thw; zero when the trajectory has no grids
+	Tokens int      // the block's pad tokens
+	// Src is a data URL of the image's bytes when the trajectory kept
+	// them (trajectory.MultiModal.Images); "" shows a box instead.
+	Src template.URL
+}
+
+// Label describes the image.
+func (v *ImageView) Label() string {
+	s := fmt.Sprintf("image %d · %d tokens", v.N, v.Tokens)
+	if v.Grid != [3]int64{} {
+		s += fmt.Sprintf(" · grid %d×%d×%d", v.Grid[0], v.Grid[1], v.Grid[2])
+	}
+	return s
+}
+
+// Qwen-VL's vision block tokens, used when no tokenizer names them.
+const (
+	qwenVisionStart = 151652
+	qwenImagePad    = 151655
+)
+
+// markImages numbers the image blocks of toks (prompt then response, the
+// trajectory's whole sequence) and attaches each block's ImageView.
+func markImages(toks []*Token, t *trajectory.Trajectory, tok *tokenizer.Tokenizer) []string {
+	start, pad := int32(qwenVisionStart), int32(qwenImagePad)
+	if tok != nil {
+		s, ok1 := tok.TokenID("<|vision_start|>")
+		p, ok2 := tok.TokenID("<|image_pad|>")
+		if !ok1 || !ok2 {
+			return nil
+		}
+		start, pad = s, p
+	}
+	var notes []string
+	n := 0
+	var cur *ImageView // the block being read
+	for i, tk := range toks {
+		if tk.ID != pad {
+			cur = nil
+			continue
+		}
+		if cur != nil {
+			tk.Image = cur.N
+			cur.Tokens++
+			continue
+		}
+		if i == 0 || toks[i-1].ID != start {
+			continue // a pad outside a block: shown as text
+		}
+		n++
+		v := &ImageView{N: n, Tokens: 1}
+		cur = v
+		if mm := t.MultiModal; mm != nil {
+			if n <= len(mm.ImageGridTHW) {
+				v.Grid = mm.ImageGridTHW[n-1]
+			}
+			if n <= len(mm.Images) {
+				v.Src = template.URL("data:" + http.DetectContentType(mm.Images[n-1]) + ";base64," + base64.StdEncoding.EncodeToString(mm.Images[n-1]))
+			}
+		}
+		tk.Image, tk.ImageHead = n, v
+	}
+	if mm := t.MultiModal; mm != nil && len(mm.ImageGridTHW) != n {
+		notes = append(notes, fmt.Sprintf("%d image blocks in the tokens, %d image grids in the trajectory", n, len(mm.ImageGridTHW)))
+	}
+	return notes
 }
 
 // Kind is the token's class: prompt, policy or observation.
@@ -73,6 +153,9 @@ func (t Token) Title() string {
 		if t.HasLP && t.Mask == 1 {
 			fmt.Fprintf(&b, " · logprob %.4f · p %.3f", t.LP, math.Exp(float64(t.LP)))
 		}
+	}
+	if t.Image > 0 {
+		fmt.Fprintf(&b, " · image %d", t.Image)
 	}
 	if t.Reward {
 		b.WriteString(" · reward sits here")
@@ -295,6 +378,13 @@ func DetailOf(n int, t *trajectory.Trajectory, opts Options) Detail {
 		}
 		cur.Tokens = append(cur.Tokens, tk)
 	}
+	var toks []*Token
+	for i := range d.Segments {
+		for j := range d.Segments[i].Tokens {
+			toks = append(toks, &d.Segments[i].Tokens[j])
+		}
+	}
+	d.Notes = append(d.Notes, markImages(toks, t, opts.Tokenizer)...)
 	for i := range d.Segments {
 		s := &d.Segments[i]
 		if s.Kind == KindObservation && opts.Tokenizer != nil {

@@ -180,6 +180,9 @@ func runRollout(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		}
 	}
 
+	if env.Vision, err = rolloutVision(*tokDir, tok, cfg); err != nil {
+		return err
+	}
 	engine, closeEngine, err := buildEngine(cfg, logger)
 	if err != nil {
 		return err

@@ -86,6 +86,12 @@ type rolloutConfig struct {
 		Concurrency int           `yaml:"concurrency"`
 		Timeout     time.Duration `yaml:"timeout"`
 		Reward      string        `yaml:"reward"` // "", gsm8k or gsm8k_flexible
+		// AllowRemoteImages lets dataset rows and tools name http(s)
+		// images; off, only data URLs and local files are read.
+		AllowRemoteImages bool `yaml:"allow_remote_images"`
+		// KeepImages writes each trajectory's images into the JSONL
+		// (base64), for agentrl view; off, only their grids.
+		KeepImages bool `yaml:"keep_images"`
 	} `yaml:"agentrl"`
 }
 
@@ -170,7 +176,7 @@ var configSchema = map[string]any{
 			return m
 		}(),
 	},
-	"agentrl": section(map[string][]string{keyUsed: {"servers", "local_model", "device", "backend", "model", "concurrency", "timeout", "reward"}}),
+	"agentrl": section(map[string][]string{keyUsed: {"servers", "local_model", "device", "backend", "model", "concurrency", "timeout", "reward", "allow_remote_images", "keep_images"}}),
 }
 
 // section builds one section of the schema from the keys of each kind.

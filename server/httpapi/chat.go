@@ -43,6 +43,12 @@ type Chat struct {
 	Reasoning bool
 	// MaxTokens is the default completion budget (DefaultChatMaxTokens).
 	MaxTokens int
+	// Images, when set, accepts image_url parts on /v1/chat/completions
+	// for a vision-language model: the parts are kept for the chat
+	// template, each image's block is expanded on the prompt's ids, and
+	// the images go to the engine with the request
+	// (server.GenerateRequest.Vision). nil refuses image parts.
+	Images ImageProcessor
 }
 
 func (c *Chat) validate() error {

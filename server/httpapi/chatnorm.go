@@ -20,11 +20,21 @@ import (
 //   - tool-call arguments given as a JSON string become the object, which
 //     templates serialize with tojson (Llama 3.1) or test for strings
 //     (Qwen3).
-func normalizeMessages(in []chat.Message) ([]chat.Message, error) {
+//
+// With images (Chat.Images set), a message with image parts keeps its text
+// and image parts for a vision-language template.
+func normalizeMessages(in []chat.Message, images bool) ([]chat.Message, error) {
 	out := make([]chat.Message, len(in))
 	for i, m := range in {
 		n := chat.Message{Role: m.Role, ReasoningContent: m.ReasoningContent, ToolCallID: m.ToolCallID, Name: m.Name}
-		if len(m.Parts) > 0 {
+		if images && hasImages(m) {
+			for j, p := range m.Parts {
+				if p.Type != "text" && p.Image == nil {
+					return nil, badRequest(`field "messages[%d].content[%d].type": content part type %q is not supported (only "text" and images)`, i, j, p.Type)
+				}
+			}
+			n.Parts = m.Parts
+		} else if len(m.Parts) > 0 {
 			texts := make([]string, 0, len(m.Parts))
 			for j, p := range m.Parts {
 				if p.Type != "text" {

@@ -168,6 +168,15 @@ func (s *Server) prepareConversation(c conversation) (preparedChat, error) {
 	if p.req.PromptIDs, msgs, err = s.renderPrompt(c); err != nil {
 		return p, err
 	}
+	if ch.Images != nil {
+		if p.req.PromptIDs, p.req.Vision, err = expandImages(ch.Images, msgs, p.req.PromptIDs); err != nil {
+			return p, err
+		}
+	}
+	if p.req.Vision != nil && c.hook != nil {
+		// A recording keeps messages and tokens, not images.
+		return p, badRequest("image parts cannot be recorded: this server records its calls (capture), which is text-only")
+	}
 	sp := c.sampling
 	stopField := c.stopField
 	if stopField == "" {
@@ -229,7 +238,7 @@ func (s *Server) prepareConversation(c conversation) (preparedChat, error) {
 // /v1/messages/count_tokens counts.
 func (s *Server) renderPrompt(c conversation) ([]int32, []chat.Message, error) {
 	ch := s.cfg.Chat
-	msgs, err := normalizeMessages(c.messages)
+	msgs, err := normalizeMessages(c.messages, ch.Images != nil)
 	if err != nil {
 		return nil, nil, err
 	}

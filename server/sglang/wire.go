@@ -1,10 +1,12 @@
 package sglang
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
+	"net/http"
 	"strconv"
 
 	"github.com/agentrl/agentrl/server"
@@ -45,6 +47,26 @@ func appendGenerateRequest(b []byte, req server.GenerateRequest, stream bool) ([
 	b = append(b, rid...)
 	b = append(b, `,"input_ids":`...)
 	b = wire.AppendIDs(b, req.PromptIDs)
+	if v := req.Vision; v != nil {
+		// GenerateReqInput.image_data (python/sglang/srt/managers/io_struct.py,
+		// sgl-project/sglang 001067fffe33427bee0ed2f007fb7551a1d76b44): one
+		// entry per image, in block order; load_image reads a data URL.
+		// input_ids keep the blocks expanded: SGLang's Qwen-VL processor
+		// (multimodal/processors/qwen_vl.py) matches each
+		// <|vision_start|>(<|image_pad|>)+<|vision_end|> block to its image.
+		b = append(b, `,"image_data":[`...)
+		for i, im := range v.Images {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, `"data:`...)
+			b = append(b, http.DetectContentType(im.Data)...)
+			b = append(b, `;base64,`...)
+			b = base64.StdEncoding.AppendEncode(b, im.Data)
+			b = append(b, '"')
+		}
+		b = append(b, ']')
+	}
 	b = append(b, `,"sampling_params":{"temperature":`...)
 	b = strconv.AppendFloat(b, p.Temperature, 'g', -1, 64)
 	b = append(b, `,"top_p":`...)

@@ -29,6 +29,9 @@ import (
 // request vLLM aborted: it skips chunks that add no token, which is what
 // an abort's last output is (see generateStreamChunk).
 func (c *Client) GenerateStream(ctx context.Context, req server.GenerateRequest, emit func(server.Chunk) error) (server.TokenOutput, error) {
+	if err := refuseImages(req); err != nil {
+		return server.TokenOutput{}, err
+	}
 	if emit == nil {
 		return server.TokenOutput{}, c.t.Errorf("generate", 0, false, fmt.Errorf("GenerateStream needs an emit function: %w", server.ErrBadRequest))
 	}

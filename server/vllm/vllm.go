@@ -165,6 +165,9 @@ type completionsRequest struct {
 // When ctx ends first, the request is aborted on the server (best effort,
 // within AbortTimeout) and the error wraps ctx.Err().
 func (c *Client) Generate(ctx context.Context, req server.GenerateRequest) (server.TokenOutput, error) {
+	if err := refuseImages(req); err != nil {
+		return server.TokenOutput{}, err
+	}
 	if req.RequestID == "" {
 		req.RequestID = httpclient.NewRequestID()
 	}
@@ -640,4 +643,18 @@ func (c *Client) FlushCache(ctx context.Context) error {
 func (c *Client) Health(ctx context.Context) error {
 	_, err := c.t.RoundTripN(ctx, 1, "health", http.MethodGet, "/health", nil, nil)
 	return err
+}
+
+// refuseImages refuses a request with images. vLLM's token endpoints take
+// no images from a client: /inference/v1/generate's features
+// (MultiModalFeatures, vllm/entrypoints/serve/disagg/protocol.py) are
+// MultiModalKwargsItems serialized by vLLM's own render step, and
+// /v1/completions takes token ids without multi_modal_data. Sending the
+// ids alone would have the model read the pads as text.
+func refuseImages(req server.GenerateRequest) error {
+	if req.Vision == nil {
+		return nil
+	}
+	return fmt.Errorf("%w: Vision: the vLLM client sends no images (%d in this request): vLLM's token endpoints take "+
+		"only multimodal features its own render step serialized; serve vision-language rollouts with SGLang", server.ErrBadRequest, len(req.Vision.Images))
 }

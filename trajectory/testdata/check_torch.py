@@ -34,6 +34,66 @@ def fail(msg):
     sys.exit("FAIL: " + msg)
 
 
+def check_mrope(t, B, P, R):
+    # verl agent_loop.py _compute_position_ids: (bsz, 4, L), row 0 the
+    # text positions (ones, arange over the valid tokens), rows 1-3
+    # get_rope_index's (1 where attention_mask is 0).
+    pos, att = t["position_ids"], t["attention_mask"]
+    if pos.shape != (B, 4, P + R):
+        fail("M-RoPE position_ids have shape %s, want (%d, 4, %d)" % (tuple(pos.shape), B, P + R))
+    for i in range(B):
+        valid = att[i].bool()
+        text = torch.ones(P + R, dtype=torch.int64)
+        text[valid] = torch.arange(int(valid.sum()))
+        if not torch.equal(pos[i, 0], text):
+            fail("row %d: position_ids[:, 0] is not the text positions" % i)
+        if torch.any(pos[i, 1:, ~valid] != 1):
+            fail("row %d: M-RoPE positions are not 1 on padding" % i)
+        v = pos[i, 1:, valid]
+        if v.numel() and int(v[:, 0].max()) != 0:
+            fail("row %d: M-RoPE positions do not start at 0" % i)
+    # Qwen2-VL's rotary embedding indexes with it as (3, bsz, L).
+    if pos[:, 1:].transpose(0, 1).shape != (3, B, P + R):
+        fail("M-RoPE rows do not transpose to (3, bsz, L)")
+
+
+def check_multi_modal(t, B):
+    # verl's non_tensor_batch["multi_modal_inputs"] is one dict per row
+    # (agent_loop.py _compute_multi_modal_inputs); rebuild it and run
+    # what the actor does with it: cat the rows of a micro-batch.
+    pv, grid = t["multi_modal_inputs.pixel_values"], t["multi_modal_inputs.image_grid_thw"]
+    seqlens, per_row = t["multi_modal_inputs.images_seqlens"], t["multi_modal_inputs.row_images"]
+    if pv.dtype != torch.float32 or pv.dim() != 2:
+        fail("pixel_values is %s %s, want float32 (patches, row)" % (pv.dtype, tuple(pv.shape)))
+    for name, x in (("image_grid_thw", grid), ("images_seqlens", seqlens), ("row_images", per_row)):
+        if x.dtype != torch.int64:
+            fail("%s is %s, verl's processor gives int64" % (name, x.dtype))
+    if grid.dim() != 2 or grid.shape[1] != 3 or per_row.shape != (B,) or int(per_row.sum()) != grid.shape[0]:
+        fail("image_grid_thw %s and row_images %s disagree" % (tuple(grid.shape), per_row.tolist()))
+    if not torch.equal(seqlens, torch.repeat_interleave(grid[:, 1] * grid[:, 2], grid[:, 0])):
+        fail("images_seqlens is not repeat_interleave(h*w, t)")
+    if int(grid.prod(-1).sum()) != pv.shape[0]:
+        fail("pixel_values has %d rows for grids of %d patches" % (pv.shape[0], int(grid.prod(-1).sum())))
+    rows, g0, p0 = [], 0, 0
+    for i in range(B):
+        n = int(per_row[i])
+        g = grid[g0 : g0 + n]
+        k = int(g.prod(-1).sum()) if n else 0
+        rows.append({"pixel_values": pv[p0 : p0 + k], "image_grid_thw": g} if n else {})
+        g0, p0 = g0 + n, p0 + k
+        # Each image stands for t*h*w/merge^2 <|image_pad|> tokens (merge 2).
+        pads = int((t["input_ids"][i] == IMAGE_PAD).sum())
+        if pads != k // 4:
+            fail("row %d: %d image pad tokens for %d patches" % (i, pads, k))
+    with_images = [r for r in rows if r]
+    cat = torch.cat([r["pixel_values"] for r in with_images], dim=0)
+    if not torch.equal(cat, pv):
+        fail("pixel_values rows do not concatenate back")
+
+
+IMAGE_PAD = 151655
+
+
 def main(path):
     t, meta = load(path)
     for name in ("prompts", "responses", "input_ids", "attention_mask", "position_ids", "response_mask"):
@@ -46,8 +106,12 @@ def main(path):
 
     # verl/utils/model.py compute_position_id_with_mask
     want_pos = torch.clip(torch.cumsum(t["attention_mask"], dim=-1) - 1, min=0, max=None)
-    if not torch.equal(t["position_ids"], want_pos):
+    if t["position_ids"].dim() == 3:
+        check_mrope(t, B, P, R)
+    elif not torch.equal(t["position_ids"], want_pos):
         fail("position_ids are not compute_position_id_with_mask(attention_mask)")
+    if "multi_modal_inputs.row_images" in t:
+        check_multi_modal(t, B)
     if not torch.equal(torch.cat([t["prompts"], t["responses"]], dim=1), t["input_ids"]):
         fail("input_ids is not prompts ++ responses")
     # agent_loop.py: response_mask = mask * response attention
