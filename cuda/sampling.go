@@ -20,7 +20,7 @@ import (
 //     that occurs in the prompt or the output so far has its logit divided
 //     by the penalty if positive, multiplied if negative (as transformers
 //     and vLLM do);
-//  1b. frequency and presence penalties, vLLM's apply_penalties (vllm
+//     1b. frequency and presence penalties, vLLM's apply_penalties (vllm
 //     model_executor/layers/utils.py, after the repetition penalty): over
 //     the output so far only, logit −= FrequencyPenalty × count, then
 //     −= PresencePenalty where count > 0;

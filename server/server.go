@@ -35,10 +35,10 @@ type SamplingParams struct {
 	// and before temperature. Each lies in [-2, 2]; 0 disables it.
 	PresencePenalty  float64
 	FrequencyPenalty float64
-	MaxNewTokens      int
-	StopTokenIDs      []int32
-	Seed              *uint64
-	Logprobs          bool // return the logprob of every sampled token
+	MaxNewTokens     int
+	StopTokenIDs     []int32
+	Seed             *uint64
+	Logprobs         bool // return the logprob of every sampled token
 	// TopLogprobs asks for the TopLogprobs most probable tokens at every
 	// sampled position (0 to MaxTopLogprobs; 0: none), under the same
 	// distribution as the sampled token's logprob (see
