@@ -20,13 +20,13 @@ import (
 //     that occurs in the prompt or the output so far has its logit divided
 //     by the penalty if positive, multiplied if negative (as transformers
 //     and vLLM do);
-//     1b. frequency and presence penalties, vLLM's apply_penalties (vllm
+//  2. frequency and presence penalties, vLLM's apply_penalties (vllm
 //     model_executor/layers/utils.py, after the repetition penalty): over
 //     the output so far only, logit −= FrequencyPenalty × count, then
 //     −= PresencePenalty where count > 0;
-//  2. greedy (Temperature 0): the argmax (lowest id on ties); its logprob is
+//  3. greedy (Temperature 0): the argmax (lowest id on ties); its logprob is
 //     the log-softmax of the penalized logits at temperature 1;
-//  3. otherwise logits / Temperature, then top-k (TopK > 0), then top-p
+//  4. otherwise logits / Temperature, then top-k (TopK > 0), then top-p
 //     (0 < TopP < 1: the smallest most-probable set whose mass reaches
 //     TopP), then min-p (MinP > 0: drop tokens below MinP × the top
 //     probability), renormalized over what is kept. The token is drawn from
