@@ -95,6 +95,20 @@ func (e *sseStream) done() {
 	_ = e.event([]byte("[DONE]"))
 }
 
+// checkChunk fails a streamed chunk whose logprobs or top logprobs do not
+// match its tokens.
+func checkChunk(c server.Chunk, req server.GenerateRequest) error {
+	if req.Params.Logprobs && len(c.Logprobs) != len(c.TokenIDs) {
+		return &server.Error{Server: "engine", Op: "generate",
+			Err: fmt.Errorf("engine streamed %d logprobs for %d tokens: %w", len(c.Logprobs), len(c.TokenIDs), server.ErrBadResponse)}
+	}
+	if req.Params.TopLogprobs > 0 && len(c.TopLogprobs) != len(c.TokenIDs) {
+		return &server.Error{Server: "engine", Op: "generate",
+			Err: fmt.Errorf("engine streamed %d top logprob lists for %d tokens: %w", len(c.TopLogprobs), len(c.TokenIDs), server.ErrBadResponse)}
+	}
+	return nil
+}
+
 // errClientGone marks an emit that failed because the response could not
 // be written: there is nobody left to tell.
 var errClientGone = errors.New("client went away")
@@ -109,20 +123,21 @@ func (s *Server) streamSGLangGenerate(w http.ResponseWriter, r *http.Request, st
 	var (
 		ids   []int32
 		lps   []float32
+		tops  [][]server.TopLogprob
 		texts []string
 		text  strings.Builder
 	)
 	dec := s.newTextDecoder(p.skipSpecial)
 	emit := func(c server.Chunk) error {
-		if p.req.Params.Logprobs && len(c.Logprobs) != len(c.TokenIDs) {
-			return &server.Error{Server: "engine", Op: "generate",
-				Err: fmt.Errorf("engine streamed %d logprobs for %d tokens: %w", len(c.Logprobs), len(c.TokenIDs), server.ErrBadResponse)}
+		if err := checkChunk(c, p.req); err != nil {
+			return err
 		}
 		if len(c.TokenIDs) == 0 {
 			return nil
 		}
 		ids = append(ids, c.TokenIDs...)
 		lps = append(lps, c.Logprobs...)
+		tops = append(tops, c.TopLogprobs...)
 		if dec != nil {
 			piece, err := dec.add(ids, c.TokenIDs)
 			if err != nil {
@@ -151,6 +166,12 @@ func (s *Server) streamSGLangGenerate(w http.ResponseWriter, r *http.Request, st
 					return err
 				}
 				resp.MetaInfo.OutputTokenLogprobs.texts = texts
+			}
+			if p.req.Params.TopLogprobs > 0 {
+				var err error
+				if resp.MetaInfo.OutputTopLogprobs, err = s.newTopTriples(tops, p.textInLPs); err != nil {
+					return err
+				}
 			}
 		}
 		if err := sse.event(resp.appendJSON(make([]byte, 0, 256+len(ids)*40))); err != nil {

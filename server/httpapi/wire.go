@@ -66,6 +66,24 @@ func (l *logprobTriples) appendJSON(b []byte) []byte {
 	return append(b, ']')
 }
 
+func (t *topTriples) appendJSON(b []byte) []byte {
+	b = append(b, '[')
+	for i, row := range t.rows {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		l := logprobTriples{lps: make([]float32, len(row)), ids: make([]int32, len(row))}
+		for j, e := range row {
+			l.lps[j], l.ids[j] = e.Logprob, e.TokenID
+		}
+		if t.texts != nil {
+			l.texts = t.texts[i]
+		}
+		b = l.appendJSON(b)
+	}
+	return append(b, ']')
+}
+
 func (r *sglGenerateResponse) appendJSON(b []byte) []byte {
 	m := &r.MetaInfo
 	b = append(b, `{"text":`...)
@@ -93,6 +111,10 @@ func (r *sglGenerateResponse) appendJSON(b []byte) []byte {
 	if m.OutputTokenLogprobs != nil {
 		b = append(b, `,"output_token_logprobs":`...)
 		b = m.OutputTokenLogprobs.appendJSON(b)
+	}
+	if m.OutputTopLogprobs != nil {
+		b = append(b, `,"output_top_logprobs":`...)
+		b = m.OutputTopLogprobs.appendJSON(b)
 	}
 	b = append(b, `,"e2e_latency":`...)
 	b = strconv.AppendFloat(b, m.E2ELatency, 'g', -1, 64)
