@@ -291,9 +291,10 @@ func validParams(p *server.SamplingParams, prefix, maxName string) error {
 	}
 	// The rest of the ranges (the penalties, top logprobs) are the
 	// engines' one check, run here so the error names the field as the
-	// client sent it.
+	// client sent it: Validate's messages start with the field's name.
 	if err := p.Validate(); err != nil {
-		return badRequest("%s%s", prefix, strings.TrimPrefix(err.Error(), server.ErrBadRequest.Error()+": "))
+		name, why, _ := strings.Cut(strings.TrimPrefix(err.Error(), server.ErrBadRequest.Error()+": "), " ")
+		return badRequest("field %q: %s", prefix+name, why)
 	}
 	return nil
 }
