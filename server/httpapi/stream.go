@@ -889,15 +889,14 @@ func (s *Server) streamVLLMGenerate(w http.ResponseWriter, r *http.Request, st s
 	req := p.req
 	sent := 0
 	emit := func(c server.Chunk) error {
-		if req.Params.Logprobs && len(c.Logprobs) != len(c.TokenIDs) {
-			return &server.Error{Server: "engine", Op: "generate",
-				Err: fmt.Errorf("engine streamed %d logprobs for %d tokens: %w", len(c.Logprobs), len(c.TokenIDs), server.ErrBadResponse)}
+		if err := checkChunk(c, req); err != nil {
+			return err
 		}
 		if len(c.TokenIDs) == 0 {
 			return nil
 		}
 		sent += len(c.TokenIDs)
-		b := appendVLLMStreamChunk(make([]byte, 0, 128+len(c.TokenIDs)*80), req.RequestID, c.TokenIDs, c.Logprobs, p.logprobs, "")
+		b := appendVLLMStreamChunk(make([]byte, 0, 128+len(c.TokenIDs)*80), req.RequestID, c.TokenIDs, c.Logprobs, c.TopLogprobs, p.logprobs, "")
 		if err := sse.event(append(b, '}')); err != nil {
 			return fmt.Errorf("%w: %w", errClientGone, err)
 		}
@@ -913,10 +912,14 @@ func (s *Server) streamVLLMGenerate(w http.ResponseWriter, r *http.Request, st s
 	}
 	if err == nil {
 		var lps []float32
+		var tops [][]server.TopLogprob
 		if p.logprobs {
 			lps = out.Logprobs[sent:]
 		}
-		b := appendVLLMStreamChunk(make([]byte, 0, 192), req.RequestID, out.TokenIDs[sent:], lps, p.logprobs, finishString(out.StopReason))
+		if out.TopLogprobs != nil {
+			tops = out.TopLogprobs[sent:]
+		}
+		b := appendVLLMStreamChunk(make([]byte, 0, 192), req.RequestID, out.TokenIDs[sent:], lps, tops, p.logprobs, finishString(out.StopReason))
 		b = append(b, `,"num_cached_tokens":`...)
 		b = strconv.AppendInt(b, int64(out.CachedTokens), 10)
 		b = append(b, `,"weight_version":`...)
@@ -947,13 +950,13 @@ func (s *Server) streamVLLMGenerate(w http.ResponseWriter, r *http.Request, st s
 // to its last closing brace (left to the caller, which may add fields):
 // one choice, index 0, with ids and (on logprobs) their logprobs, and
 // finish_reason null while finish is "".
-func appendVLLMStreamChunk(b []byte, rid string, ids []int32, lps []float32, logprobs bool, finish string) []byte {
+func appendVLLMStreamChunk(b []byte, rid string, ids []int32, lps []float32, tops [][]server.TopLogprob, logprobs bool, finish string) []byte {
 	b = append(b, `{"request_id":`...)
 	b = appendString(b, rid)
 	b = append(b, `,"choices":[{"index":0,"logprobs":`...)
 	if logprobs {
 		b = append(b, `{"content":`...)
-		b = (&vllmContent{ids: ids, lps: lps}).appendJSON(b)
+		b = (&vllmContent{ids: ids, lps: lps, tops: tops}).appendJSON(b)
 		b = append(b, '}')
 	} else {
 		b = append(b, "null"...)

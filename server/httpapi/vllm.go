@@ -88,8 +88,9 @@ type vllmGenerateChoice struct {
 // vllmContent writes the logprobs.content entries, in both the newer
 // (token_id) and older ("token_id:N" token) shapes, without reflection.
 type vllmContent struct {
-	ids []int32
-	lps []float32
+	ids  []int32
+	lps  []float32
+	tops [][]server.TopLogprob // nil: every top_logprobs is []
 }
 
 func (c *vllmContent) MarshalJSON() ([]byte, error) { return c.appendJSON(nil), nil }
@@ -211,7 +212,7 @@ func (s *Server) handleVLLMGenerate(w http.ResponseWriter, r *http.Request) {
 	if p.logprobs {
 		ch.Logprobs = &struct {
 			Content *vllmContent `json:"content"`
-		}{Content: &vllmContent{ids: out.TokenIDs, lps: out.Logprobs}}
+		}{Content: &vllmContent{ids: out.TokenIDs, lps: out.Logprobs, tops: out.TopLogprobs}}
 	}
 	resp := vllmGenerateResponse{RequestID: p.req.RequestID, Choices: []vllmGenerateChoice{ch}, Usage: samplesUsage(len(p.req.PromptIDs), []server.TokenOutput{out}),
 		CachedTokens: out.CachedTokens, WeightVersion: out.WeightVersion}

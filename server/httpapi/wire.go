@@ -127,15 +127,31 @@ func (c *vllmContent) appendJSON(b []byte) []byte {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = append(b, `{"token":"token_id:`...)
-		b = strconv.AppendInt(b, int64(id), 10)
-		b = append(b, `","token_id":`...)
-		b = strconv.AppendInt(b, int64(id), 10)
-		b = append(b, `,"logprob":`...)
-		b = appendFloat(b, finiteLogprob(c.lps[i]))
-		b = append(b, `,"top_logprobs":[]}`...)
+		b = appendVLLMLogprob(b, id, c.lps[i])
+		b = append(b, `,"top_logprobs":[`...)
+		if c.tops != nil {
+			for j, alt := range c.tops[i] {
+				if j > 0 {
+					b = append(b, ',')
+				}
+				b = appendVLLMLogprob(b, alt.TokenID, alt.Logprob)
+				b = append(b, '}')
+			}
+		}
+		b = append(b, "]}"...)
 	}
 	return append(b, ']')
+}
+
+// appendVLLMLogprob writes a logprob entry of token id up to its closing
+// brace: {"token":"token_id:N","token_id":N,"logprob":lp.
+func appendVLLMLogprob(b []byte, id int32, lp float32) []byte {
+	b = append(b, `{"token":"token_id:`...)
+	b = strconv.AppendInt(b, int64(id), 10)
+	b = append(b, `","token_id":`...)
+	b = strconv.AppendInt(b, int64(id), 10)
+	b = append(b, `,"logprob":`...)
+	return appendFloat(b, finiteLogprob(lp))
 }
 
 func (r *vllmGenerateResponse) appendJSON(b []byte) []byte {

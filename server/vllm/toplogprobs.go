@@ -23,16 +23,19 @@ import (
 // sampled token besides them and need not be sorted: normalizeTop makes
 // each the k most probable, best first, one entry per id.
 
-// normalizeTop dedupes row by token id, sorts it by logprob (ties by lower
-// id) and cuts it to k.
+// normalizeTop dedupes row by token id (keeping an id's highest logprob),
+// sorts it by logprob (ties by lower id) and cuts it to k.
 func normalizeTop(row []server.TopLogprob, k int) []server.TopLogprob {
+	// By id first, an id's best entry first, so duplicates are adjacent
+	// and the one kept is the best; then by logprob.
 	slices.SortFunc(row, func(a, b server.TopLogprob) int {
-		if c := cmp.Compare(b.Logprob, a.Logprob); c != 0 {
+		if c := cmp.Compare(a.TokenID, b.TokenID); c != 0 {
 			return c
 		}
-		return cmp.Compare(a.TokenID, b.TokenID)
+		return cmp.Compare(b.Logprob, a.Logprob)
 	})
 	row = slices.CompactFunc(row, func(a, b server.TopLogprob) bool { return a.TokenID == b.TokenID })
+	slices.SortStableFunc(row, func(a, b server.TopLogprob) int { return cmp.Compare(b.Logprob, a.Logprob) })
 	return row[:min(k, len(row))]
 }
 

@@ -102,8 +102,9 @@ type sampling struct {
 // (disabled in every vLLM version), repetition_penalty 0 → 1; MaxNewTokens
 // 0 leaves max_tokens to the server (16 on many builds: set it). logprobs
 // is what asks for the sampled token's logprob alone (0 or 1 by
-// endpoint); TopLogprobs k asks for logprobs k, which vLLM answers with
-// the sampled token's and k alternatives. The presence and frequency
+// endpoint); TopLogprobs k asks for logprobs k+1 (at most 20), which vLLM
+// answers with the sampled token's and that many alternatives, cut to k
+// when read. The presence and frequency
 // penalties are vLLM's own (apply_penalties), sent when set.
 func samplingOf(p server.SamplingParams, logprobs int) (sampling, error) {
 	s := sampling{Temperature: p.Temperature, TopP: p.TopP, TopK: p.TopK, MinP: p.MinP,
@@ -133,7 +134,12 @@ func samplingOf(p server.SamplingParams, logprobs int) (sampling, error) {
 		s.Logprobs = &logprobs
 	}
 	if k := p.TopLogprobs; k > 0 {
-		s.Logprobs = &k
+		// One more than asked, within vLLM's default max_logprobs: a
+		// position's list may spend an entry on the sampled token
+		// (see normalizeTop), and agentrl's own server reads logprobs 1
+		// as the sampled token alone.
+		n := min(k+1, server.MaxTopLogprobs)
+		s.Logprobs = &n
 	}
 	for name, v := range map[string]float64{"temperature": s.Temperature, "top_p": s.TopP, "min_p": s.MinP, "repetition_penalty": s.RepetitionPenalty,
 		"presence_penalty": s.PresencePenalty, "frequency_penalty": s.FrequencyPenalty} {
