@@ -184,15 +184,15 @@ func (e *responsesEvents) closeText() {
 
 func (e *responsesEvents) call(c turnCall) {
 	i := len(e.resp.Output)
-	item := responsesCallItem(c, "in_progress")
+	item := responsesCallItem(c, "in_progress", e.resp.ns)
 	empty := ""
 	item.Arguments = &empty
 	e.resp.Output = append(e.resp.Output, item)
 	e.emit(responsesEvent{Type: "response.output_item.added", OutputIndex: intp(i), Item: &item})
 	args := c.arguments
 	e.emit(responsesEvent{Type: "response.function_call_arguments.delta", OutputIndex: intp(i), ItemID: item.ID, Delta: &args})
-	e.emit(responsesEvent{Type: "response.function_call_arguments.done", OutputIndex: intp(i), ItemID: item.ID, Arguments: &args, Name: c.name})
-	done := responsesCallItem(c, "completed")
+	e.emit(responsesEvent{Type: "response.function_call_arguments.done", OutputIndex: intp(i), ItemID: item.ID, Arguments: &args, Name: item.Name})
+	done := responsesCallItem(c, "completed", e.resp.ns)
 	done.ID = item.ID
 	e.resp.Output[i] = done
 	e.emit(responsesEvent{Type: "response.output_item.done", OutputIndex: intp(i), Item: &done})
