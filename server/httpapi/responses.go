@@ -99,11 +99,11 @@ type responsesItem struct {
 // responsesPart is a content part: input_text, output_text, summary_text,
 // reasoning_text. Text is always written (SDK accumulators need "").
 type responsesPart struct {
-	Type        string           `json:"type"`
-	Text        string           `json:"text"`
-	Annotations *[]struct{}      `json:"annotations,omitempty"`
-	Logprobs    *[]struct{}      `json:"logprobs,omitempty"`
-	ImageURL    *json.RawMessage `json:"image_url,omitempty"`
+	Type        string              `json:"type"`
+	Text        string              `json:"text"`
+	Annotations *[]struct{}         `json:"annotations,omitempty"`
+	Logprobs    *[]chatLogprobEntry `json:"logprobs,omitempty"`
+	ImageURL    *json.RawMessage    `json:"image_url,omitempty"`
 }
 
 // responsesOutputItem is an output item (responses.ResponseOutputItemUnion):
@@ -515,7 +515,21 @@ func responsesMessageItem(text, status string) responsesOutputItem {
 }
 
 func outputText(text string) responsesPart {
-	return responsesPart{Type: "output_text", Text: text, Annotations: &[]struct{}{}, Logprobs: &[]struct{}{}}
+	return responsesPart{Type: "output_text", Text: text, Annotations: &[]struct{}{}, Logprobs: &[]chatLogprobEntry{}}
+}
+
+// setMessageLogprobs gives the message among items the logprobs lps:
+// with include message.output_text.logprobs, every token of the turn
+// (its reasoning's and calls' too: the tokens are not split by item).
+func setMessageLogprobs(items []responsesOutputItem, lps []chatLogprobEntry) {
+	for i := range items {
+		if items[i].Type == "message" && items[i].Content != nil && len(*items[i].Content) > 0 {
+			parts := append([]responsesPart{}, *items[i].Content...)
+			l := append([]chatLogprobEntry{}, lps...)
+			parts[0].Logprobs = &l
+			items[i].Content = &parts
+		}
+	}
 }
 
 // responsesCallItem is call c as a function_call item; a call to a
@@ -580,6 +594,14 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	head.Output = responsesOutput(turn, head.ns)
+	if p.logprobs {
+		lps, err := s.chatLogprobEntries(out.TokenIDs, out.Logprobs, out.TopLogprobs)
+		if err != nil {
+			writeEngineError(w, fmt.Errorf("decoding the output: %w", err))
+			return
+		}
+		setMessageLogprobs(head.Output, lps.Content)
+	}
 	responsesStatus(&head, turn)
 	writeJSON(w, http.StatusOK, head)
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	openai "github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/responses"
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentrl/agentrl/server"
@@ -89,4 +90,65 @@ func (n noTops) Generate(ctx context.Context, req server.GenerateRequest) (serve
 	out, err := n.LLMServer.Generate(ctx, req)
 	out.TopLogprobs = nil
 	return out, err
+}
+
+// TestOpenAIV3ResponsesLogprobs: with include message.output_text.logprobs
+// and top_logprobs, the official client reads each token's logprob and
+// alternatives off the output_text part, and the streamed deltas carry
+// the same entries, in order, that response.completed holds whole.
+func TestOpenAIV3ResponsesLogprobs(t *testing.T) {
+	tok := qwen(t)
+	eng, cp, ids := replyWith(t, tok, "Hello there, world.")
+	s := start(t, eng, httpapi.Config{Model: "qwen3", Chat: &httpapi.Chat{Tokenizer: tok}})
+	c := openaiV3(s)
+	ctx := context.Background()
+	params := responses.ResponseNewParams{Model: "qwen3", Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("Hi")},
+		Include: []responses.ResponseIncludable{responses.ResponseIncludableMessageOutputTextLogprobs}, TopLogprobs: openai.Int(3)}
+	resp, err := c.Responses.New(ctx, params)
+	require.NoError(t, err)
+	require.Equal(t, 3, cp.last().Params.TopLogprobs)
+	require.Len(t, resp.Output, 1)
+	text := resp.Output[0].Content[0]
+	require.Len(t, text.Logprobs, len(ids))
+	for i, e := range text.Logprobs {
+		want := servertest.DefaultTopLogprobs(ids[i], servertest.DefaultLogprob(ids[i], i), 3, 0)
+		require.InDelta(t, want[0].Logprob, e.Logprob, 1e-6)
+		require.Len(t, e.TopLogprobs, 3)
+		for j, alt := range e.TopLogprobs {
+			tokText, err := tok.Decode([]int32{want[j].TokenID}, false)
+			require.NoError(t, err)
+			require.Equal(t, tokText, alt.Token)
+			require.InDelta(t, want[j].Logprob, alt.Logprob, 1e-6)
+		}
+	}
+
+	stream := c.Responses.NewStreaming(ctx, params)
+	var deltas []string
+	var completed *responses.Response
+	for stream.Next() {
+		ev := stream.Current()
+		switch ev.Type {
+		case "response.output_text.delta":
+			for _, l := range ev.AsResponseOutputTextDelta().Logprobs {
+				deltas = append(deltas, l.Token)
+			}
+		case "response.completed":
+			r := ev.AsResponseCompleted().Response
+			completed = &r
+		}
+	}
+	require.NoError(t, stream.Err())
+	require.NoError(t, stream.Close())
+	require.NotNil(t, completed)
+	got := completed.Output[0].Content[0].Logprobs
+	require.Len(t, got, len(text.Logprobs))
+	for i := range got {
+		require.Equal(t, text.Logprobs[i].Token, got[i].Token)
+		require.Equal(t, text.Logprobs[i].Logprob, got[i].Logprob)
+		require.Len(t, got[i].TopLogprobs, 3)
+	}
+	require.NotEmpty(t, deltas)
+	for i, tk := range deltas {
+		require.Equal(t, text.Logprobs[i].Token, tk, "delta entries follow the tokens")
+	}
 }
