@@ -59,3 +59,36 @@ func TestKVCacheBF16OnDevice(t *testing.T) {
 	_, err = m.NewKVCacheBF16(4, 4)
 	require.ErrorIs(t, err, model.ErrInput)
 }
+
+// TestTopLogprobsAndPenaltiesOnDevice: with the model on the (emulated)
+// GPU the logits come to the host and are sampled there, so top logprobs
+// and the presence and frequency penalties work as on the CPU: the same
+// tokens, logprobs and alternatives as the CPU engine over the same
+// weights, within the two backends' float rounding.
+func TestTopLogprobsAndPenaltiesOnDevice(t *testing.T) {
+	ctx := context.Background()
+	ref := loadReferences(t)[2]
+	dir := t.TempDir()
+	require.NoError(t, model.WriteDir(dir, ref.cfg, model.RandomWeights(ref.cfg, ref.seed)))
+	req := server.GenerateRequest{PromptIDs: ref.prompt, Params: server.SamplingParams{MaxNewTokens: 8, Logprobs: true, TopLogprobs: 4,
+		PresencePenalty: 0.5, FrequencyPenalty: 0.25}}
+	var outs [2]server.TokenOutput
+	for i, dev := range []model.Device{model.CPU, model.CUDA} {
+		e, err := Open(dir, Options{Device: dev, BlockSize: 4, KVBlocks: 32})
+		require.NoError(t, err)
+		outs[i], err = e.Generate(ctx, req)
+		require.NoError(t, err)
+		require.NoError(t, e.Close())
+	}
+	cpu, dev := outs[0], outs[1]
+	require.Equal(t, cpu.TokenIDs, dev.TokenIDs)
+	require.Len(t, dev.TopLogprobs, len(dev.TokenIDs))
+	for i := range dev.TopLogprobs {
+		require.Len(t, dev.TopLogprobs[i], 4)
+		require.InDelta(t, cpu.Logprobs[i], dev.Logprobs[i], 1e-3)
+		for j := range dev.TopLogprobs[i] {
+			require.Equal(t, cpu.TopLogprobs[i][j].TokenID, dev.TopLogprobs[i][j].TokenID)
+			require.InDelta(t, cpu.TopLogprobs[i][j].Logprob, dev.TopLogprobs[i][j].Logprob, 1e-3)
+		}
+	}
+}

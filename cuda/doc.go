@@ -19,12 +19,15 @@
 // (reference counted, LRU eviction), preemption by recompute when blocks
 // run out, and request priority.
 //
-// Sampling (temperature, top-k, top-p, min-p, repetition penalty, stop
-// ids, max new tokens) uses a random stream per request, and every token's
+// Sampling (temperature, top-k, top-p, min-p, repetition penalty, vLLM's
+// presence and frequency penalties, stop ids, max new tokens) uses a random stream per request, and every token's
 // logits are computed independently of the rest of the batch, so a seeded
 // request yields the same tokens and logprobs whatever else runs. The
-// reported logprob is the log-softmax of the processed distribution; see
-// sampler for the exact pipeline.
+// reported logprob is the log-softmax of the processed distribution, and
+// so are the top logprobs (SamplingParams.TopLogprobs: the most probable
+// tokens the draw could have picked); see sampler for the exact pipeline.
+// Sampling runs on the host with either backend, so the GPU backend has
+// every setting too.
 //
 // The subpackages follow ollama's and nano-vllm's split: model (the
 // decoder, defined once in model.Decode over the backends' operations, and

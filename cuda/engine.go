@@ -280,14 +280,19 @@ type tokenStream struct {
 	mu     sync.Mutex
 	ids    []int32
 	lps    []float32
-	notify chan struct{} // capacity 1: "there is something new"
+	tops   [][]server.TopLogprob // nil unless the request asked for them
+	notify chan struct{}         // capacity 1: "there is something new"
 }
 
-// push runs on the scheduler goroutine.
-func (t *tokenStream) push(tok int32, lp float32) {
+// push runs on the scheduler goroutine; top is nil unless the request
+// asked for alternatives.
+func (t *tokenStream) push(tok int32, lp float32, top []server.TopLogprob) {
 	t.mu.Lock()
 	t.ids = append(t.ids, tok)
 	t.lps = append(t.lps, lp)
+	if top != nil {
+		t.tops = append(t.tops, top)
+	}
 	t.mu.Unlock()
 	select {
 	case t.notify <- struct{}{}:
@@ -297,12 +302,19 @@ func (t *tokenStream) push(tok int32, lp float32) {
 
 // take returns what was pushed since the last take; the slices are the
 // caller's.
-func (t *tokenStream) take() (ids []int32, lps []float32) {
+func (t *tokenStream) take() streamed {
 	t.mu.Lock()
-	ids, lps = t.ids, t.lps
-	t.ids, t.lps = nil, nil
+	got := streamed{t.ids, t.lps, t.tops}
+	t.ids, t.lps, t.tops = nil, nil, nil
 	t.mu.Unlock()
-	return ids, lps
+	return got
+}
+
+// streamed is a run of tokens taken from a tokenStream.
+type streamed struct {
+	ids  []int32
+	lps  []float32
+	tops [][]server.TopLogprob
 }
 
 // submit validates req and hands it to the scheduler.
@@ -345,15 +357,18 @@ func (e *Engine) await(ctx context.Context, r *request, emit func(server.Chunk) 
 		notify = r.stream.notify
 	}
 	emitted := 0
-	send := func(ids []int32, lps []float32) error {
-		if len(ids) == 0 {
+	send := func(got streamed) error {
+		if len(got.ids) == 0 {
 			return nil
 		}
-		c := server.Chunk{TokenIDs: ids}
+		c := server.Chunk{TokenIDs: got.ids}
 		if r.params.Logprobs {
-			c.Logprobs = lps
+			c.Logprobs = got.lps
 		}
-		emitted += len(ids)
+		if r.params.TopLogprobs > 0 {
+			c.TopLogprobs = got.tops
+		}
+		emitted += len(got.ids)
 		return emit(c)
 	}
 	var emitErr error
@@ -363,16 +378,18 @@ wait:
 		case res := <-r.reply:
 			if emit != nil && res.err == nil {
 				// Every token was pushed before the reply was sent.
-				ids, lps := r.stream.take()
-				if err := send(ids, lps); err != nil {
+				if err := send(r.stream.take()); err != nil {
 					return res.out, err
 				}
 				if len(res.out.TokenIDs) > emitted { // not expected, by the push order; kept for the contract
-					var lps []float32
+					rest := streamed{ids: res.out.TokenIDs[emitted:]}
 					if r.params.Logprobs {
-						lps = res.out.Logprobs[emitted:]
+						rest.lps = res.out.Logprobs[emitted:]
 					}
-					if err := send(res.out.TokenIDs[emitted:], lps); err != nil {
+					if r.params.TopLogprobs > 0 {
+						rest.tops = res.out.TopLogprobs[emitted:]
+					}
+					if err := send(rest); err != nil {
 						return res.out, err
 					}
 				}

@@ -13,15 +13,20 @@ import (
 // sampler turns one row of logits into a token. It owns scratch buffers
 // and is used only by the scheduler goroutine.
 //
-// The processed distribution, whose log-softmax is the reported logprob:
+// The processed distribution, whose log-softmax is the reported logprob
+// (and the top logprobs, see top):
 //
 //  1. repetition penalty (RepetitionPenalty > 0 and ≠ 1): every token id
 //     that occurs in the prompt or the output so far has its logit divided
 //     by the penalty if positive, multiplied if negative (as transformers
 //     and vLLM do);
-//  2. greedy (Temperature 0): the argmax (lowest id on ties); its logprob is
+//  2. frequency and presence penalties, vLLM's apply_penalties (vllm
+//     model_executor/layers/utils.py, after the repetition penalty): over
+//     the output so far only, logit −= FrequencyPenalty × count, then
+//     −= PresencePenalty where count > 0;
+//  3. greedy (Temperature 0): the argmax (lowest id on ties); its logprob is
 //     the log-softmax of the penalized logits at temperature 1;
-//  3. otherwise logits / Temperature, then top-k (TopK > 0), then top-p
+//  4. otherwise logits / Temperature, then top-k (TopK > 0), then top-p
 //     (0 < TopP < 1: the smallest most-probable set whose mass reaches
 //     TopP), then min-p (MinP > 0: drop tokens below MinP × the top
 //     probability), renormalized over what is kept. The token is drawn from
@@ -31,13 +36,33 @@ type sampler struct {
 	z   []float64
 	p   []float64
 	idx []int32
+	// count and mark serve the frequency and presence penalties: count[id]
+	// is id's count in the output where mark[id] == epoch (an epoch per
+	// call, so nothing is cleared per token).
+	count []int32
+	mark  []uint32
+	epoch uint32
+
+	// What the last sample drew from, for top: greedy's z with its log
+	// normalizer, or p over every token (cand nil) or over cand, with
+	// its mass.
+	last struct {
+		greedy bool
+		logZ   float64
+		cand   []int32
+		total  float64
+	}
 }
 
 // sample returns the next token and, when prm.Logprobs, its logprob (else 0:
 // the normalizer is skipped for greedy requests that do not want it). It
 // runs the steps below in the documented order and allocates nothing once
 // its buffers have the vocabulary's size.
-func (s *sampler) sample(logits []float32, prm *server.SamplingParams, seen []int32, rng *rand.Rand) (int32, float32) {
+//
+// seen is the distinct ids of the prompt and output (for the repetition
+// penalty), out the output so far (for the presence and frequency
+// penalties); either may be nil when its penalty is off.
+func (s *sampler) sample(logits []float32, prm *server.SamplingParams, seen, out []int32, rng *rand.Rand) (int32, float32) {
 	V := len(logits)
 	if cap(s.z) < V {
 		s.z, s.p, s.idx = make([]float64, V), make([]float64, V), make([]int32, V)
@@ -47,22 +72,128 @@ func (s *sampler) sample(logits []float32, prm *server.SamplingParams, seen []in
 		z[i] = float64(v)
 	}
 	penalize(z, seen, prm.RepetitionPenalty)
-	if prm.Temperature <= 0 {
-		return greedy(z, prm.Logprobs)
+	if len(out) > 0 && (prm.FrequencyPenalty != 0 || prm.PresencePenalty != 0) {
+		s.penalizeOutput(z, out, prm.FrequencyPenalty, prm.PresencePenalty)
 	}
+	s.last.cand = nil
+	if prm.Temperature <= 0 {
+		s.last.greedy = true
+		if prm.TopLogprobs <= 0 {
+			return greedy(z, prm.Logprobs)
+		}
+		// The top logprobs need greedy's normalizer: computed here as
+		// greedy computes it, so the sampled token's logprob is the same.
+		tok, _ := greedy(z, false)
+		sum := kernels.ExpShift(nil, z, z[tok])
+		s.last.logZ = z[tok] + math.Log(sum)
+		if !prm.Logprobs {
+			return tok, 0
+		}
+		return tok, float32(-math.Log(sum))
+	}
+	s.last.greedy = false
 	total := temperature(p, z, prm.Temperature)
 	topP := prm.TopP
 	if topP <= 0 {
 		topP = 1
 	}
 	if (prm.TopK <= 0 || prm.TopK >= V) && topP >= 1 && prm.MinP <= 0 {
+		s.last.total = total
 		return drawAll(p, total, rng.Float64()) // nothing truncated: no candidate list
 	}
 	cand, total := rank(s.idx[:0], p, prm.TopK, topP)
 	cand = topK(cand, prm.TopK)
 	cand = nucleus(cand, p, topP, total)
 	cand = minP(cand, p, prm.MinP)
-	return draw(cand, p, rng.Float64())
+	tok, lp, mass := draw(cand, p, rng.Float64())
+	s.last.cand, s.last.total = cand, mass
+	return tok, lp
+}
+
+// penalizeOutput applies vLLM's frequency and presence penalties to z
+// over the output tokens out: z[id] −= freq × count(id), then −= pres
+// for each id that occurs (the two steps and their order as in vLLM's
+// apply_penalties). It costs len(out), not the vocabulary.
+func (s *sampler) penalizeOutput(z []float64, out []int32, freq, pres float64) {
+	if len(s.mark) < len(z) {
+		s.count, s.mark, s.epoch = make([]int32, len(z)), make([]uint32, len(z)), 0
+	}
+	if s.epoch++; s.epoch == 0 { // wrapped: old marks could match again
+		clear(s.mark)
+		s.epoch = 1
+	}
+	for _, id := range out {
+		if s.mark[id] != s.epoch {
+			s.mark[id], s.count[id] = s.epoch, 0
+		}
+		s.count[id]++
+	}
+	for _, id := range out {
+		if c := s.count[id]; c > 0 {
+			z[id] -= freq * float64(c)
+			z[id] -= pres
+			s.count[id] = 0 // once per distinct id
+		}
+	}
+}
+
+// top appends to dst the k most probable tokens of the distribution the
+// last sample drew from (most probable first, ties by lower id) with
+// their logprobs under it: the same numbers as the sampled token's
+// logprob. Tokens that distribution cannot draw (cut by top-k, top-p or
+// min-p, or of zero probability) are left out. It must follow a sample
+// call on the same sampler.
+func (s *sampler) top(dst []server.TopLogprob, k int) []server.TopLogprob {
+	if s.last.greedy {
+		z := s.z
+		logZ := s.last.logZ
+		return selectTop(dst, k, len(z), func(i int) int32 { return int32(i) }, func(id int32) float64 { return z[id] },
+			math.Inf(-1), func(v float64) float32 { return float32(v - logZ) })
+	}
+	p, total := s.p, s.last.total
+	logp := func(v float64) float32 { return float32(math.Log(v / total)) }
+	if s.last.cand == nil {
+		return selectTop(dst, k, len(p), func(i int) int32 { return int32(i) }, func(id int32) float64 { return p[id] }, 0, logp)
+	}
+	cand := s.last.cand
+	return selectTop(dst, k, len(cand), func(i int) int32 { return cand[i] }, func(id int32) float64 { return p[id] }, 0, logp)
+}
+
+// selectTop appends to dst the k ids among id(0..n-1) of highest score
+// (ties by lower id; scores not above floor, NaN included, are skipped:
+// a −Inf logit or a zero probability cannot be drawn), each with
+// logp(score), best first. It keeps dst sorted and inserts only what
+// beats its last entry, so a pass over a large vocabulary costs about n
+// comparisons.
+func selectTop(dst []server.TopLogprob, k, n int, id func(int) int32, score func(int32) float64, floor float64, logp func(float64) float32) []server.TopLogprob {
+	base := len(dst)
+	better := func(a, b int32) bool {
+		sa, sb := score(a), score(b)
+		return sa > sb || (sa == sb && a < b)
+	}
+	for i := range n {
+		t := id(i)
+		v := score(t)
+		if !(v > floor) {
+			continue
+		}
+		if len(dst)-base == k && !better(t, dst[len(dst)-1].TokenID) {
+			continue
+		}
+		if len(dst)-base < k {
+			dst = append(dst, server.TopLogprob{})
+		}
+		j := len(dst) - 1
+		for j > base && better(t, dst[j-1].TokenID) {
+			dst[j] = dst[j-1]
+			j--
+		}
+		dst[j] = server.TopLogprob{TokenID: t}
+	}
+	for i := base; i < len(dst); i++ {
+		dst[i].Logprob = logp(score(dst[i].TokenID))
+	}
+	return dst
 }
 
 // penalize applies the repetition penalty rp to the logits z of the seen
@@ -264,8 +395,8 @@ func drawAll(p []float64, total, u float64) (int32, float32) {
 
 // draw picks from the candidates in their order by inverse CDF at u in
 // [0, 1) of their renormalized mass, and returns the token with its log
-// probability under that distribution.
-func draw(cand []int32, p []float64, u float64) (int32, float32) {
+// probability under that distribution, and that mass.
+func draw(cand []int32, p []float64, u float64) (int32, float32, float64) {
 	var total float64
 	for _, id := range cand {
 		total += p[id]
@@ -280,5 +411,5 @@ func draw(cand []int32, p []float64, u float64) (int32, float32) {
 			break
 		}
 	}
-	return tok, float32(math.Log(p[tok] / total))
+	return tok, float32(math.Log(p[tok] / total)), total
 }

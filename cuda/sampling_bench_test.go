@@ -23,7 +23,7 @@ func BenchmarkSample(b *testing.B) {
 		b.Run(c.name, func(b *testing.B) {
 			var s sampler
 			for b.Loop() {
-				s.sample(logits, &c.prm, nil, r)
+				s.sample(logits, &c.prm, nil, nil, r)
 			}
 		})
 	}

@@ -37,7 +37,7 @@ func TestSampler(t *testing.T) {
 			counts := make([]int, len(logits))
 			const n = 40000
 			for i := 0; i < n; i++ {
-				tok, lp := s.sample(logits, &tt.p, tt.seen, r)
+				tok, lp := s.sample(logits, &tt.p, tt.seen, nil, r)
 				require.Greater(t, want[tok], 0.0, "token %d outside the kept set", tok)
 				require.InDelta(t, math.Log(want[tok]), float64(lp), 1e-6)
 				counts[tok]++
@@ -123,7 +123,7 @@ func processed(logits []float32, p server.SamplingParams, seen []int32) []float6
 func TestGreedyLogprob(t *testing.T) {
 	var s sampler
 	logits := []float32{0.5, 3, 3, -1}
-	tok, lp := s.sample(logits, &server.SamplingParams{Logprobs: true}, nil, rand.New(rand.NewPCG(1, 1)))
+	tok, lp := s.sample(logits, &server.SamplingParams{Logprobs: true}, nil, nil, rand.New(rand.NewPCG(1, 1)))
 	require.Equal(t, int32(1), tok, "lowest id wins ties")
 	var sum float64
 	for _, v := range logits {
@@ -145,7 +145,7 @@ func TestSamplerTopPLargeVocab(t *testing.T) {
 		want := processed(logits, p, nil)
 		var s sampler
 		for i := 0; i < 2000; i++ {
-			tok, lp := s.sample(logits, &p, nil, r)
+			tok, lp := s.sample(logits, &p, nil, nil, r)
 			require.Greater(t, want[tok], 0.0)
 			require.InDelta(t, math.Log(want[tok]), float64(lp), 1e-6)
 		}
@@ -325,7 +325,7 @@ func TestDraw(t *testing.T) {
 		{0, 1}, {0.5, 1}, {0.57, 1}, {0.58, 0}, {0.85, 0}, {0.86, 2}, {0.999999, 2},
 	}
 	for _, tt := range tests {
-		tok, lp := draw(cand, p, tt.u)
+		tok, lp, _ := draw(cand, p, tt.u)
 		require.Equal(t, tt.want, tok, "u=%v", tt.u)
 		require.InDelta(t, math.Log(p[tt.want]/1.75), float64(lp), 1e-6)
 	}
@@ -345,8 +345,8 @@ func TestSampleAllocs(t *testing.T) {
 		{Temperature: 0.8, TopK: 50, TopP: 0.95, MinP: 0.05, RepetitionPenalty: 1.1},
 	} {
 		var s sampler
-		s.sample(logits, &prm, seen, r)
-		n := testing.AllocsPerRun(20, func() { s.sample(logits, &prm, seen, r) })
+		s.sample(logits, &prm, seen, nil, r)
+		n := testing.AllocsPerRun(20, func() { s.sample(logits, &prm, seen, nil, r) })
 		require.Zero(t, n, "%+v", prm)
 	}
 }
@@ -365,7 +365,7 @@ func TestSamplerQwenVocab(t *testing.T) {
 			logits[i] = float32(3 * r.NormFloat64())
 		}
 		// greedy
-		tok, lp := s.sample(logits, &server.SamplingParams{Logprobs: true}, nil, r)
+		tok, lp := s.sample(logits, &server.SamplingParams{Logprobs: true}, nil, nil, r)
 		best := 0
 		for i, v := range logits {
 			if v > logits[best] {
@@ -396,7 +396,7 @@ func TestSamplerQwenVocab(t *testing.T) {
 		seed := r.Uint64()
 		ours, ref := rand.New(rand.NewPCG(seed, 1)), rand.New(rand.NewPCG(seed, 1))
 		for range 300 {
-			tok, lp := s.sample(logits, &prm, nil, ours)
+			tok, lp := s.sample(logits, &prm, nil, nil, ours)
 			u := ref.Float64() * total
 			want, cum := int32(V-1), 0.0
 			for i, v := range p {

@@ -23,6 +23,7 @@ type request struct {
 	prompt   int     // prompt length
 	tokens   []int32 // prompt + output so far
 	logprobs []float32
+	tops     [][]server.TopLogprob // params.TopLogprobs > 0: per output token
 	rng      *rand.Rand
 	reply    chan result
 	stream   *tokenStream // nil unless GenerateStream
@@ -78,6 +79,7 @@ type sched struct {
 	due     []int // indexes in members of the requests to sample
 	toks    []int32
 	lps     []float32
+	tops    [][]server.TopLogprob
 	// afterStep, when set (only by tests, through a control op), runs on
 	// this goroutine after every step: a deterministic point to act at a
 	// given decode count, which polling Stats from outside cannot give a
@@ -297,6 +299,10 @@ func (r *request) output(reason server.StopReason, version int64) server.TokenOu
 	if r.params.PromptLogprobs {
 		out.PromptLogprobs = slices.Clone(r.plp)
 	}
+	if r.params.TopLogprobs > 0 {
+		// The inner slices are never written again: sharing them is safe.
+		out.TopLogprobs = slices.Clone(r.tops)
+	}
 	return out
 }
 
@@ -511,12 +517,18 @@ func (s *sched) forward() ([][]float32, bool) {
 func (s *sched) sample(logits [][]float32) {
 	due := s.due
 	s.toks, s.lps = slices.Grow(s.toks[:0], len(due))[:len(due)], slices.Grow(s.lps[:0], len(due))[:len(due)]
+	s.tops = slices.Grow(s.tops[:0], len(due))[:len(due)]
 	workers := min(len(s.smp), len(due))
 	s.m.CPU().Split(workers, func(lo, hi int) {
 		for w := lo; w < hi; w++ { // sampler w on one goroutine
 			for j := w; j < len(due); j += workers {
 				r := s.members[due[j]]
-				s.toks[j], s.lps[j] = s.smp[w].sample(logits[due[j]], &r.params, r.seenIfPenalized(), r.rng)
+				smp := &s.smp[w]
+				s.toks[j], s.lps[j] = smp.sample(logits[due[j]], &r.params, r.seenIfPenalized(), r.outputIfPenalized(), r.rng)
+				s.tops[j] = nil
+				if k := r.params.TopLogprobs; k > 0 {
+					s.tops[j] = smp.top(make([]server.TopLogprob, 0, k), k)
+				}
 			}
 		}
 	})
@@ -527,13 +539,16 @@ func (s *sched) sample(logits [][]float32) {
 func (s *sched) retire() {
 	for j, i := range s.due {
 		r := s.members[i]
-		tok, lp := s.toks[j], s.lps[j]
+		tok, lp, top := s.toks[j], s.lps[j], s.tops[j]
 		r.sampled = true
 		r.tokens = append(r.tokens, tok)
 		r.logprobs = append(r.logprobs, lp)
+		if r.params.TopLogprobs > 0 {
+			r.tops = append(r.tops, top)
+		}
 		r.see(tok)
 		if r.stream != nil {
-			r.stream.push(tok, lp)
+			r.stream.push(tok, lp, top)
 		}
 		s.stats.DecodeTokens++
 		switch {
@@ -544,6 +559,15 @@ func (s *sched) retire() {
 			s.finish(r, server.StopLength, nil)
 		}
 	}
+}
+
+// outputIfPenalized is r's output so far when a presence or frequency
+// penalty needs it (vLLM counts the output tokens only), else nil.
+func (r *request) outputIfPenalized() []int32 {
+	if r.params.PresencePenalty != 0 || r.params.FrequencyPenalty != 0 {
+		return r.tokens[r.prompt:]
+	}
+	return nil
 }
 
 func (r *request) seenIfPenalized() []int32 {

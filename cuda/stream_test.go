@@ -102,3 +102,45 @@ func TestGenerateStreamEmitErrorAborts(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, out.TokenIDs, 4)
 }
+
+// TestTopLogprobsAndPenaltiesEngine: through Generate and GenerateStream,
+// every sampled token comes with its alternatives (as many as asked, the
+// sampled token's entry equal to its logprob under greedy), the stream
+// carries the same lists as the final output, and a frequency penalty
+// changes what greedy decoding repeats.
+func TestTopLogprobsAndPenaltiesEngine(t *testing.T) {
+	ref := loadReferences(t)[0]
+	e := newEngine(t, ref, Options{BlockSize: 4, KVBlocks: 256})
+	ctx := context.Background()
+	req := server.GenerateRequest{PromptIDs: ref.prompt, Params: server.SamplingParams{MaxNewTokens: 12, Logprobs: true, TopLogprobs: 5}}
+	out, err := e.Generate(ctx, req)
+	require.NoError(t, err)
+	require.Len(t, out.TopLogprobs, len(out.TokenIDs))
+	for i, top := range out.TopLogprobs {
+		require.Len(t, top, 5)
+		require.Equal(t, out.TokenIDs[i], top[0].TokenID, "greedy draws the most probable token")
+		require.Equal(t, out.Logprobs[i], top[0].Logprob)
+	}
+	var tops [][]server.TopLogprob
+	got, err := e.GenerateStream(ctx, req, func(c server.Chunk) error {
+		if len(c.TopLogprobs) != len(c.TokenIDs) {
+			return errors.New("chunk top logprobs do not match its tokens")
+		}
+		tops = append(tops, c.TopLogprobs...)
+		return nil
+	})
+	require.NoError(t, err)
+	require.Equal(t, out.TopLogprobs, got.TopLogprobs)
+	require.Equal(t, out.TopLogprobs, tops)
+
+	plain, err := e.Generate(ctx, server.GenerateRequest{PromptIDs: ref.prompt, Params: server.SamplingParams{MaxNewTokens: 12}})
+	require.NoError(t, err)
+	require.Nil(t, plain.TopLogprobs)
+	require.Equal(t, out.TokenIDs, plain.TokenIDs, "asking for alternatives changes nothing sampled")
+	pen, err := e.Generate(ctx, server.GenerateRequest{PromptIDs: ref.prompt, Params: server.SamplingParams{MaxNewTokens: 12, FrequencyPenalty: 2, PresencePenalty: 2}})
+	require.NoError(t, err)
+	require.NotEqual(t, plain.TokenIDs, pen.TokenIDs, "penalties of 2 change the greedy output %v", plain.TokenIDs)
+	_, err = e.Generate(ctx, server.GenerateRequest{PromptIDs: ref.prompt, Params: server.SamplingParams{TopLogprobs: 21}})
+	require.ErrorIs(t, err, server.ErrBadRequest)
+	require.ErrorContains(t, err, "top_logprobs")
+}

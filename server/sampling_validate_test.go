@@ -14,6 +14,7 @@ func TestSamplingParamsValidate(t *testing.T) {
 		{}, // every zero value is a neutral setting
 		{Temperature: 1, TopP: 1, TopK: -1, MinP: 1, RepetitionPenalty: 1, MaxNewTokens: 8, StopTokenIDs: []int32{0, 7}},
 		{Temperature: 0.6, TopP: 0.95, TopK: 20, Logprobs: true, PromptLogprobs: true, PromptLogprobsFrom: 3},
+		{PresencePenalty: -2, FrequencyPenalty: 2, TopLogprobs: server.MaxTopLogprobs},
 	}
 	for i, p := range ok {
 		if err := p.Validate(); err != nil {
@@ -33,6 +34,12 @@ func TestSamplingParamsValidate(t *testing.T) {
 		{server.SamplingParams{MinP: 1.5}, "min_p"},
 		{server.SamplingParams{RepetitionPenalty: -2}, "repetition_penalty"},
 		{server.SamplingParams{MaxNewTokens: -5}, "max_new_tokens"},
+		{server.SamplingParams{PresencePenalty: 2.5}, "presence_penalty"},
+		{server.SamplingParams{PresencePenalty: math.NaN()}, "presence_penalty"},
+		{server.SamplingParams{FrequencyPenalty: -3}, "frequency_penalty"},
+		{server.SamplingParams{FrequencyPenalty: math.Inf(1)}, "frequency_penalty"},
+		{server.SamplingParams{TopLogprobs: -1}, "top_logprobs"},
+		{server.SamplingParams{TopLogprobs: server.MaxTopLogprobs + 1}, "top_logprobs"},
 		{server.SamplingParams{PromptLogprobs: true, PromptLogprobsFrom: -1}, "prompt_logprobs_from"},
 		{server.SamplingParams{StopTokenIDs: []int32{3, -1}}, "stop_token_ids[1]"},
 	}

@@ -28,10 +28,22 @@ type SamplingParams struct {
 	TopK              int
 	MinP              float64
 	RepetitionPenalty float64 // 0 or 1 disables it
-	MaxNewTokens      int
-	StopTokenIDs      []int32
-	Seed              *uint64
-	Logprobs          bool // return the logprob of every sampled token
+	// PresencePenalty and FrequencyPenalty follow vLLM (and the OpenAI
+	// API): over the tokens generated so far (not the prompt), a token
+	// id's logit is lowered by FrequencyPenalty × its count plus
+	// PresencePenalty if it occurs at all, after the repetition penalty
+	// and before temperature. Each lies in [-2, 2]; 0 disables it.
+	PresencePenalty  float64
+	FrequencyPenalty float64
+	MaxNewTokens     int
+	StopTokenIDs     []int32
+	Seed             *uint64
+	Logprobs         bool // return the logprob of every sampled token
+	// TopLogprobs asks for the TopLogprobs most probable tokens at every
+	// sampled position (0 to MaxTopLogprobs; 0: none), under the same
+	// distribution as the sampled token's logprob (see
+	// TokenOutput.TopLogprobs).
+	TopLogprobs int
 	// PromptLogprobs asks for the logprob of every prompt token from
 	// position PromptLogprobsFrom on (SGLang input_token_logprobs from
 	// logprob_start_len, vLLM prompt_logprobs from 0): each token's
@@ -100,6 +112,24 @@ type TokenOutput struct {
 	// RoutedExperts is the MoE routing of the sequence (prompt ++ sampled
 	// tokens) when Params.RoutedExperts asked for it and the engine has it.
 	RoutedExperts *Routing
+	// TopLogprobs[i] are the most probable tokens at TokenIDs[i]'s
+	// position, most probable first (ties by lower id), at most
+	// Params.TopLogprobs of them; nil unless requested. Their logprobs
+	// are from the distribution the token was drawn from, as Logprobs[i]
+	// is (so the sampled token, when among them, has Logprobs[i]);
+	// tokens that distribution cannot draw (cut by top-k, top-p or
+	// min-p) are left out, so a list can be shorter than asked.
+	TopLogprobs [][]TopLogprob
+}
+
+// MaxTopLogprobs is the most SamplingParams.TopLogprobs may ask for: the
+// OpenAI API's limit, and vLLM's default max_logprobs.
+const MaxTopLogprobs = 20
+
+// TopLogprob is one alternative at a sampled position.
+type TopLogprob struct {
+	TokenID int32
+	Logprob float32
 }
 
 // Routing is the mixture-of-experts routing of consecutive positions of a
@@ -147,6 +177,9 @@ type Chunk struct {
 	TokenIDs []int32
 	// Logprobs[i] is the logprob of TokenIDs[i]; nil unless requested.
 	Logprobs []float32
+	// TopLogprobs[i] are TokenIDs[i]'s alternatives (as in
+	// TokenOutput.TopLogprobs); nil unless requested.
+	TopLogprobs [][]TopLogprob
 }
 
 // Streamer is implemented by engines that can hand out tokens as they are

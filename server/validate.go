@@ -9,8 +9,9 @@ import (
 // prompt or stop id that is negative or (when vocab > 0) not below vocab,
 // prompt logprobs asked from a position outside the prompt, and sampling
 // settings out of their range (a negative or non-finite Temperature or
-// RepetitionPenalty, TopP or MinP outside [0, 1], a negative MaxNewTokens
-// or PromptLogprobsFrom). vocab is the engine's vocabulary size, 0 when
+// RepetitionPenalty, TopP or MinP outside [0, 1], a presence or frequency
+// penalty outside [-2, 2], TopLogprobs outside [0, MaxTopLogprobs], a
+// negative MaxNewTokens or PromptLogprobsFrom). vocab is the engine's vocabulary size, 0 when
 // unknown.
 //
 // It is the one check the engines of this module run before anything

@@ -42,6 +42,9 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	grace := fs.Duration("shutdown-grace", 10*time.Second, "how long in-flight requests may finish on shutdown before they are aborted")
 	logFormat := fs.String("log-format", "text", "format of log records on stderr: text or json")
 	metricsAddr := fs.String("metrics-addr", "", "serve the engine's Prometheus metrics at http://ADDR/metrics (a listener of its own); empty: none")
+	clampMax := fs.Bool("clamp-max-tokens", false, "lower a request's max_tokens (max_completion_tokens, max_output_tokens) to what is left of the context instead of refusing it with 400: harnesses ask for up to 32,000")
+	var sessionKeys listFlag
+	fs.Var(&sessionKeys, "session-key", `where a chat, Responses or Messages request names its conversation, "header:NAME" or "body:FIELD.PATH" (repeatable; default: the harnesses' own, see httpapi.DefaultSessionKeys); the key is the routing key when the request has no request_id`)
 	logRequests := fs.Bool("log-requests", true, "log every request (method, path, status, bytes, duration, client; never headers or bodies) on stderr")
 	var weightDirs, hosts, origins listFlag
 	fs.Var(&weightDirs, "allow-weights-dir", "directory /update_weights_from_disk may load from (repeatable; none: weight loading over HTTP is refused)")
@@ -102,7 +105,10 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		MaxConns: *maxConns, MaxInFlight: *maxInFlight,
 		ReadHeaderTimeout: *headerTimeout, BodyTimeout: *bodyTimeout, IdleTimeout: *idleTimeout, WriteTimeout: *writeTimeout,
 		AllowedWeightDirs: weightDirs, AllowedHosts: hosts, AllowedOrigins: origins,
-		Logger: logger, LogRequests: *logRequests}
+		Logger: logger, LogRequests: *logRequests, ClampMaxTokens: *clampMax}
+	if len(sessionKeys) > 0 {
+		cfg.SessionKeys = sessionKeys
+	}
 	for i, d := range cfg.AllowedWeightDirs {
 		abs, err := filepath.Abs(d)
 		if err != nil {

@@ -60,7 +60,7 @@ func TestServe(t *testing.T) {
 	code := make(chan int, 1)
 	go func() {
 		code <- runMain(ctx, []string{"serve", "-model", dir, "-addr", "127.0.0.1:0", "-auth-token-env", "AGENTRL_TEST_TOKEN",
-			"-tool-parser", "hermes", "-kv-memory", "4000000"}, strings.NewReader(""), &sout, &serr)
+			"-tool-parser", "hermes", "-kv-memory", "4000000", "-clamp-max-tokens", "-session-key", "header:x-session-id"}, strings.NewReader(""), &sout, &serr)
 	}()
 	base := waitURL(t, &sout, servingOn, &serr)
 
@@ -83,12 +83,36 @@ func TestServe(t *testing.T) {
 	require.Equal(t, a.Logprobs, b.Logprobs)
 	require.NoError(t, sc.Health(ctx))
 
+	// Top logprobs and the output penalties from the real engine, through
+	// either client alike.
+	req.Params.TopLogprobs, req.Params.PresencePenalty, req.Params.FrequencyPenalty = 5, 0.5, 0.5
+	a, err = sc.Generate(ctx, req)
+	require.NoError(t, err)
+	require.Len(t, a.TopLogprobs, len(a.TokenIDs))
+	for _, top := range a.TopLogprobs {
+		require.Len(t, top, 5)
+	}
+	b, err = vc.Generate(ctx, req)
+	require.NoError(t, err)
+	require.Equal(t, a.TokenIDs, b.TokenIDs)
+	require.Equal(t, a.TopLogprobs, b.TopLogprobs)
+
 	// The OpenAI chat endpoint renders the template and decodes.
-	body := `{"messages":[{"role":"user","content":"Hi"}],"max_tokens":4,"seed":1}`
-	hreq, err := http.NewRequest(http.MethodPost, base+"/v1/chat/completions", strings.NewReader(body))
+	// -clamp-max-tokens: a budget past the context is lowered, not refused.
+	hreq, err := http.NewRequest(http.MethodPost, base+"/v1/chat/completions", strings.NewReader(`{"messages":[{"role":"user","content":"Hi"}],"max_tokens":32000,"temperature":0}`))
 	require.NoError(t, err)
 	hreq.Header.Set("Authorization", "Bearer tok")
 	resp, err := http.DefaultClient.Do(hreq)
+	require.NoError(t, err)
+	clamped, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.Equal(t, 200, resp.StatusCode, string(clamped))
+
+	body := `{"messages":[{"role":"user","content":"Hi"}],"max_tokens":4,"seed":1}`
+	hreq, err = http.NewRequest(http.MethodPost, base+"/v1/chat/completions", strings.NewReader(body))
+	require.NoError(t, err)
+	hreq.Header.Set("Authorization", "Bearer tok")
+	resp, err = http.DefaultClient.Do(hreq)
 	require.NoError(t, err)
 	data, err := io.ReadAll(resp.Body)
 	resp.Body.Close()

@@ -77,7 +77,9 @@ JSON
 # cmd HARNESS: the command, for sh -c with the endpoint in the environment.
 cmd() {
   case $1 in
-  codex) echo "$BIN/codex exec --skip-git-repo-check --dangerously-bypass-approvals-and-sandbox -m agentrl" \
+  # codex offers its web_search built-in unless told not to; a model
+  # served here cannot run it (httpapi refuses built-in tools).
+  codex) echo "$BIN/codex exec --skip-git-repo-check --dangerously-bypass-approvals-and-sandbox -m agentrl -c web_search=disabled" \
     "-c model_provider=agentrl -c 'model_providers.agentrl={name=\"agentrl\",base_url=\"'\"\$OPENAI_BASE_URL\"'\",env_key=\"OPENAI_API_KEY\",wire_api=\"responses\"}' {prompt}" ;;
   claude) echo "IS_SANDBOX=1 $CACHE/node_modules/@anthropic-ai/claude-code/bin/claude.exe -p --dangerously-skip-permissions --model agentrl {prompt}" ;;
   agents-responses) echo "node $CACHE/agents.mjs responses" ;;
@@ -102,7 +104,9 @@ for h in "${HARNESSES[@]}"; do
   (cd "$WORK/$h" && OPENAI_BASE_URL=$ENGINE/v1 OPENAI_API_KEY=dummy ANTHROPIC_BASE_URL=$ENGINE ANTHROPIC_API_KEY=dummy \
     AGENTRL_PROMPT=$PROMPT timeout "$TIMEOUT" sh -c "${c//\{prompt\}/$q}" >"$WORK/$h.plain.log" 2>&1 </dev/null)
   rc=$?
-  if [ $rc -eq 0 ] && grep -q "The command printed: agentrl-ok" "$WORK/$h.plain.log"; then plain="tool round trip completes"
+  # The engine answers "The command printed: " and the tool output; codex
+  # wraps that output over several lines (chunk id, exit code, "Output:").
+  if [ $rc -eq 0 ] && tr '\n' ' ' <"$WORK/$h.plain.log" | grep -q "The command printed:.*agentrl-ok"; then plain="tool round trip completes"
   else plain="FAIL (exit $rc): $(tail -c 300 "$WORK/$h.plain.log" | tr '\n|' '  ')"; fi
   # (b) through capture.
   "$WORK/agentrl" rollout --data "$WORK/data.jsonl" --tokenizer "$WORK/tok" --servers "$ENGINE" --out "$WORK/$h.jsonl" \

@@ -136,10 +136,17 @@ type chatMessage struct {
 }
 
 type chatLogprobEntry struct {
-	Token       string  `json:"token"`
-	Logprob     float32 `json:"logprob"`
-	Bytes       []int   `json:"bytes"`
-	TopLogprobs []int   `json:"top_logprobs"`
+	Token       string         `json:"token"`
+	Logprob     float32        `json:"logprob"`
+	Bytes       []int          `json:"bytes"`
+	TopLogprobs []chatTopEntry `json:"top_logprobs"`
+}
+
+// chatTopEntry is one alternative in OpenAI's logprobs shape.
+type chatTopEntry struct {
+	Token   string  `json:"token"`
+	Logprob float32 `json:"logprob"`
+	Bytes   []int   `json:"bytes"`
 }
 
 type chatChoiceLogprobs struct {
@@ -303,24 +310,45 @@ func (s *Server) chatLogprobs(p preparedChat, out server.TokenOutput) (*chatChoi
 	if !p.logprobs {
 		return nil, nil
 	}
-	return s.chatLogprobEntries(out.TokenIDs, out.Logprobs)
+	return s.chatLogprobEntries(out.TokenIDs, out.Logprobs, out.TopLogprobs)
 }
 
-// chatLogprobEntries is the logprobs.content of ids.
-func (s *Server) chatLogprobEntries(ids []int32, logprobs []float32) (*chatChoiceLogprobs, error) {
+// chatLogprobEntries is the logprobs.content of ids, with each token's
+// alternatives from tops (nil: none asked for, an empty list each).
+func (s *Server) chatLogprobEntries(ids []int32, logprobs []float32, tops [][]server.TopLogprob) (*chatChoiceLogprobs, error) {
 	lps := &chatChoiceLogprobs{Content: make([]chatLogprobEntry, len(ids))}
 	for i, id := range ids {
-		tok, err := s.cfg.Chat.Tokenizer.Decode([]int32{id}, false)
+		tok, b, err := s.tokenBytes(id)
 		if err != nil {
-			return nil, fmt.Errorf("decoding token %d: %w", id, err)
+			return nil, err
 		}
-		b := make([]int, len(tok))
-		for j := 0; j < len(tok); j++ {
-			b[j] = int(tok[j])
+		e := chatLogprobEntry{Token: tok, Logprob: finiteLogprob(logprobs[i]), Bytes: b, TopLogprobs: []chatTopEntry{}}
+		if tops != nil {
+			for _, alt := range tops[i] {
+				at, ab, err := s.tokenBytes(alt.TokenID)
+				if err != nil {
+					return nil, err
+				}
+				e.TopLogprobs = append(e.TopLogprobs, chatTopEntry{Token: at, Logprob: finiteLogprob(alt.Logprob), Bytes: ab})
+			}
 		}
-		lps.Content[i] = chatLogprobEntry{Token: tok, Logprob: finiteLogprob(logprobs[i]), Bytes: b, TopLogprobs: []int{}}
+		lps.Content[i] = e
 	}
 	return lps, nil
+}
+
+// tokenBytes is token id's own text and its bytes (OpenAI's logprob
+// entry: the text may be part of a character, the bytes are exact).
+func (s *Server) tokenBytes(id int32) (string, []int, error) {
+	tok, err := s.cfg.Chat.Tokenizer.Decode([]int32{id}, false)
+	if err != nil {
+		return "", nil, fmt.Errorf("decoding token %d: %w", id, err)
+	}
+	b := make([]int, len(tok))
+	for j := 0; j < len(tok); j++ {
+		b[j] = int(tok[j])
+	}
+	return tok, b, nil
 }
 
 // writeChatSamples answers a non-streaming request: a choice per sample,

@@ -145,9 +145,6 @@ func (s *Server) prepareConversation(c conversation) (preparedChat, error) {
 	if c.sampling.SkipSpecialTokens != nil {
 		p.skipSpecial = *c.sampling.SkipSpecialTokens
 	}
-	if c.topLogprobs > 0 {
-		return p, badRequest(`field "top_logprobs": only the sampled token's logprob is supported (the engine reports no alternatives); send 0`)
-	}
 	if err := s.checkModel(c.model); err != nil {
 		return p, err
 	}
@@ -207,9 +204,21 @@ func (s *Server) prepareConversation(c conversation) (preparedChat, error) {
 	if err := s.fitContext(&p.req, explicit, maxName); err != nil {
 		return p, err
 	}
+	if c.topLogprobs != 0 {
+		// The engines' range check (SamplingParams.Validate), named as
+		// the dialect names the field.
+		chk := server.SamplingParams{TopLogprobs: c.topLogprobs}
+		if err := chk.Validate(); err != nil {
+			return p, badRequest(`field "top_logprobs": %d is outside [0, %d]`, c.topLogprobs, server.MaxTopLogprobs)
+		}
+	}
 	if c.logprobs {
 		p.req.Params.Logprobs = true
 		p.logprobs = true
+		// Alternatives come with the logprobs they are shown with; a
+		// top_logprobs without logprobs asks for nothing (as vLLM reads
+		// it), rather than failing a harness that always sends it.
+		p.req.Params.TopLogprobs = c.topLogprobs
 	}
 	if p.hook != nil {
 		p.req.Params.Logprobs = true // for the record; p.logprobs stays the client's

@@ -69,8 +69,20 @@
 // the operator allowed, cancels a request's generation when its client
 // disconnects, and shuts down gracefully: in-flight requests finish, or are cancelled when the shutdown
 // deadline passes. Sampling settings it cannot honour (on the native
-// endpoints n > 1 and stop strings; penalties other than repetition,
-// constrained decoding) are rejected with 400 rather than ignored.
+// endpoints n > 1 and stop strings; constrained decoding) are rejected
+// with 400 rather than ignored. Top logprobs (up to
+// server.MaxTopLogprobs: chat's top_logprobs, Responses' top_logprobs with
+// include message.output_text.logprobs, SGLang's top_logprobs_num, vLLM's
+// logprobs above 1) are the engine's alternatives, from the distribution
+// each token was drawn from; the presence and frequency penalties are
+// vLLM's, over the output. Their ranges are server.SamplingParams.Validate's,
+// named as each dialect names the field. An engine that returns no
+// alternatives when asked is a 501, not a reply without them.
+//
+// /v1/responses takes codex's namespace tools (a name, a description and
+// function tools): the model sees each function as namespace__name (one
+// "__" when the namespace already ends in it), and a call to it comes back
+// with name and namespace apart, as the Responses API reports it.
 //
 // Streamed responses (stream: true on /generate, /inference/v1/generate,
 // /v1/completions, /v1/chat/completions, /v1/responses and /v1/messages)

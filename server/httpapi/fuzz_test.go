@@ -23,6 +23,9 @@ var requestSeeds = []string{
 	`{"input_ids":[1],"sampling_params":{"temperature":1e400}}`,
 	`{"input_ids":[1],"sampling_params":{"top_k":-1,"stop":""}}`,
 	`[]`, `null`, `{"rid":null,"input_ids":null}`, `{"input_ids":[2147483648]}`,
+	`{"input_ids":[1],"return_logprob":true,"top_logprobs_num":5,"sampling_params":{"presence_penalty":0.5,"frequency_penalty":-1}}`,
+	`{"token_ids":[1],"sampling_params":{"logprobs":20,"presence_penalty":2,"frequency_penalty":3}}`,
+	`{"prompt":[1],"logprobs":7,"presence_penalty":-2}`,
 }
 
 func checkPrepared(t *testing.T, p prepared) {
@@ -37,6 +40,7 @@ func checkPrepared(t *testing.T, p prepared) {
 	require.True(t, sp.TopP > 0 && sp.TopP <= 1)
 	require.GreaterOrEqual(t, sp.TopK, 0)
 	require.True(t, sp.MinP >= 0 && sp.MinP <= 1)
+	require.NoError(t, sp.Validate(), "what a decoder accepts passes the engines' check")
 }
 
 // FuzzDecodeRequests feeds arbitrary bodies to every request decoder: each
@@ -133,6 +137,36 @@ func FuzzDecodeChatRequest(f *testing.F) {
 		}
 		checkPrepared(t, p.prepared)
 		require.Contains(t, p.req.Params.StopTokenIDs, int32(0), "end of turn always stops")
+	})
+}
+
+// FuzzDecodeResponsesRequest feeds arbitrary bodies to the Responses
+// decoder and the conversation path behind it: a request error, or a
+// request the engines accept.
+func FuzzDecodeResponsesRequest(f *testing.F) {
+	for _, s := range []string{
+		`{"model":"m","instructions":"be brief","input":"hi","max_output_tokens":5,"top_logprobs":3,"include":["message.output_text.logprobs"]}`,
+		`{"input":[{"type":"message","role":"developer","content":[{"type":"input_text","text":"x"}]},{"type":"function_call","name":"create_event","namespace":"mcp__a__cal","arguments":"{}","call_id":"c"},{"type":"function_call_output","call_id":"c","output":"ok"}],` +
+			`"tools":[{"type":"function","name":"shell","parameters":{"type":"object"}},{"type":"namespace","name":"mcp__a__cal","description":"d","tools":[{"type":"function","name":"create_event","defer_loading":true,"parameters":{"type":"object","properties":{}}}]}]}`,
+		`{"input":"x","tools":[{"type":"namespace","name":"n","tools":[{"type":"custom","name":"c"}]}]}`,
+		`{"input":"x","presence_penalty":1.5,"frequency_penalty":-0.5,"stream":true,"store":false}`,
+		`{"input":[{"type":"reasoning","summary":[{"type":"summary_text","text":"t"}]}]}`,
+		`{"input":"x","top_logprobs":-1}`, `{"input":[]}`, `{"input":{}}`, `{"tools":[{}]}`,
+	} {
+		f.Add([]byte(s))
+	}
+	s, err := New(fakeEngine{}, Config{Chat: &Chat{Tokenizer: byteTokenizer{}, ToolParser: "hermes"}})
+	require.NoError(f, err)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		_, c, err := decodeResponses(data)
+		if err == nil {
+			var p preparedChat
+			if p, err = s.prepareConversation(c); err == nil {
+				checkPrepared(t, p.prepared)
+				return
+			}
+		}
+		require.IsType(t, &errRequest{}, err)
 	})
 }
 

@@ -219,7 +219,7 @@ func TestRequestErrors(t *testing.T) {
 		{"/generate", `{"input_ids":[1],"sampling_params":{"max_new_tokens":0}}`, 400, "max_new_tokens"},
 		{"/generate", `{"input_ids":[1],"sampling_params":{"top_k":-5}}`, 400, "top_k"},
 		{"/generate", `{"input_ids":[1],"sampling_params":{"regex":"a+"}}`, 400, "constrained decoding"},
-		{"/generate", `{"input_ids":[1],"top_logprobs_num":5}`, 400, "top logprobs"},
+		{"/generate", `{"input_ids":[1],"return_logprob":true,"top_logprobs_num":21}`, 400, "top_logprobs_num"},
 		{"/generate", `{"input_ids":[1],"sampling_params":{"temperature":"hot"}}`, 400, `field "sampling_params.temperature": expected float64`},
 		{"/generate", `{"input_ids":[` + strings.Repeat("1,", 200) + `1]}`, 413, "larger than the limit of 200 bytes"},
 		{"/inference/v1/generate", `{"token_ids":[1],"sampling_params":{"seed":-1}}`, 400, "seed"},
@@ -228,7 +228,8 @@ func TestRequestErrors(t *testing.T) {
 		{"/v1/completions", `{"prompt":[1],"echo":true}`, 400, "echo"},
 		{"/v1/completions", `{"prompt":"hello"}`, 400, "no tokenizer"},
 		{"/v1/completions", `{"prompt":[1],"max_tokens":-3}`, 400, `"max_tokens": must be ≥ 1`},
-		{"/v1/completions", `{"prompt":[1],"presence_penalty":0.5}`, 400, "presence"},
+		{"/v1/completions", `{"prompt":[1],"presence_penalty":2.5}`, 400, "presence_penalty"},
+		{"/generate", `{"input_ids":[1],"sampling_params":{"frequency_penalty":-3}}`, 400, "sampling_params.frequency_penalty"},
 		// Fields of embedded Go structs are named as the client sent them.
 		{"/v1/completions", `{"prompt":[1],"temperature":"hot"}`, 400, `field "temperature": expected float64`},
 		{"/inference/v1/generate", `{"token_ids":[1],"sampling_params":{"top_k":1.5}}`, 400, `field "sampling_params.top_k": expected int`},

@@ -217,7 +217,8 @@ func TestOpenAIClientRejectsWhatItCannotHonour(t *testing.T) {
 		param  string
 		code   string
 	}{
-		{"top_logprobs", openai.ChatCompletionNewParams{Model: "qwen3", Messages: user, Logprobs: openai.Bool(true), TopLogprobs: openai.Int(3)}, 400, "top_logprobs", "invalid_value"},
+		{"top_logprobs past 20", openai.ChatCompletionNewParams{Model: "qwen3", Messages: user, Logprobs: openai.Bool(true), TopLogprobs: openai.Int(21)}, 400, "top_logprobs", "invalid_value"},
+		{"presence_penalty past 2", openai.ChatCompletionNewParams{Model: "qwen3", Messages: user, PresencePenalty: openai.Float(2.5)}, 400, "presence_penalty", "invalid_value"},
 		{"json mode", openai.ChatCompletionNewParams{Model: "qwen3", Messages: user,
 			ResponseFormat: openai.ChatCompletionNewParamsResponseFormatUnion{OfJSONObject: &shared.ResponseFormatJSONObjectParam{}}}, 400, "response_format", "invalid_value"},
 		{"unknown model", openai.ChatCompletionNewParams{Model: "gpt-4o", Messages: user}, 404, "model", "model_not_found"},
@@ -239,7 +240,7 @@ func TestOpenAIClientRejectsWhatItCannotHonour(t *testing.T) {
 	require.NoError(t, err)
 
 	_, err = c.Completions.New(ctx, openai.CompletionNewParams{Model: "qwen3",
-		Prompt: openai.CompletionNewParamsPromptUnion{OfString: openai.String("Hi")}, Logprobs: openai.Int(2)})
+		Prompt: openai.CompletionNewParamsPromptUnion{OfString: openai.String("Hi")}, Logprobs: openai.Int(21)})
 	require.Equal(t, "logprobs", apiError(t, err, 400).Param)
 	_, err = c.Completions.New(ctx, openai.CompletionNewParams{Model: "davinci",
 		Prompt: openai.CompletionNewParamsPromptUnion{OfString: openai.String("Hi")}})

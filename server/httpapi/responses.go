@@ -44,16 +44,42 @@ type responsesRequest struct {
 	TopK      *int   `json:"top_k"`
 	Seed      *int64 `json:"seed"`
 	RequestID string `json:"request_id"`
+	// Not in OpenAI's Responses API: vLLM's penalties, as chat has them.
+	PresencePenalty  float64 `json:"presence_penalty"`
+	FrequencyPenalty float64 `json:"frequency_penalty"`
+
+	// ns maps the flat names of namespaced function tools to their
+	// namespace and name (see flatToolName), set by decodeResponses.
+	ns map[string]nsTool
+}
+
+// nsTool is a function tool inside a namespace tool.
+type nsTool struct{ namespace, name string }
+
+// flatToolName is the name the model sees for function name of namespace
+// ns: the two joined by "__", as codex named MCP tools before namespaces
+// ("mcp__server__tool"; a namespace that already ends in "__" is not
+// given another). A call to it is answered with name and namespace apart,
+// as the Responses API reports a namespaced call.
+func flatToolName(ns, name string) string {
+	if strings.HasSuffix(ns, "__") {
+		return ns + name
+	}
+	return ns + "__" + name
 }
 
 // responsesTool is a function tool, flat as Responses has it
-// (responses.FunctionToolParam): {"type":"function","name",...}.
+// (responses.FunctionToolParam): {"type":"function","name",...}, or a
+// namespace: {"type":"namespace","name","description","tools":[function
+// tools]} (codex-rs/tools/src/responses_api.rs ResponsesApiNamespace).
 type responsesTool struct {
-	Type        string          `json:"type"`
-	Name        string          `json:"name,omitempty"`
-	Description string          `json:"description,omitempty"`
-	Parameters  json.RawMessage `json:"parameters,omitempty"`
-	Strict      *bool           `json:"strict,omitempty"`
+	Type         string          `json:"type"`
+	Name         string          `json:"name,omitempty"`
+	Description  string          `json:"description,omitempty"`
+	Parameters   json.RawMessage `json:"parameters,omitempty"`
+	Strict       *bool           `json:"strict,omitempty"`
+	DeferLoading *bool           `json:"defer_loading,omitempty"`
+	Tools        []responsesTool `json:"tools,omitempty"`
 }
 
 // responsesItem is an input item (responses.ResponseInputItemUnionParam):
@@ -65,6 +91,7 @@ type responsesItem struct {
 	CallID    string          `json:"call_id"`
 	Name      string          `json:"name"`
 	Arguments string          `json:"arguments"`
+	Namespace string          `json:"namespace"`
 	Output    json.RawMessage `json:"output"`
 	Summary   []responsesPart `json:"summary"`
 }
@@ -72,11 +99,11 @@ type responsesItem struct {
 // responsesPart is a content part: input_text, output_text, summary_text,
 // reasoning_text. Text is always written (SDK accumulators need "").
 type responsesPart struct {
-	Type        string           `json:"type"`
-	Text        string           `json:"text"`
-	Annotations *[]struct{}      `json:"annotations,omitempty"`
-	Logprobs    *[]struct{}      `json:"logprobs,omitempty"`
-	ImageURL    *json.RawMessage `json:"image_url,omitempty"`
+	Type        string              `json:"type"`
+	Text        string              `json:"text"`
+	Annotations *[]struct{}         `json:"annotations,omitempty"`
+	Logprobs    *[]chatLogprobEntry `json:"logprobs,omitempty"`
+	ImageURL    *json.RawMessage    `json:"image_url,omitempty"`
 }
 
 // responsesOutputItem is an output item (responses.ResponseOutputItemUnion):
@@ -90,6 +117,7 @@ type responsesOutputItem struct {
 	Content   *[]responsesPart `json:"content,omitempty"`
 	CallID    string           `json:"call_id,omitempty"`
 	Name      string           `json:"name,omitempty"`
+	Namespace string           `json:"namespace,omitempty"`
 	Arguments *string          `json:"arguments,omitempty"`
 }
 
@@ -140,6 +168,10 @@ type responsesResponse struct {
 			Type string `json:"type"`
 		} `json:"format"`
 	} `json:"text"`
+
+	// ns is the request's namespaced tools (responsesRequest.ns), for the
+	// function_call items.
+	ns map[string]nsTool
 }
 
 // builtinResponsesTools are the Responses tool types that OpenAI runs on
@@ -160,6 +192,7 @@ func decodeResponses(data []byte) (responsesRequest, conversation, error) {
 	}
 	c := conversation{model: in.Model, maxName: "max_output_tokens", stopField: "stop", stream: in.Stream,
 		requestID: in.RequestID}
+	c.sampling.PresencePenalty, c.sampling.FrequencyPenalty = in.PresencePenalty, in.FrequencyPenalty
 	c.sampling.MaxTokens = in.MaxOutputTokens
 	c.sampling.Temperature, c.sampling.TopP, c.sampling.TopK = in.Temperature, in.TopP, in.TopK
 	c.sampling.Seed = in.Seed
@@ -182,8 +215,10 @@ func decodeResponses(data []byte) (responsesRequest, conversation, error) {
 		switch inc {
 		case "reasoning.encrypted_content":
 			// Nothing is encrypted here: reasoning items carry their text.
+		case "message.output_text.logprobs":
+			c.logprobs = true
 		default:
-			return in, c, badRequest(`field "include[%d]": %q is not supported (only "reasoning.encrypted_content", a no-op)`, i, inc)
+			return in, c, badRequest(`field "include[%d]": %q is not supported (only "message.output_text.logprobs", and "reasoning.encrypted_content", a no-op)`, i, inc)
 		}
 	}
 	if in.Text != nil {
@@ -208,22 +243,77 @@ func decodeResponses(data []byte) (responsesRequest, conversation, error) {
 	if len(c.messages) == 0 || len(msgs) == 0 {
 		return in, c, badRequest(`field "input": at least one input item is required`)
 	}
-	for i, t := range in.Tools {
-		switch {
-		case t.Type == "function":
-		case builtinResponsesTools[t.Type]:
-			return in, c, badRequest(`field "tools[%d].type": built-in tool %q is not supported: the model here can only call function tools the client runs`, i, t.Type)
-		default:
-			return in, c, badRequest(`field "tools[%d].type": unknown tool type %q (only "function")`, i, t.Type)
-		}
-		if t.Name == "" {
-			return in, c, badRequest(`field "tools[%d].name": a function tool needs a name`, i)
-		}
-		c.tools = append(c.tools, chat.ToolSchema{Type: "function", Function: chat.FunctionSchema{
-			Name: t.Name, Description: t.Description, Parameters: t.Parameters, Strict: t.Strict}})
+	if c.tools, in.ns, err = responsesTools(in.Tools); err != nil {
+		return in, c, err
 	}
 	c.choice, err = responsesToolChoice(in.ToolChoice, c.tools)
 	return in, c, err
+}
+
+// responsesTools turns the request's tools into the chat path's: function
+// tools as they are, a namespace's function tools under their flat names
+// (flatToolName, returned mapped back to namespace and name). Built-in
+// tools are refused (see builtinResponsesTools), and so is a name given
+// twice, which the model could not tell apart.
+func responsesTools(tools []responsesTool) ([]chat.ToolSchema, map[string]nsTool, error) {
+	var out []chat.ToolSchema
+	var ns map[string]nsTool
+	field := map[string]string{} // flat name → the field that gave it
+	add := func(f, name string, t responsesTool) error {
+		if t.Name == "" {
+			return badRequest(`field "%s.name": a function tool needs a name`, f)
+		}
+		if prev, ok := field[name]; ok {
+			return badRequest(`field "%s.name": the tool name %q is also given by %s`, f, name, prev)
+		}
+		field[name] = f
+		out = append(out, chat.ToolSchema{Type: "function", Function: chat.FunctionSchema{
+			Name: name, Description: t.Description, Parameters: t.Parameters, Strict: t.Strict}})
+		return nil
+	}
+	kind := func(f string, t responsesTool, inner bool) error {
+		switch {
+		case t.Type == "function":
+			return nil
+		case t.Type == "namespace" && !inner:
+			return nil
+		case builtinResponsesTools[t.Type]:
+			return badRequest(`field "%s.type": built-in tool %q is not supported: the model here can only call function tools the client runs`, f, t.Type)
+		case inner:
+			return badRequest(`field "%s.type": unknown tool type %q in a namespace (only "function")`, f, t.Type)
+		}
+		return badRequest(`field "%s.type": unknown tool type %q (only "function" and "namespace")`, f, t.Type)
+	}
+	for i, t := range tools {
+		f := fmt.Sprintf("tools[%d]", i)
+		if err := kind(f, t, false); err != nil {
+			return nil, nil, err
+		}
+		if t.Type == "function" {
+			if err := add(f, t.Name, t); err != nil {
+				return nil, nil, err
+			}
+			continue
+		}
+		if t.Name == "" {
+			return nil, nil, badRequest(`field "%s.name": a namespace needs a name`, f)
+		}
+		for j, ft := range t.Tools {
+			g := fmt.Sprintf("%s.tools[%d]", f, j)
+			if err := kind(g, ft, true); err != nil {
+				return nil, nil, err
+			}
+			flat := flatToolName(t.Name, ft.Name)
+			if err := add(g, flat, ft); err != nil {
+				return nil, nil, err
+			}
+			if ns == nil {
+				ns = map[string]nsTool{}
+			}
+			ns[flat] = nsTool{namespace: t.Name, name: ft.Name}
+		}
+	}
+	return out, ns, nil
 }
 
 // responsesToolChoice reads "auto", "none", "required" or {"type":
@@ -306,9 +396,14 @@ func responsesMessages(raw json.RawMessage) ([]chat.Message, error) {
 			if json.Unmarshal([]byte(it.Arguments), &obj) != nil {
 				return nil, badRequest(`field "input[%d].arguments": not a JSON object: %.100q`, i, it.Arguments)
 			}
+			name := it.Name
+			if it.Namespace != "" {
+				// The name the model wrote: see flatToolName.
+				name = flatToolName(it.Namespace, it.Name)
+			}
 			a := assistant()
 			a.ToolCalls = append(a.ToolCalls, chat.ToolCall{ID: it.CallID, Type: "function",
-				Function: chat.FunctionCall{Name: it.Name, Arguments: it.Arguments, ArgumentsAsObject: true}})
+				Function: chat.FunctionCall{Name: name, Arguments: it.Arguments, ArgumentsAsObject: true}})
 		case "function_call_output":
 			out, err := responsesText(fmt.Sprintf("input[%d].output", i), it.Output)
 			if err != nil {
@@ -370,7 +465,7 @@ func responsesText(field string, raw json.RawMessage) (string, error) {
 func (s *Server) responsesHead(p preparedChat, in responsesRequest) responsesResponse {
 	r := responsesResponse{ID: "resp_" + p.callID, Object: "response", CreatedAt: time.Now().Unix(), Model: s.cfg.Model,
 		Output: []responsesOutputItem{}, Instructions: in.Instructions, Metadata: in.Metadata, ParallelToolCalls: true,
-		ToolChoice: in.ToolChoice, Tools: in.Tools, Temperature: in.Temperature, TopP: in.TopP, MaxOutputTokens: in.MaxOutputTokens}
+		ToolChoice: in.ToolChoice, Tools: in.Tools, Temperature: in.Temperature, TopP: in.TopP, MaxOutputTokens: in.MaxOutputTokens, ns: in.ns}
 	if !isSet(r.Instructions) {
 		r.Instructions = json.RawMessage("null")
 	}
@@ -420,17 +515,38 @@ func responsesMessageItem(text, status string) responsesOutputItem {
 }
 
 func outputText(text string) responsesPart {
-	return responsesPart{Type: "output_text", Text: text, Annotations: &[]struct{}{}, Logprobs: &[]struct{}{}}
+	return responsesPart{Type: "output_text", Text: text, Annotations: &[]struct{}{}, Logprobs: &[]chatLogprobEntry{}}
 }
 
-func responsesCallItem(c turnCall, status string) responsesOutputItem {
+// setMessageLogprobs gives the message among items the logprobs lps:
+// with include message.output_text.logprobs, every token of the turn
+// (its reasoning's and calls' too: the tokens are not split by item).
+func setMessageLogprobs(items []responsesOutputItem, lps []chatLogprobEntry) {
+	for i := range items {
+		if items[i].Type == "message" && items[i].Content != nil && len(*items[i].Content) > 0 {
+			parts := append([]responsesPart{}, *items[i].Content...)
+			l := append([]chatLogprobEntry{}, lps...)
+			parts[0].Logprobs = &l
+			items[i].Content = &parts
+		}
+	}
+}
+
+// responsesCallItem is call c as a function_call item; a call to a
+// namespaced tool (its flat name in ns) names the tool and its namespace
+// apart, as the Responses API does.
+func responsesCallItem(c turnCall, status string, ns map[string]nsTool) responsesOutputItem {
 	args := c.arguments
-	return responsesOutputItem{Type: "function_call", ID: "fc_" + c.id, Status: status, CallID: "call_" + c.id, Name: c.name, Arguments: &args}
+	item := responsesOutputItem{Type: "function_call", ID: "fc_" + c.id, Status: status, CallID: "call_" + c.id, Name: c.name, Arguments: &args}
+	if t, ok := ns[c.name]; ok {
+		item.Name, item.Namespace = t.name, t.namespace
+	}
+	return item
 }
 
 // responsesOutput is a finished turn as output items: reasoning, the
 // message, then the calls (the order the stream sends them in).
-func responsesOutput(t turnResult) []responsesOutputItem {
+func responsesOutput(t turnResult, ns map[string]nsTool) []responsesOutputItem {
 	out := []responsesOutputItem{}
 	if t.reasoning != "" {
 		out = append(out, responsesReasoningItem(t.reasoning))
@@ -439,7 +555,7 @@ func responsesOutput(t turnResult) []responsesOutputItem {
 		out = append(out, responsesMessageItem(t.content, "completed"))
 	}
 	for _, c := range t.calls {
-		out = append(out, responsesCallItem(c, "completed"))
+		out = append(out, responsesCallItem(c, "completed", ns))
 	}
 	return out
 }
@@ -477,7 +593,15 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 		writeEngineError(w, err)
 		return
 	}
-	head.Output = responsesOutput(turn)
+	head.Output = responsesOutput(turn, head.ns)
+	if p.logprobs {
+		lps, err := s.chatLogprobEntries(out.TokenIDs, out.Logprobs, out.TopLogprobs)
+		if err != nil {
+			writeEngineError(w, fmt.Errorf("decoding the output: %w", err))
+			return
+		}
+		setMessageLogprobs(head.Output, lps.Content)
+	}
 	responsesStatus(&head, turn)
 	writeJSON(w, http.StatusOK, head)
 }

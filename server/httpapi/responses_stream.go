@@ -33,7 +33,7 @@ type responsesEvent struct {
 	Text           *string              `json:"text,omitempty"`
 	Arguments      *string              `json:"arguments,omitempty"`
 	Name           string               `json:"name,omitempty"`
-	Logprobs       *[]struct{}          `json:"logprobs,omitempty"`
+	Logprobs       *[]chatLogprobEntry  `json:"logprobs,omitempty"`
 }
 
 // responsesEvents turns a streamed turn into the Responses event sequence
@@ -54,11 +54,20 @@ type responsesEvents struct {
 	message bool // a message item was sent
 	frames  []sseFrame
 	err     error // the first event that could not be encoded
+
+	// With include message.output_text.logprobs, lp gives the tokens'
+	// entries (nil otherwise): pending are those not yet sent with an
+	// output_text delta, all every one so far, which the finished
+	// message's part carries (as the non-streamed reply does).
+	lp      func(ids []int32, lps []float32, tops [][]server.TopLogprob) (*chatChoiceLogprobs, error)
+	pending []chatLogprobEntry
+	all     []chatLogprobEntry
+	msg     int // index in resp.Output of the message item, -1 when none
 }
 
 func newResponsesEvents(head responsesResponse) *responsesEvents {
 	head.Output = []responsesOutputItem{}
-	return &responsesEvents{resp: head, open: -1}
+	return &responsesEvents{resp: head, open: -1, msg: -1}
 }
 
 func (e *responsesEvents) emit(ev responsesEvent) {
@@ -103,6 +112,16 @@ func intp(i int) *int { return &i }
 
 // add takes a chunk's delta.
 func (e *responsesEvents) add(d turnDelta) []sseFrame {
+	if e.lp != nil && len(d.ids) > 0 {
+		l, err := e.lp(d.ids, d.lps, d.tops)
+		if err != nil && e.err == nil {
+			e.err = err
+		}
+		if l != nil {
+			e.pending = append(e.pending, l.Content...)
+			e.all = append(e.all, l.Content...)
+		}
+	}
 	if !d.hasText() {
 		return nil
 	}
@@ -131,7 +150,9 @@ func (e *responsesEvents) addText(kind, text string) {
 	item := e.resp.Output[e.open]
 	ev := responsesEvent{OutputIndex: intp(e.open), ItemID: item.ID, ContentIndex: intp(0), Delta: &text}
 	if kind == "message" {
-		ev.Type, ev.Logprobs = "response.output_text.delta", &[]struct{}{}
+		sent := append([]chatLogprobEntry{}, e.pending...)
+		e.pending = e.pending[:0]
+		ev.Type, ev.Logprobs = "response.output_text.delta", &sent
 	} else {
 		ev.Type = "response.reasoning_text.delta"
 	}
@@ -145,6 +166,7 @@ func (e *responsesEvents) openText(kind string) {
 		item = responsesMessageItem("", "in_progress")
 		part = outputText("")
 		e.message = true
+		e.msg = len(e.resp.Output)
 	} else {
 		item = responsesReasoningItem("")
 		part = responsesPart{Type: "reasoning_text"}
@@ -169,7 +191,9 @@ func (e *responsesEvents) closeText() {
 	ev := responsesEvent{OutputIndex: intp(i), ItemID: item.ID, ContentIndex: intp(0), Text: &text}
 	if item.Type == "message" {
 		part = outputText(text)
-		ev.Type, ev.Logprobs = "response.output_text.done", &[]struct{}{}
+		lps := append([]chatLogprobEntry{}, e.all...)
+		part.Logprobs = &lps
+		ev.Type, ev.Logprobs = "response.output_text.done", &lps
 		item.Status = "completed"
 	} else {
 		part = responsesPart{Type: "reasoning_text", Text: text}
@@ -184,15 +208,15 @@ func (e *responsesEvents) closeText() {
 
 func (e *responsesEvents) call(c turnCall) {
 	i := len(e.resp.Output)
-	item := responsesCallItem(c, "in_progress")
+	item := responsesCallItem(c, "in_progress", e.resp.ns)
 	empty := ""
 	item.Arguments = &empty
 	e.resp.Output = append(e.resp.Output, item)
 	e.emit(responsesEvent{Type: "response.output_item.added", OutputIndex: intp(i), Item: &item})
 	args := c.arguments
 	e.emit(responsesEvent{Type: "response.function_call_arguments.delta", OutputIndex: intp(i), ItemID: item.ID, Delta: &args})
-	e.emit(responsesEvent{Type: "response.function_call_arguments.done", OutputIndex: intp(i), ItemID: item.ID, Arguments: &args, Name: c.name})
-	done := responsesCallItem(c, "completed")
+	e.emit(responsesEvent{Type: "response.function_call_arguments.done", OutputIndex: intp(i), ItemID: item.ID, Arguments: &args, Name: item.Name})
+	done := responsesCallItem(c, "completed", e.resp.ns)
 	done.ID = item.ID
 	e.resp.Output[i] = done
 	e.emit(responsesEvent{Type: "response.output_item.done", OutputIndex: intp(i), Item: &done})
@@ -207,6 +231,11 @@ func (e *responsesEvents) finish(t turnResult) []sseFrame {
 	if !e.message && len(t.calls) == 0 {
 		e.openText("message")
 		e.closeText()
+	}
+	if e.lp != nil && e.msg >= 0 {
+		// Tokens after the message closed (its calls'): the finished
+		// response's message has every token's, as the non-streamed one.
+		setMessageLogprobs(e.resp.Output, e.all)
 	}
 	responsesStatus(&e.resp, t)
 	typ := "response.completed"
@@ -240,7 +269,11 @@ func writeFrames(sse *sseStream, frames []sseFrame) error {
 // producer, through responsesEvents. An engine that fails before anything
 // was sent gets a plain HTTP error; after, response.failed. No [DONE].
 func (s *Server) streamResponses(w http.ResponseWriter, r *http.Request, st server.Streamer, p preparedChat, head responsesResponse) {
-	s.streamDialect(w, r, st, p, newResponsesEvents(head), writeEngineError)
+	ev := newResponsesEvents(head)
+	if p.logprobs {
+		ev.lp = s.chatLogprobEntries
+	}
+	s.streamDialect(w, r, st, p, ev, writeEngineError)
 }
 
 // dialectEvents turns the one turn producer's deltas into a dialect's

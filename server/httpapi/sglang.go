@@ -9,6 +9,7 @@ import (
 	"math"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/agentrl/agentrl/server"
@@ -125,14 +126,18 @@ func (s *Server) prepareSGLangGenerate(b *splitBody) (prepared, error) {
 	if err != nil {
 		return p, err
 	}
-	if in.TopLogprobsNum > 0 {
-		return p, badRequest(`field "top_logprobs_num": top logprobs are not supported, only the sampled token's logprob (return_logprob)`)
+	if in.TopLogprobsNum < 0 || in.TopLogprobsNum > server.MaxTopLogprobs {
+		return p, badRequest(`field "top_logprobs_num": %d is outside [0, %d]`, in.TopLogprobsNum, server.MaxTopLogprobs)
 	}
 	sp := in.SamplingParams
 	if sp == nil {
 		sp = &sglSampling{}
 	}
 	params := server.SamplingParams{Temperature: 1, TopP: 1, MaxNewTokens: sglangDefaultMaxNewTokens, Logprobs: in.ReturnLogprob}
+	if in.ReturnLogprob {
+		// SGLang reads top_logprobs_num only with return_logprob.
+		params.TopLogprobs = in.TopLogprobsNum
+	}
 	sp.apply(&params)
 	if sp.MaxNewTokens != nil {
 		params.MaxNewTokens = *sp.MaxNewTokens
@@ -211,6 +216,7 @@ func (k *samplingKnobs) apply(p *server.SamplingParams) {
 	if k.RepetitionPenalty != nil {
 		p.RepetitionPenalty = *k.RepetitionPenalty
 	}
+	p.PresencePenalty, p.FrequencyPenalty = k.PresencePenalty, k.FrequencyPenalty
 	p.StopTokenIDs = k.StopTokenIDs
 }
 
@@ -238,10 +244,6 @@ func (k *samplingKnobs) unsupported(prefix string) error {
 		return badRequest("field %q: only n=1 is supported (send one request per sample)", prefix+"n")
 	case k.IgnoreEOS:
 		return badRequest("field %q: ignore_eos is not supported", prefix+"ignore_eos")
-	case k.FrequencyPenalty != 0:
-		return badRequest("field %q: frequency penalties are not supported", prefix+"frequency_penalty")
-	case k.PresencePenalty != 0:
-		return badRequest("field %q: presence penalties are not supported", prefix+"presence_penalty")
 	}
 	if isSet(k.Stop) {
 		var one string
@@ -286,6 +288,13 @@ func validParams(p *server.SamplingParams, prefix, maxName string) error {
 		if id < 0 {
 			return badRequest("field %q: element %d is negative (%d)", prefix+"stop_token_ids", i, id)
 		}
+	}
+	// The rest of the ranges (the penalties, top logprobs) are the
+	// engines' one check, run here so the error names the field as the
+	// client sent it: Validate's messages start with the field's name.
+	if err := p.Validate(); err != nil {
+		name, why, _ := strings.Cut(strings.TrimPrefix(err.Error(), server.ErrBadRequest.Error()+": "), " ")
+		return badRequest("field %q: %s", prefix+name, why)
 	}
 	return nil
 }
@@ -372,7 +381,43 @@ type sglMeta struct {
 	NumRetractions      int             `json:"num_retractions"`
 	InputTokenLogprobs  *logprobTriples `json:"input_token_logprobs,omitempty"`
 	OutputTokenLogprobs *logprobTriples `json:"output_token_logprobs,omitempty"`
-	E2ELatency          float64         `json:"e2e_latency"`
+	// OutputTopLogprobs is SGLang's output_top_logprobs: per output
+	// token, its top_logprobs_num alternatives as triples.
+	OutputTopLogprobs *topTriples `json:"output_top_logprobs,omitempty"`
+	E2ELatency        float64     `json:"e2e_latency"`
+}
+
+// topTriples writes SGLang's [[[logprob, token_id, text|null], ...], ...].
+type topTriples struct {
+	rows  [][]server.TopLogprob
+	texts [][]string // nil writes null texts
+}
+
+func (t *topTriples) MarshalJSON() ([]byte, error) { return t.appendJSON(nil), nil }
+
+// newTopTriples is rows as triples, with each alternative's text when
+// withText.
+func (s *Server) newTopTriples(rows [][]server.TopLogprob, withText bool) (*topTriples, error) {
+	t := &topTriples{rows: rows}
+	if !withText || s.cfg.Chat == nil {
+		return t, nil
+	}
+	t.texts = make([][]string, len(rows))
+	for i, row := range rows {
+		var err error
+		if t.texts[i], err = s.tokenTexts(make([]string, 0, len(row)), topIDs(row)); err != nil {
+			return nil, err
+		}
+	}
+	return t, nil
+}
+
+func topIDs(row []server.TopLogprob) []int32 {
+	ids := make([]int32, len(row))
+	for i, e := range row {
+		ids[i] = e.TokenID
+	}
+	return ids
 }
 
 type sglFinish struct {
@@ -527,6 +572,11 @@ func (s *Server) sglangBody(p prepared, out server.TokenOutput, start time.Time)
 			in.texts = texts
 		}
 		resp.MetaInfo.InputTokenLogprobs = in
+		if p.req.Params.TopLogprobs > 0 {
+			if resp.MetaInfo.OutputTopLogprobs, err = s.newTopTriples(out.TopLogprobs, p.textInLPs); err != nil {
+				return nil, err
+			}
+		}
 	}
 	return resp.appendJSON(make([]byte, 0, 256+len(resp.OutputIDs)*40)), nil
 }
@@ -567,6 +617,14 @@ func checkOutput(out server.TokenOutput, req server.GenerateRequest) error {
 	if req.Params.Logprobs && len(out.Logprobs) != len(out.TokenIDs) {
 		return &server.Error{Server: "engine", Op: "generate",
 			Err: fmt.Errorf("engine returned %d logprobs for %d tokens: %w", len(out.Logprobs), len(out.TokenIDs), server.ErrBadResponse)}
+	}
+	if req.Params.TopLogprobs > 0 && len(out.TopLogprobs) != len(out.TokenIDs) {
+		if out.TopLogprobs == nil && len(out.TokenIDs) > 0 {
+			return &server.Error{Server: "engine", Op: "generate", Status: http.StatusNotImplemented,
+				Err: errors.New("this engine does not compute top logprobs")}
+		}
+		return &server.Error{Server: "engine", Op: "generate",
+			Err: fmt.Errorf("engine returned %d top logprob lists for %d tokens: %w", len(out.TopLogprobs), len(out.TokenIDs), server.ErrBadResponse)}
 	}
 	if p := req.Params; p.PromptLogprobs && len(out.PromptLogprobs) != len(req.PromptIDs)-p.PromptLogprobsFrom {
 		if out.PromptLogprobs == nil {

@@ -110,6 +110,9 @@ func (s *Server) cutAtStopString(out *server.TokenOutput, stops []string, skipSp
 	if out.Logprobs != nil {
 		out.Logprobs = out.Logprobs[:lo]
 	}
+	if out.TopLogprobs != nil {
+		out.TopLogprobs = out.TopLogprobs[:lo]
+	}
 	out.StopReason = server.StopEOS
 	// The string the kept text completes first: decoding is not always
 	// prefix-stable (a character completed by a later token).

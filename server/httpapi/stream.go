@@ -95,6 +95,20 @@ func (e *sseStream) done() {
 	_ = e.event([]byte("[DONE]"))
 }
 
+// checkChunk fails a streamed chunk whose logprobs or top logprobs do not
+// match its tokens.
+func checkChunk(c server.Chunk, req server.GenerateRequest) error {
+	if req.Params.Logprobs && len(c.Logprobs) != len(c.TokenIDs) {
+		return &server.Error{Server: "engine", Op: "generate",
+			Err: fmt.Errorf("engine streamed %d logprobs for %d tokens: %w", len(c.Logprobs), len(c.TokenIDs), server.ErrBadResponse)}
+	}
+	if req.Params.TopLogprobs > 0 && len(c.TopLogprobs) != len(c.TokenIDs) {
+		return &server.Error{Server: "engine", Op: "generate",
+			Err: fmt.Errorf("engine streamed %d top logprob lists for %d tokens: %w", len(c.TopLogprobs), len(c.TokenIDs), server.ErrBadResponse)}
+	}
+	return nil
+}
+
 // errClientGone marks an emit that failed because the response could not
 // be written: there is nobody left to tell.
 var errClientGone = errors.New("client went away")
@@ -109,20 +123,21 @@ func (s *Server) streamSGLangGenerate(w http.ResponseWriter, r *http.Request, st
 	var (
 		ids   []int32
 		lps   []float32
+		tops  [][]server.TopLogprob
 		texts []string
 		text  strings.Builder
 	)
 	dec := s.newTextDecoder(p.skipSpecial)
 	emit := func(c server.Chunk) error {
-		if p.req.Params.Logprobs && len(c.Logprobs) != len(c.TokenIDs) {
-			return &server.Error{Server: "engine", Op: "generate",
-				Err: fmt.Errorf("engine streamed %d logprobs for %d tokens: %w", len(c.Logprobs), len(c.TokenIDs), server.ErrBadResponse)}
+		if err := checkChunk(c, p.req); err != nil {
+			return err
 		}
 		if len(c.TokenIDs) == 0 {
 			return nil
 		}
 		ids = append(ids, c.TokenIDs...)
 		lps = append(lps, c.Logprobs...)
+		tops = append(tops, c.TopLogprobs...)
 		if dec != nil {
 			piece, err := dec.add(ids, c.TokenIDs)
 			if err != nil {
@@ -151,6 +166,12 @@ func (s *Server) streamSGLangGenerate(w http.ResponseWriter, r *http.Request, st
 					return err
 				}
 				resp.MetaInfo.OutputTokenLogprobs.texts = texts
+			}
+			if p.req.Params.TopLogprobs > 0 {
+				var err error
+				if resp.MetaInfo.OutputTopLogprobs, err = s.newTopTriples(tops, p.textInLPs); err != nil {
+					return err
+				}
 			}
 		}
 		if err := sse.event(resp.appendJSON(make([]byte, 0, 256+len(ids)*40))); err != nil {
@@ -414,12 +435,15 @@ func (c *choiceText) end(out server.TokenOutput, matched bool) (tail []int32, ta
 // tokens and final text, and the result is the sample's output with its
 // last tokens and text (see choiceText.end). A stop string ends the
 // generation early and is reported as matched.
+//
+// With Params.TopLogprobs, chunk gets the kept tokens' alternatives too
+// (else nil), and the output's TopLogprobs are cut as its tokens are.
 func streamGenerate(ctx context.Context, st server.Streamer, req server.GenerateRequest, c *choiceText,
-	chunk func(text string, ids []int32, lps []float32) error) (tail []int32, tailLps []float32, text string, out server.TokenOutput, err error) {
+	chunk func(text string, ids []int32, lps []float32, tops [][]server.TopLogprob) error) (tail []int32, tailLps []float32, text string, out server.TokenOutput, err error) {
+	var tops [][]server.TopLogprob // the kept tokens'
 	emit := func(ch server.Chunk) error {
-		if req.Params.Logprobs && len(ch.Logprobs) != len(ch.TokenIDs) {
-			return &server.Error{Server: "engine", Op: "generate",
-				Err: fmt.Errorf("engine streamed %d logprobs for %d tokens: %w", len(ch.Logprobs), len(ch.TokenIDs), server.ErrBadResponse)}
+		if err := checkChunk(ch, req); err != nil {
+			return err
 		}
 		if len(ch.TokenIDs) == 0 {
 			return nil
@@ -436,7 +460,12 @@ func streamGenerate(ctx context.Context, st server.Streamer, req server.Generate
 		if lps != nil {
 			klps = lps[:kept]
 		}
-		if err := chunk(text, ch.TokenIDs[:kept], klps); err != nil {
+		var ktops [][]server.TopLogprob
+		if req.Params.TopLogprobs > 0 {
+			ktops = ch.TopLogprobs[:kept:kept]
+			tops = append(tops, ktops...)
+		}
+		if err := chunk(text, ch.TokenIDs[:kept], klps, ktops); err != nil {
 			return err
 		}
 		if matched {
@@ -457,7 +486,18 @@ func streamGenerate(ctx context.Context, st server.Streamer, req server.Generate
 	if !req.Params.Logprobs {
 		out.Logprobs = nil
 	}
-	return c.end(out, matched)
+	tail, tailLps, text, final, err := c.end(out, matched)
+	if err == nil && req.Params.TopLogprobs > 0 {
+		// The tail follows the kept tokens; a checked output has its
+		// alternatives (a matched stop string leaves no tail).
+		from := len(tops)
+		tops = append(tops, out.TopLogprobs[from:from+len(tail)]...)
+		final.TopLogprobs = tops
+		if final.TopLogprobs == nil {
+			final.TopLogprobs = [][]server.TopLogprob{}
+		}
+	}
+	return tail, tailLps, text, final, err
 }
 
 // streamCompletions answers a streamed /v1/completions as vLLM streams it
@@ -482,7 +522,7 @@ func (s *Server) streamCompletions(w http.ResponseWriter, r *http.Request, st se
 		}
 		c := s.newChoiceText(p.skipSpecial, p.stops, p.includeStop, p.trimStop, server.NewStopSet(stopIDs).Has)
 		offset, sent := 0, false
-		send := func(text string, ids []int32, lps []float32, finish *string, stopReason any, weights int64) error {
+		send := func(text string, ids []int32, lps []float32, tops [][]server.TopLogprob, finish *string, stopReason any, weights int64) error {
 			ch := completionChoice{Index: i, Text: text, FinishReason: finish, StopReason: stopReason}
 			if p.returnIDs {
 				ch.TokenIDs = idsField(ids)
@@ -491,7 +531,7 @@ func (s *Server) streamCompletions(w http.ResponseWriter, r *http.Request, st se
 				}
 			}
 			if p.logprobs {
-				ch.Logprobs, offset = s.completionLogprobs(p, ids, lps, offset)
+				ch.Logprobs, offset = s.completionLogprobs(p, ids, lps, tops, offset)
 			}
 			sent = true
 			return sse.send(func(bool) any {
@@ -500,11 +540,11 @@ func (s *Server) streamCompletions(w http.ResponseWriter, r *http.Request, st se
 				return ev
 			})
 		}
-		tail, tailLps, text, out, err := streamGenerate(ctx, st, req, c, func(text string, ids []int32, lps []float32) error {
+		tail, tailLps, text, out, err := streamGenerate(ctx, st, req, c, func(text string, ids []int32, lps []float32, tops [][]server.TopLogprob) error {
 			if text == "" && (len(ids) == 0 || !(p.returnIDs || p.logprobs)) {
 				return nil
 			}
-			return send(text, ids, lps, nil, nil, 0)
+			return send(text, ids, lps, tops, nil, nil, 0)
 		})
 		if err != nil {
 			return err
@@ -517,7 +557,7 @@ func (s *Server) streamCompletions(w http.ResponseWriter, r *http.Request, st se
 		} else if n := len(out.TokenIDs); n > 0 && out.StopReason == server.StopEOS && contains(req.Params.StopTokenIDs, out.TokenIDs[n-1]) {
 			stopReason = out.TokenIDs[n-1] // the stop_token_id, but null for EOS
 		}
-		return send(text, tail, tailLps, &fr, stopReason, out.WeightVersion)
+		return send(text, tail, tailLps, tailTops(out, tail), &fr, stopReason, out.WeightVersion)
 	})
 	if err == nil && p.includeUsage {
 		u := samplesUsage(len(p.req.PromptIDs), outs)
@@ -534,6 +574,15 @@ func (s *Server) streamCompletions(w http.ResponseWriter, r *http.Request, st se
 		return
 	}
 	sse.sse.done()
+}
+
+// tailTops is the alternatives of tail, the last tokens of out (nil when
+// out has none).
+func tailTops(out server.TokenOutput, tail []int32) [][]server.TopLogprob {
+	if out.TopLogprobs == nil {
+		return nil
+	}
+	return out.TopLogprobs[len(out.TopLogprobs)-len(tail):]
 }
 
 // samplesUsage is the usage of a request's samples: completion tokens
@@ -622,6 +671,7 @@ type turnDelta struct {
 	calls              []turnCall
 	ids                []int32
 	lps                []float32
+	tops               [][]server.TopLogprob // nil unless asked for
 }
 
 // hasText says whether d adds reasoning, content or calls.
@@ -663,12 +713,12 @@ func (t *turnStream) run(ctx context.Context, st server.Streamer, req server.Gen
 		t.prs, skipSpecial = prs, false
 	}
 	ct := s.newChoiceText(skipSpecial, p.stops, false, true, server.NewStopSet(req.Params.StopTokenIDs).Has)
-	tail, tailLps, text, out, err := streamGenerate(ctx, st, req, ct, func(text string, ids []int32, lps []float32) error {
+	tail, tailLps, text, out, err := streamGenerate(ctx, st, req, ct, func(text string, ids []int32, lps []float32, tops [][]server.TopLogprob) error {
 		d, err := t.delta(text)
 		if err != nil {
 			return err
 		}
-		d.ids, d.lps = ids, lps
+		d.ids, d.lps, d.tops = ids, lps, tops
 		return emit(d)
 	})
 	if err != nil {
@@ -681,7 +731,7 @@ func (t *turnStream) run(ctx context.Context, st server.Streamer, req server.Gen
 	if t.prs != nil {
 		t.closeParser(&d)
 	}
-	d.ids, d.lps = tail, tailLps
+	d.ids, d.lps, d.tops = tail, tailLps, tailTops(out, tail)
 	turn := turnResult{content: t.content.String(), reasoning: t.reasoning.String(), calls: t.calls, stop: out.StopReason,
 		matched: ct.stops.matched,
 		usage:   turnUsage{prompt: len(p.req.PromptIDs), completion: len(out.TokenIDs), cached: out.CachedTokens}}
@@ -809,7 +859,7 @@ func (c *chatEvents) send(td turnDelta, finish *string) error {
 	}
 	ch := chatChoice{Index: c.index, Delta: d, FinishReason: finish}
 	if p.logprobs && len(ids) > 0 {
-		lp, err := c.s.chatLogprobEntries(ids, lps)
+		lp, err := c.s.chatLogprobEntries(ids, lps, td.tops)
 		if err != nil {
 			return err
 		}
@@ -839,15 +889,14 @@ func (s *Server) streamVLLMGenerate(w http.ResponseWriter, r *http.Request, st s
 	req := p.req
 	sent := 0
 	emit := func(c server.Chunk) error {
-		if req.Params.Logprobs && len(c.Logprobs) != len(c.TokenIDs) {
-			return &server.Error{Server: "engine", Op: "generate",
-				Err: fmt.Errorf("engine streamed %d logprobs for %d tokens: %w", len(c.Logprobs), len(c.TokenIDs), server.ErrBadResponse)}
+		if err := checkChunk(c, req); err != nil {
+			return err
 		}
 		if len(c.TokenIDs) == 0 {
 			return nil
 		}
 		sent += len(c.TokenIDs)
-		b := appendVLLMStreamChunk(make([]byte, 0, 128+len(c.TokenIDs)*80), req.RequestID, c.TokenIDs, c.Logprobs, p.logprobs, "")
+		b := appendVLLMStreamChunk(make([]byte, 0, 128+len(c.TokenIDs)*80), req.RequestID, c.TokenIDs, c.Logprobs, c.TopLogprobs, p.logprobs, "")
 		if err := sse.event(append(b, '}')); err != nil {
 			return fmt.Errorf("%w: %w", errClientGone, err)
 		}
@@ -863,10 +912,14 @@ func (s *Server) streamVLLMGenerate(w http.ResponseWriter, r *http.Request, st s
 	}
 	if err == nil {
 		var lps []float32
+		var tops [][]server.TopLogprob
 		if p.logprobs {
 			lps = out.Logprobs[sent:]
 		}
-		b := appendVLLMStreamChunk(make([]byte, 0, 192), req.RequestID, out.TokenIDs[sent:], lps, p.logprobs, finishString(out.StopReason))
+		if out.TopLogprobs != nil {
+			tops = out.TopLogprobs[sent:]
+		}
+		b := appendVLLMStreamChunk(make([]byte, 0, 192), req.RequestID, out.TokenIDs[sent:], lps, tops, p.logprobs, finishString(out.StopReason))
 		b = append(b, `,"num_cached_tokens":`...)
 		b = strconv.AppendInt(b, int64(out.CachedTokens), 10)
 		b = append(b, `,"weight_version":`...)
@@ -897,13 +950,13 @@ func (s *Server) streamVLLMGenerate(w http.ResponseWriter, r *http.Request, st s
 // to its last closing brace (left to the caller, which may add fields):
 // one choice, index 0, with ids and (on logprobs) their logprobs, and
 // finish_reason null while finish is "".
-func appendVLLMStreamChunk(b []byte, rid string, ids []int32, lps []float32, logprobs bool, finish string) []byte {
+func appendVLLMStreamChunk(b []byte, rid string, ids []int32, lps []float32, tops [][]server.TopLogprob, logprobs bool, finish string) []byte {
 	b = append(b, `{"request_id":`...)
 	b = appendString(b, rid)
 	b = append(b, `,"choices":[{"index":0,"logprobs":`...)
 	if logprobs {
 		b = append(b, `{"content":`...)
-		b = (&vllmContent{ids: ids, lps: lps}).appendJSON(b)
+		b = (&vllmContent{ids: ids, lps: lps, tops: tops}).appendJSON(b)
 		b = append(b, '}')
 	} else {
 		b = append(b, "null"...)

@@ -47,12 +47,16 @@ func (v *vllmSampling) paramsNamed(prefix, maxName string) (server.SamplingParam
 		if *v.Logprobs < 0 {
 			return p, badRequest("field %q: must be ≥ 0, got %d", prefix+"logprobs", *v.Logprobs)
 		}
-		if *v.Logprobs > 1 {
-			// vLLM would add the n most likely tokens at each step; the
-			// engine reports only the sampled token's logprob.
-			return p, badRequest("field %q: at most 1 (the sampled token's logprob) is supported, got %d", prefix+"logprobs", *v.Logprobs)
+		if *v.Logprobs > server.MaxTopLogprobs {
+			return p, badRequest("field %q: at most %d, got %d", prefix+"logprobs", server.MaxTopLogprobs, *v.Logprobs)
 		}
 		p.Logprobs = true
+		if *v.Logprobs > 1 {
+			// vLLM adds the n most likely tokens at each step. 0 and 1
+			// keep to the sampled token's logprob, which every engine
+			// has (a top-1 list would ask engines for alternatives).
+			p.TopLogprobs = *v.Logprobs
+		}
 	}
 	if err := v.unsupported(prefix); err != nil {
 		return p, err
@@ -84,8 +88,9 @@ type vllmGenerateChoice struct {
 // vllmContent writes the logprobs.content entries, in both the newer
 // (token_id) and older ("token_id:N" token) shapes, without reflection.
 type vllmContent struct {
-	ids []int32
-	lps []float32
+	ids  []int32
+	lps  []float32
+	tops [][]server.TopLogprob // nil: every top_logprobs is []
 }
 
 func (c *vllmContent) MarshalJSON() ([]byte, error) { return c.appendJSON(nil), nil }
@@ -207,7 +212,7 @@ func (s *Server) handleVLLMGenerate(w http.ResponseWriter, r *http.Request) {
 	if p.logprobs {
 		ch.Logprobs = &struct {
 			Content *vllmContent `json:"content"`
-		}{Content: &vllmContent{ids: out.TokenIDs, lps: out.Logprobs}}
+		}{Content: &vllmContent{ids: out.TokenIDs, lps: out.Logprobs, tops: out.TopLogprobs}}
 	}
 	resp := vllmGenerateResponse{RequestID: p.req.RequestID, Choices: []vllmGenerateChoice{ch}, Usage: samplesUsage(len(p.req.PromptIDs), []server.TokenOutput{out}),
 		CachedTokens: out.CachedTokens, WeightVersion: out.WeightVersion}
@@ -440,14 +445,16 @@ func (s *Server) completionChoice(p prepared, out *server.TokenOutput) (completi
 		}
 	}
 	if p.logprobs {
-		ch.Logprobs, _ = s.completionLogprobs(p, out.TokenIDs, out.Logprobs, 0)
+		ch.Logprobs, _ = s.completionLogprobs(p, out.TokenIDs, out.Logprobs, out.TopLogprobs, 0)
 	}
 	return ch, nil
 }
 
 // completionLogprobs is the logprobs of ids, the first of which starts at
-// byte offset of the text, and the offset after them.
-func (s *Server) completionLogprobs(p prepared, ids []int32, lps []float32, offset int) (*completionLogprobs, int) {
+// byte offset of the text, and the offset after them. A token's
+// top_logprobs hold it and, when asked for (tops not nil), its
+// alternatives, as vLLM's do.
+func (s *Server) completionLogprobs(p prepared, ids []int32, lps []float32, tops [][]server.TopLogprob, offset int) (*completionLogprobs, int) {
 	lp := &completionLogprobs{
 		TextOffset:    make([]int, len(ids)),
 		TokenLogprobs: make([]float32, len(ids)),
@@ -455,19 +462,30 @@ func (s *Server) completionLogprobs(p prepared, ids []int32, lps []float32, offs
 		TopLogprobs:   make([]map[string]float32, len(ids)),
 	}
 	for i, id := range ids {
-		tok := tokenAsID(id)
-		if !p.tokensAsIDs && s.cfg.Chat != nil {
-			if t, err := s.cfg.Chat.Tokenizer.Decode([]int32{id}, false); err == nil {
-				tok = t
-			}
-		}
+		tok := s.completionToken(p, id)
 		lp.TextOffset[i] = offset
 		offset += len(tok)
 		lp.Tokens[i] = tok
 		lp.TokenLogprobs[i] = finiteLogprob(lps[i])
 		lp.TopLogprobs[i] = map[string]float32{tok: lp.TokenLogprobs[i]}
+		if tops != nil {
+			for _, alt := range tops[i] {
+				lp.TopLogprobs[i][s.completionToken(p, alt.TokenID)] = finiteLogprob(alt.Logprob)
+			}
+		}
 	}
 	return lp, offset
+}
+
+// completionToken is id as a completions logprob names it: its text, or
+// "token_id:N" (return_tokens_as_token_ids, or without a tokenizer).
+func (s *Server) completionToken(p prepared, id int32) string {
+	if !p.tokensAsIDs && s.cfg.Chat != nil {
+		if t, err := s.cfg.Chat.Tokenizer.Decode([]int32{id}, false); err == nil {
+			return t
+		}
+	}
+	return tokenAsID(id)
 }
 
 // ---- vLLM control endpoints ----------------------------------------------

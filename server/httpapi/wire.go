@@ -66,6 +66,24 @@ func (l *logprobTriples) appendJSON(b []byte) []byte {
 	return append(b, ']')
 }
 
+func (t *topTriples) appendJSON(b []byte) []byte {
+	b = append(b, '[')
+	for i, row := range t.rows {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		l := logprobTriples{lps: make([]float32, len(row)), ids: make([]int32, len(row))}
+		for j, e := range row {
+			l.lps[j], l.ids[j] = e.Logprob, e.TokenID
+		}
+		if t.texts != nil {
+			l.texts = t.texts[i]
+		}
+		b = l.appendJSON(b)
+	}
+	return append(b, ']')
+}
+
 func (r *sglGenerateResponse) appendJSON(b []byte) []byte {
 	m := &r.MetaInfo
 	b = append(b, `{"text":`...)
@@ -96,6 +114,10 @@ func (r *sglGenerateResponse) appendJSON(b []byte) []byte {
 		b = append(b, `,"output_token_logprobs":`...)
 		b = m.OutputTokenLogprobs.appendJSON(b)
 	}
+	if m.OutputTopLogprobs != nil {
+		b = append(b, `,"output_top_logprobs":`...)
+		b = m.OutputTopLogprobs.appendJSON(b)
+	}
 	b = append(b, `,"e2e_latency":`...)
 	b = strconv.AppendFloat(b, m.E2ELatency, 'g', -1, 64)
 	return append(b, "}}"...)
@@ -107,15 +129,31 @@ func (c *vllmContent) appendJSON(b []byte) []byte {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = append(b, `{"token":"token_id:`...)
-		b = strconv.AppendInt(b, int64(id), 10)
-		b = append(b, `","token_id":`...)
-		b = strconv.AppendInt(b, int64(id), 10)
-		b = append(b, `,"logprob":`...)
-		b = appendFloat(b, finiteLogprob(c.lps[i]))
-		b = append(b, `,"top_logprobs":[]}`...)
+		b = appendVLLMLogprob(b, id, c.lps[i])
+		b = append(b, `,"top_logprobs":[`...)
+		if c.tops != nil {
+			for j, alt := range c.tops[i] {
+				if j > 0 {
+					b = append(b, ',')
+				}
+				b = appendVLLMLogprob(b, alt.TokenID, alt.Logprob)
+				b = append(b, '}')
+			}
+		}
+		b = append(b, "]}"...)
 	}
 	return append(b, ']')
+}
+
+// appendVLLMLogprob writes a logprob entry of token id up to its closing
+// brace: {"token":"token_id:N","token_id":N,"logprob":lp.
+func appendVLLMLogprob(b []byte, id int32, lp float32) []byte {
+	b = append(b, `{"token":"token_id:`...)
+	b = strconv.AppendInt(b, int64(id), 10)
+	b = append(b, `","token_id":`...)
+	b = strconv.AppendInt(b, int64(id), 10)
+	b = append(b, `,"logprob":`...)
+	return appendFloat(b, finiteLogprob(lp))
 }
 
 func (r *vllmGenerateResponse) appendJSON(b []byte) []byte {

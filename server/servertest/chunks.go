@@ -9,6 +9,9 @@ type Chunks struct {
 	// TokenIDs and Logprobs are every chunk's, concatenated in order.
 	TokenIDs []int32
 	Logprobs []float32
+	// TopLogprobs are every chunk's alternatives, concatenated in order
+	// (the inner lists copied too).
+	TopLogprobs [][]server.TopLogprob
 	// Calls counts the chunks.
 	Calls int
 }
@@ -18,5 +21,8 @@ func (c *Chunks) Emit(ch server.Chunk) error {
 	c.Calls++
 	c.TokenIDs = append(c.TokenIDs, ch.TokenIDs...)
 	c.Logprobs = append(c.Logprobs, ch.Logprobs...)
+	for _, top := range ch.TopLogprobs {
+		c.TopLogprobs = append(c.TopLogprobs, append([]server.TopLogprob{}, top...))
+	}
 	return nil
 }

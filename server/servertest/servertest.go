@@ -45,6 +45,10 @@ type Reply struct {
 	// request asks for logprobs, deterministic values are derived from the
 	// token ids and positions.
 	Logprobs []float32
+	// TopLogprobs, when set, must have one entry per token: each token's
+	// alternatives, cut to the request's TopLogprobs. When nil and the
+	// request asks for them, DefaultTopLogprobs gives them.
+	TopLogprobs [][]server.TopLogprob
 	// Fault, when set, overrides the server-wide fault for this call.
 	Fault *Fault
 }
@@ -576,7 +580,7 @@ func (s *Server) run(ctx context.Context, req server.GenerateRequest, tc turnCal
 		}
 		// Kept for a resume: a copy, as a rule may hand out slices it (or
 		// the caller, through Echo's prompt) changes later.
-		whole = &Reply{Tokens: slices.Clone(r.Tokens), Logprobs: slices.Clone(r.Logprobs)}
+		whole = &Reply{Tokens: slices.Clone(r.Tokens), Logprobs: slices.Clone(r.Logprobs), TopLogprobs: slices.Clone(r.TopLogprobs)}
 	}
 	switch fault.Kind {
 	case FaultError:
@@ -598,12 +602,19 @@ func (s *Server) run(ctx context.Context, req server.GenerateRequest, tc turnCal
 		return server.TokenOutput{}, nil, s.errorf("generate", fmt.Errorf("servertest: rule gave %d logprobs for %d tokens: %w",
 			len(whole.Logprobs), len(whole.Tokens), server.ErrBadRequest))
 	}
+	if whole.TopLogprobs != nil && len(whole.TopLogprobs) != len(whole.Tokens) {
+		return server.TokenOutput{}, nil, s.errorf("generate", fmt.Errorf("servertest: rule gave %d top logprob lists for %d tokens: %w",
+			len(whole.TopLogprobs), len(whole.Tokens), server.ErrBadRequest))
+	}
 	// A resume plays the rest of the turn, at the positions it would have
 	// had unbroken.
 	played := min(tc.played, len(whole.Tokens))
 	reply := Reply{Tokens: whole.Tokens[played:]}
 	if whole.Logprobs != nil {
 		reply.Logprobs = whole.Logprobs[played:]
+	}
+	if whole.TopLogprobs != nil {
+		reply.TopLogprobs = whole.TopLogprobs[played:]
 	}
 	toks, reason := truncate(reply.Tokens, req.Params)
 	abortAt := -1
@@ -635,10 +646,26 @@ func (s *Server) run(ctx context.Context, req server.GenerateRequest, tc turnCal
 			}
 			out.Logprobs = append(out.Logprobs, lp)
 		}
+		if k := req.Params.TopLogprobs; k > 0 {
+			var top []server.TopLogprob
+			if reply.TopLogprobs != nil {
+				top = slices.Clone(reply.TopLogprobs[i][:min(k, len(reply.TopLogprobs[i]))])
+			} else {
+				lp := DefaultLogprob(t, played+i)
+				if reply.Logprobs != nil {
+					lp = reply.Logprobs[i]
+				}
+				top = DefaultTopLogprobs(t, lp, k, s.cfg.Vocab)
+			}
+			out.TopLogprobs = append(out.TopLogprobs, top)
+		}
 		if emit != nil {
 			c := server.Chunk{TokenIDs: out.TokenIDs[i : i+1 : i+1]}
 			if req.Params.Logprobs {
 				c.Logprobs = out.Logprobs[i : i+1 : i+1]
+			}
+			if req.Params.TopLogprobs > 0 {
+				c.TopLogprobs = out.TopLogprobs[i : i+1 : i+1]
 			}
 			if err := emit(c); err != nil {
 				return server.TokenOutput{}, nil, s.errorf("generate", fmt.Errorf("servertest: streaming token %d: %w", i, err))
@@ -650,6 +677,9 @@ func (s *Server) run(ctx context.Context, req server.GenerateRequest, tc turnCal
 	}
 	if req.Params.Logprobs && out.Logprobs == nil {
 		out.Logprobs = []float32{}
+	}
+	if req.Params.TopLogprobs > 0 && out.TopLogprobs == nil {
+		out.TopLogprobs = [][]server.TopLogprob{}
 	}
 	if req.Params.PromptLogprobs {
 		from := min(max(req.Params.PromptLogprobsFrom, 0), len(req.PromptIDs))
@@ -674,6 +704,26 @@ func DefaultPromptLogprob(t int32, p int) float32 {
 // position i when the rule gives none: a deterministic value in (-1, 0).
 func DefaultLogprob(t int32, i int) float32 {
 	return -float32((uint32(t)*2654435761+uint32(i)*40503)%1000+1) / 1001
+}
+
+// DefaultTopLogprobs are the alternatives servertest reports for sampled
+// token t with logprob lp when the rule gives none: k entries, t first
+// with lp (the scripted model always samples its most probable token),
+// then the ids after t (modulo vocab when vocab > 0), each a nat less
+// probable than the one before.
+func DefaultTopLogprobs(t int32, lp float32, k, vocab int) []server.TopLogprob {
+	top := make([]server.TopLogprob, 0, k)
+	for j := range k {
+		id := int64(t) + int64(j)
+		if vocab > 0 {
+			if j >= vocab {
+				break
+			}
+			id %= int64(vocab)
+		}
+		top = append(top, server.TopLogprob{TokenID: int32(id), Logprob: lp - float32(j)})
+	}
+	return top
 }
 
 var errAborted = errors.New("aborted")

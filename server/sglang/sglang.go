@@ -106,6 +106,9 @@ func (c *Client) Generate(ctx context.Context, req server.GenerateRequest) (serv
 	if err == nil && req.Params.PromptLogprobs {
 		out.PromptLogprobs, err = parseInputLogprobs(data, req)
 	}
+	if err == nil && req.Params.TopLogprobs > 0 {
+		out.TopLogprobs, err = parseOutputTopLogprobs(data, req.Params.TopLogprobs, len(out.TokenIDs))
+	}
 	if err == nil && req.Params.RoutedExperts {
 		out.RoutedExperts, err = parseRoutedExperts(data, c.cfg.RoutingLayers, c.cfg.RoutingTopK, len(req.PromptIDs)+len(out.TokenIDs))
 	}
@@ -204,6 +207,33 @@ func ParseGenerateResponse(data []byte, wantLogprobs bool) (server.TokenOutput, 
 		return out, err
 	}
 	return out, nil
+}
+
+// parseOutputTopLogprobs reads meta_info.output_top_logprobs of a
+// request that asked for top_logprobs_num k: one list per output token.
+func parseOutputTopLogprobs(data []byte, k, n int) ([][]server.TopLogprob, error) {
+	var r struct {
+		MetaInfo struct {
+			OutputTopLogprobs json.RawMessage `json:"output_top_logprobs"`
+		} `json:"meta_info"`
+	}
+	if err := json.Unmarshal(data, &r); err != nil {
+		return nil, httpclient.BadResponse("meta_info.output_top_logprobs: %v", err)
+	}
+	if !isSet(r.MetaInfo.OutputTopLogprobs) {
+		if n == 0 {
+			return [][]server.TopLogprob{}, nil
+		}
+		return nil, httpclient.BadResponse("top logprobs were requested but meta_info.output_top_logprobs is missing")
+	}
+	top, err := parseTopLogprobs(r.MetaInfo.OutputTopLogprobs, k)
+	if err != nil {
+		return nil, httpclient.BadResponse("meta_info.output_top_logprobs%v", err)
+	}
+	if len(top) != n {
+		return nil, httpclient.BadResponse("meta_info.output_top_logprobs has %d entries for %d output_ids", len(top), n)
+	}
+	return top, nil
 }
 
 // parseRoutedExperts reads meta_info.routed_experts (and

@@ -70,8 +70,9 @@ type streamState struct {
 	emit         func(server.Chunk) error
 	emitErr      error // emit's error, when it failed
 
-	ids []int32
-	lps []float32
+	ids  []int32
+	lps  []float32
+	tops [][]server.TopLogprob // when the request asked for them
 	// mode is how the server streams, once an event told: cumulative
 	// (each event holds the whole output so far) or incremental (only
 	// what is new).
@@ -112,6 +113,9 @@ type streamChunk struct {
 		NumRetractions            int             `json:"num_retractions"`
 		OutputTokenLogprobs       json.RawMessage `json:"output_token_logprobs"`
 		OutputTokenLogprobsLength *int            `json:"output_token_logprobs_length"`
+		// Sliced as output_token_logprobs is (logprob_ops.py, same
+		// functions).
+		OutputTopLogprobs json.RawMessage `json:"output_top_logprobs"`
 	} `json:"meta_info"`
 }
 
@@ -186,6 +190,24 @@ func (st *streamState) event(data []byte) error {
 		}
 		addedLps = lps[start:]
 	}
+	var addedTops [][]server.TopLogprob
+	if k := st.req.Params.TopLogprobs; k > 0 && len(added) > 0 {
+		if !isSet(m.OutputTopLogprobs) {
+			return httpclient.BadResponse("/generate stream: top logprobs were requested but meta_info.output_top_logprobs is missing")
+		}
+		tops, err := parseTopLogprobs(m.OutputTopLogprobs, k)
+		if err != nil {
+			return httpclient.BadResponse("/generate stream: meta_info.output_top_logprobs%v", err)
+		}
+		start := 0
+		if st.mode == modeCumulative {
+			start = had
+		}
+		if start > len(tops) || len(tops)-start != len(added) {
+			return httpclient.BadResponse("/generate stream: meta_info.output_top_logprobs has %d entries for %d output_ids", len(tops), len(ids))
+		}
+		addedTops = tops[start:]
+	}
 	if isSet(m.WeightVersion) {
 		st.version = m.WeightVersion
 	}
@@ -211,7 +233,7 @@ func (st *streamState) event(data []byte) error {
 		}
 		st.finished = true
 	}
-	return st.add(added, addedLps)
+	return st.add(added, addedLps, addedTops)
 }
 
 // learnMode decides, at the first event that can tell, whether the server
@@ -246,7 +268,7 @@ func (st *streamState) learnMode(ids []int32, total *int) {
 }
 
 // add records and emits new tokens.
-func (st *streamState) add(ids []int32, lps []float32) error {
+func (st *streamState) add(ids []int32, lps []float32, tops [][]server.TopLogprob) error {
 	if len(ids) == 0 {
 		return nil
 	}
@@ -255,6 +277,10 @@ func (st *streamState) add(ids []int32, lps []float32) error {
 	if st.wantLogprobs {
 		st.lps = append(st.lps, lps...)
 		c.Logprobs = lps
+	}
+	if st.req.Params.TopLogprobs > 0 {
+		st.tops = append(st.tops, tops...)
+		c.TopLogprobs = tops
 	}
 	if err := st.emit(c); err != nil {
 		st.emitErr = err
@@ -270,12 +296,15 @@ func (st *streamState) whole(body []byte) error {
 	if err == nil && st.req.Params.PromptLogprobs {
 		out.PromptLogprobs, err = parseInputLogprobs(body, st.req)
 	}
+	if err == nil && st.req.Params.TopLogprobs > 0 {
+		out.TopLogprobs, err = parseOutputTopLogprobs(body, st.req.Params.TopLogprobs, len(out.TokenIDs))
+	}
 	if err != nil {
 		return err
 	}
 	st.out = out
 	st.finished = true
-	return st.add(out.TokenIDs, out.Logprobs)
+	return st.add(out.TokenIDs, out.Logprobs, out.TopLogprobs)
 }
 
 // output is the finished request's output.
@@ -290,6 +319,13 @@ func (st *streamState) output() server.TokenOutput {
 		out.Logprobs = st.lps
 		if out.Logprobs == nil {
 			out.Logprobs = []float32{}
+		}
+	}
+	out.TopLogprobs = nil
+	if st.req.Params.TopLogprobs > 0 {
+		out.TopLogprobs = st.tops
+		if out.TopLogprobs == nil {
+			out.TopLogprobs = [][]server.TopLogprob{}
 		}
 	}
 	return out

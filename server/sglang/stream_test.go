@@ -87,8 +87,48 @@ func (u *upstream) triples(ids []int32, lps []*float64) string {
 	return b.String()
 }
 
+// tops is output_top_logprobs for ids as SGLang writes it
+// (tokenizer_manager.py detokenize_top_logprobs_tokens: a list of
+// (logprob, token_id, text) per position, None where a position has
+// none): here the token itself then id+100, half as probable; the
+// token 9 has none.
+func (u *upstream) tops(ids []int32, lps []*float64) string {
+	var b strings.Builder
+	b.WriteByte('[')
+	for i, id := range ids {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		if id == 9 {
+			b.WriteString("null")
+			continue
+		}
+		lp := *lps[i]
+		fmt.Fprintf(&b, "[[%v,%d,null],[%v,%d,null]]", lp, id, lp-math.Ln2, id+100)
+	}
+	b.WriteByte(']')
+	return b.String()
+}
+
+// wantTops is what the client reads from tops.
+func (u *upstream) wantTops() [][]server.TopLogprob {
+	out := make([][]server.TopLogprob, len(u.ids))
+	for i, id := range u.ids {
+		out[i] = []server.TopLogprob{}
+		if id != 9 {
+			lp := *u.lps[i]
+			out[i] = []server.TopLogprob{{TokenID: id, Logprob: float32(lp)}, {TokenID: id + 100, Logprob: float32(lp - math.Ln2)}}
+		}
+	}
+	return out
+}
+
 // event is SGLang's output dict after n tokens, of which the last `added` are new.
 func (u *upstream) event(n, added int, logprobs, final bool) string {
+	return u.eventTop(n, added, logprobs, false, final)
+}
+
+func (u *upstream) eventTop(n, added int, logprobs, top, final bool) string {
 	ids, lps := u.ids[:n], u.lps[:n]
 	if u.incremental {
 		ids, lps = u.ids[n-added:n], u.lps[n-added:n]
@@ -100,6 +140,9 @@ func (u *upstream) event(n, added int, logprobs, final bool) string {
 	meta := `"id":"r1","finish_reason":` + finish + `,"prompt_tokens":3,"weight_version":"7","num_retractions":0`
 	if logprobs {
 		meta += `,"input_token_logprobs":[[null,1,null],[-1.5,2,null],[-0.25,3,null]],"output_token_logprobs":` + u.triples(ids, lps)
+		if top {
+			meta += `,"output_top_logprobs":` + u.tops(ids, lps)
+		}
 		if !u.noCounts {
 			meta += `,"output_token_logprobs_length":` + strconv.Itoa(n)
 		}
@@ -124,16 +167,17 @@ func (u *upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var body bytes.Buffer
 	_, _ = body.ReadFrom(r.Body)
 	logprobs := strings.Contains(body.String(), `"return_logprob":true`)
+	top := strings.Contains(body.String(), `"top_logprobs_num":2`)
 	if !strings.Contains(body.String(), `"stream":true`) {
 		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write([]byte(u.event(len(u.ids), len(u.ids), logprobs, true)))
+		_, _ = w.Write([]byte(u.eventTop(len(u.ids), len(u.ids), logprobs, top, true)))
 		return
 	}
 	var events []string
 	for n := 0; n < len(u.ids); {
 		added := min(max(u.per, 1), len(u.ids)-n)
 		n += added
-		events = append(events, u.event(n, added, logprobs, n == len(u.ids)))
+		events = append(events, u.eventTop(n, added, logprobs, top, n == len(u.ids)))
 	}
 	u.Stream(w, r, events, `{"error": {"message": "The input (9000 tokens) is longer than the model's context length (8192 tokens)."}}`)
 }
@@ -176,6 +220,9 @@ func TestGenerateStreamUpstreamShapes(t *testing.T) {
 				tc.set(u)
 				c := serveUpstream(t, u, sglang.Config{})
 				req := server.GenerateRequest{RequestID: "r1", PromptIDs: []int32{1, 2, 3}, Params: server.SamplingParams{Logprobs: lp}}
+				if lp {
+					req.Params.TopLogprobs = 2
+				}
 				want, err := c.Generate(ctx, req)
 				require.NoError(t, err)
 				var got servertest.Chunks
@@ -192,9 +239,12 @@ func TestGenerateStreamUpstreamShapes(t *testing.T) {
 				if lp {
 					require.Equal(t, []float32{-0.5, -1.25, float32(math.Inf(-1)), -0.125, -0.5, -1.25}, got.Logprobs)
 					require.Equal(t, out.Logprobs, got.Logprobs)
+					require.Equal(t, u.wantTops(), out.TopLogprobs)
+					require.Equal(t, out.TopLogprobs, got.TopLogprobs)
 				} else {
 					require.Nil(t, out.Logprobs)
 					require.Empty(t, got.Logprobs)
+					require.Nil(t, out.TopLogprobs)
 				}
 			})
 		}

@@ -34,7 +34,8 @@ func appendGenerateRequest(b []byte, req server.GenerateRequest, stream bool) ([
 	for _, f := range []struct {
 		name string
 		v    float64
-	}{{"temperature", p.Temperature}, {"top_p", topP}, {"min_p", p.MinP}, {"repetition_penalty", rep}} {
+	}{{"temperature", p.Temperature}, {"top_p", topP}, {"min_p", p.MinP}, {"repetition_penalty", rep},
+		{"presence_penalty", p.PresencePenalty}, {"frequency_penalty", p.FrequencyPenalty}} {
 		if math.IsNaN(f.v) || math.IsInf(f.v, 0) {
 			return nil, fmt.Errorf("sampling parameter %s is %v: %w", f.name, f.v, server.ErrBadRequest)
 		}
@@ -77,6 +78,16 @@ func appendGenerateRequest(b []byte, req server.GenerateRequest, stream bool) ([
 	b = strconv.AppendFloat(b, p.MinP, 'g', -1, 64)
 	b = append(b, `,"repetition_penalty":`...)
 	b = strconv.AppendFloat(b, rep, 'g', -1, 64)
+	// SGLang's penalizers (sampling/penaltylib) count the output tokens,
+	// as vLLM does; sent only when set, so other bodies stay as they were.
+	if p.PresencePenalty != 0 {
+		b = append(b, `,"presence_penalty":`...)
+		b = strconv.AppendFloat(b, p.PresencePenalty, 'g', -1, 64)
+	}
+	if p.FrequencyPenalty != 0 {
+		b = append(b, `,"frequency_penalty":`...)
+		b = strconv.AppendFloat(b, p.FrequencyPenalty, 'g', -1, 64)
+	}
 	if p.MaxNewTokens > 0 {
 		b = append(b, `,"max_new_tokens":`...)
 		b = strconv.AppendInt(b, int64(p.MaxNewTokens), 10)
@@ -91,7 +102,11 @@ func appendGenerateRequest(b []byte, req server.GenerateRequest, stream bool) ([
 		b = strconv.AppendUint(b, *p.Seed, 10)
 	}
 	b = append(b, `},"return_logprob":`...)
-	b = strconv.AppendBool(b, p.Logprobs || p.PromptLogprobs)
+	b = strconv.AppendBool(b, p.Logprobs || p.PromptLogprobs || p.TopLogprobs > 0)
+	if p.TopLogprobs > 0 {
+		b = append(b, `,"top_logprobs_num":`...)
+		b = strconv.AppendInt(b, int64(p.TopLogprobs), 10)
+	}
 	if p.PromptLogprobs {
 		// SGLang writes null for the start position's own logprob
 		// (scheduler_output_processor_mixin.py pads the first with None):
@@ -112,6 +127,31 @@ func appendGenerateRequest(b []byte, req server.GenerateRequest, stream bool) ([
 	b = strconv.AppendBool(b, stream)
 	b = append(b, '}')
 	return b, nil
+}
+
+// parseTopLogprobs reads meta_info.output_top_logprobs, one list of
+// [logprob, token_id, text] triples per output token (null for a
+// position without alternatives), cut to k per token.
+func parseTopLogprobs(data []byte, k int) ([][]server.TopLogprob, error) {
+	var rows []json.RawMessage
+	if err := json.Unmarshal(data, &rows); err != nil {
+		return nil, errors.New(": expected a list of lists of [logprob, token_id, text] entries")
+	}
+	out := make([][]server.TopLogprob, len(rows))
+	for i, row := range rows {
+		out[i] = []server.TopLogprob{}
+		if !isSet(row) {
+			continue
+		}
+		lps, ids, err := parseLogprobTriples(row)
+		if err != nil {
+			return nil, fmt.Errorf("[%d]%v", i, err)
+		}
+		for j := range min(k, len(ids)) {
+			out[i] = append(out[i], server.TopLogprob{TokenID: ids[j], Logprob: lps[j]})
+		}
+	}
+	return out, nil
 }
 
 // parseLogprobTriples reads [[logprob, token_id, text|null], ...] from

@@ -45,7 +45,7 @@ func (c *Client) GenerateStream(ctx context.Context, req server.GenerateRequest,
 		prio = &p
 	}
 	usage := &streamOptions{IncludeUsage: true}
-	st := &streamState{wantLogprobs: req.Params.Logprobs, emit: emit}
+	st := &streamState{wantLogprobs: req.Params.Logprobs, topK: req.Params.TopLogprobs, emit: emit}
 	if !c.completions.Load() {
 		sp, err := samplingOf(req.Params, 0)
 		if err != nil {
@@ -110,12 +110,14 @@ func (c *Client) streamResult(ctx context.Context, rid string, completions bool,
 // streamState turns the events of one streamed call into chunks.
 type streamState struct {
 	wantLogprobs bool
+	topK         int // Params.TopLogprobs
 	emit         func(server.Chunk) error
 	emitErr      error
 	endpoint     string
 
 	ids      []int32
 	lps      []float32
+	tops     [][]server.TopLogprob
 	finished bool
 	out      server.TokenOutput // the metadata
 }
@@ -169,6 +171,8 @@ func (st *streamState) generateEvent(data []byte) error {
 	c := ch.Choices[0]
 	return st.choice(len(ch.Choices), c.Index, c.TokenIDs, "", c.FinishReason, func(ids []int32) ([]float32, error) {
 		return parseContentLogprobs(c.Logprobs, ids)
+	}, func(ids []int32) ([][]server.TopLogprob, error) {
+		return parseContentTops(c.Logprobs, len(ids), st.topK)
 	})
 }
 
@@ -176,7 +180,8 @@ func (st *streamState) generateEvent(data []byte) error {
 // first at index with ids): it checks there is exactly one, at index 0,
 // with token ids (missing says why they may be absent), and parses its
 // logprobs with parse where they were asked for.
-func (st *streamState) choice(n, index int, ids *[]int32, missing string, finish *string, parse func(ids []int32) ([]float32, error)) error {
+func (st *streamState) choice(n, index int, ids *[]int32, missing string, finish *string, parse func(ids []int32) ([]float32, error),
+	parseTops func(ids []int32) ([][]server.TopLogprob, error)) error {
 	if n != 1 {
 		return httpclient.BadResponse("%s stream: expected 1 choice per event, got %d", st.endpoint, n)
 	}
@@ -193,11 +198,21 @@ func (st *streamState) choice(n, index int, ids *[]int32, missing string, finish
 			return fmt.Errorf("%s stream: %w", st.endpoint, err)
 		}
 	}
-	return st.add(*ids, lps, finish)
+	var tops [][]server.TopLogprob
+	if st.topK > 0 {
+		var err error
+		if tops, err = parseTops(*ids); err != nil {
+			return fmt.Errorf("%s stream: %w", st.endpoint, err)
+		}
+	}
+	return st.add(*ids, lps, tops, finish)
 }
 
 func (st *streamState) generateWhole(body []byte) error {
 	out, err := ParseGenerateResponse(body, st.wantLogprobs)
+	if err == nil && st.topK > 0 {
+		out.TopLogprobs, err = parseGenerateTops(body, len(out.TokenIDs), st.topK)
+	}
 	if err != nil {
 		return err
 	}
@@ -239,11 +254,20 @@ func (st *streamState) completionsEvent(data []byte) error {
 	c := ch.Choices[0]
 	return st.choice(len(ch.Choices), c.Index, c.TokenIDs, ": the server does not support return_token_ids", c.FinishReason, func(ids []int32) ([]float32, error) {
 		return parseCompletionLogprobs(c.Logprobs, ids)
+	}, func(ids []int32) ([][]server.TopLogprob, error) {
+		var raw json.RawMessage
+		if c.Logprobs != nil {
+			raw = c.Logprobs.TopLogprobs
+		}
+		return parseCompletionTops(raw, len(ids), st.topK)
 	})
 }
 
 func (st *streamState) completionsWhole(body []byte) error {
 	out, err := ParseCompletionsResponse(body, st.wantLogprobs)
+	if err == nil && st.topK > 0 {
+		out.TopLogprobs, err = parseCompletionsTops(body, len(out.TokenIDs), st.topK)
+	}
 	if err != nil {
 		return err
 	}
@@ -270,7 +294,7 @@ func (st *streamState) usage(u *streamUsage) {
 }
 
 // add records and emits one event's new tokens, and its finish reason.
-func (st *streamState) add(ids []int32, lps []float32, finish *string) error {
+func (st *streamState) add(ids []int32, lps []float32, tops [][]server.TopLogprob, finish *string) error {
 	if st.finished {
 		if len(ids) > 0 || finish != nil {
 			return httpclient.BadResponse("%s stream: an event after the one that finished the request", st.endpoint)
@@ -296,6 +320,10 @@ func (st *streamState) add(ids []int32, lps []float32, finish *string) error {
 		st.lps = append(st.lps, lps...)
 		c.Logprobs = lps
 	}
+	if st.topK > 0 {
+		st.tops = append(st.tops, tops...)
+		c.TopLogprobs = tops
+	}
 	if err := st.emit(c); err != nil {
 		st.emitErr = err
 		return fmt.Errorf("emit: %w", err)
@@ -307,7 +335,7 @@ func (st *streamState) add(ids []int32, lps []float32, finish *string) error {
 func (st *streamState) addWhole(out server.TokenOutput) error {
 	meta := out
 	reason := string(out.StopReason)
-	if err := st.add(out.TokenIDs, out.Logprobs, nil); err != nil {
+	if err := st.add(out.TokenIDs, out.Logprobs, out.TopLogprobs, nil); err != nil {
 		return err
 	}
 	st.out = meta
@@ -328,6 +356,13 @@ func (st *streamState) output() server.TokenOutput {
 		out.Logprobs = st.lps
 		if out.Logprobs == nil {
 			out.Logprobs = []float32{}
+		}
+	}
+	out.TopLogprobs = nil
+	if st.topK > 0 {
+		out.TopLogprobs = st.tops
+		if out.TopLogprobs == nil {
+			out.TopLogprobs = [][]server.TopLogprob{}
 		}
 	}
 	return out

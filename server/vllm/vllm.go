@@ -89,6 +89,8 @@ type sampling struct {
 	TopK                   int     `json:"top_k"`
 	MinP                   float64 `json:"min_p"`
 	RepetitionPenalty      float64 `json:"repetition_penalty"`
+	PresencePenalty        float64 `json:"presence_penalty,omitempty"`
+	FrequencyPenalty       float64 `json:"frequency_penalty,omitempty"`
 	Seed                   *int64  `json:"seed,omitempty"`
 	Logprobs               *int    `json:"logprobs,omitempty"`
 	StopTokenIDs           []int32 `json:"stop_token_ids,omitempty"`
@@ -98,10 +100,16 @@ type sampling struct {
 
 // samplingOf maps server.SamplingParams: top_p 0 → 1, top_k ≤ 0 → -1
 // (disabled in every vLLM version), repetition_penalty 0 → 1; MaxNewTokens
-// 0 leaves max_tokens to the server (16 on many builds: set it).
+// 0 leaves max_tokens to the server (16 on many builds: set it). logprobs
+// is what asks for the sampled token's logprob alone (0 or 1 by
+// endpoint); TopLogprobs k asks for logprobs k+1 (at most 20), which vLLM
+// answers with the sampled token's and that many alternatives, cut to k
+// when read. The presence and frequency
+// penalties are vLLM's own (apply_penalties), sent when set.
 func samplingOf(p server.SamplingParams, logprobs int) (sampling, error) {
 	s := sampling{Temperature: p.Temperature, TopP: p.TopP, TopK: p.TopK, MinP: p.MinP,
-		RepetitionPenalty: p.RepetitionPenalty, StopTokenIDs: p.StopTokenIDs, IncludeStopStrInOutput: true}
+		RepetitionPenalty: p.RepetitionPenalty, PresencePenalty: p.PresencePenalty, FrequencyPenalty: p.FrequencyPenalty,
+		StopTokenIDs: p.StopTokenIDs, IncludeStopStrInOutput: true}
 	if s.TopP == 0 {
 		s.TopP = 1
 	}
@@ -125,7 +133,16 @@ func samplingOf(p server.SamplingParams, logprobs int) (sampling, error) {
 	if p.Logprobs {
 		s.Logprobs = &logprobs
 	}
-	for name, v := range map[string]float64{"temperature": s.Temperature, "top_p": s.TopP, "min_p": s.MinP, "repetition_penalty": s.RepetitionPenalty} {
+	if k := p.TopLogprobs; k > 0 {
+		// One more than asked, within vLLM's default max_logprobs: a
+		// position's list may spend an entry on the sampled token
+		// (see normalizeTop), and agentrl's own server reads logprobs 1
+		// as the sampled token alone.
+		n := min(k+1, server.MaxTopLogprobs)
+		s.Logprobs = &n
+	}
+	for name, v := range map[string]float64{"temperature": s.Temperature, "top_p": s.TopP, "min_p": s.MinP, "repetition_penalty": s.RepetitionPenalty,
+		"presence_penalty": s.PresencePenalty, "frequency_penalty": s.FrequencyPenalty} {
 		if math.IsNaN(v) || math.IsInf(v, 0) {
 			return s, fmt.Errorf("sampling parameter %s is %v: %w", name, v, server.ErrBadRequest)
 		}
@@ -192,6 +209,9 @@ func (c *Client) Generate(ctx context.Context, req server.GenerateRequest) (serv
 		switch {
 		case err == nil:
 			out, err := ParseGenerateResponse(data, req.Params.Logprobs)
+			if k := req.Params.TopLogprobs; err == nil && k > 0 {
+				out.TopLogprobs, err = parseGenerateTops(data, len(out.TokenIDs), k)
+			}
 			if err == nil && req.Params.RoutedExperts {
 				out.RoutedExperts, err = parseRoutedExperts(data, len(req.PromptIDs)+len(out.TokenIDs))
 			}
@@ -226,6 +246,9 @@ func (c *Client) Generate(ctx context.Context, req server.GenerateRequest) (serv
 		return server.TokenOutput{}, err
 	}
 	out, err := ParseCompletionsResponse(data, req.Params.Logprobs)
+	if k := req.Params.TopLogprobs; err == nil && k > 0 {
+		out.TopLogprobs, err = parseCompletionsTops(data, len(out.TokenIDs), k)
+	}
 	if err == nil && req.Params.RoutedExperts {
 		out.RoutedExperts, err = parseRoutedExperts(data, len(req.PromptIDs)+len(out.TokenIDs))
 	}
@@ -478,6 +501,7 @@ func parseLogprob(raw json.RawMessage) (float32, error) {
 type completionLogprobs struct {
 	TokenLogprobs []json.RawMessage `json:"token_logprobs"`
 	Tokens        []string          `json:"tokens"`
+	TopLogprobs   json.RawMessage   `json:"top_logprobs"` // read only when asked for
 }
 
 // parseCompletionLogprobs reads lp for the tokens ids, checking the token

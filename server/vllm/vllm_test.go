@@ -270,3 +270,42 @@ func FuzzParseResponses(f *testing.F) {
 		}
 	})
 }
+
+// TestTopLogprobsAndPenaltiesBothEndpoints: TopLogprobs k goes out as
+// logprobs k+1 with the penalties under vLLM's names, and each endpoint's
+// alternatives (chat-shaped top_logprobs on /inference/v1/generate,
+// token→logprob objects on /v1/completions) come back as the engine's k
+// most probable, streamed and not.
+func TestTopLogprobsAndPenaltiesBothEndpoints(t *testing.T) {
+	for _, hide := range []bool{false, true} {
+		t.Run(fmt.Sprint("fallback=", hide), func(t *testing.T) {
+			ctx := context.Background()
+			eng := servertest.New(servertest.Config{Rule: servertest.Constant(7, 8, 9)})
+			var hidden []string
+			path := "/inference/v1/generate"
+			if hide {
+				hidden, path = []string{path}, "/v1/completions"
+			}
+			c, rec := setup(t, eng, vllm.Config{Model: "agentrl"}, hidden...)
+			p := server.SamplingParams{MaxNewTokens: 3, TopLogprobs: 2, PresencePenalty: 1.5, FrequencyPenalty: 0.25}
+			req := server.GenerateRequest{RequestID: "r", PromptIDs: []int32{1}, Params: p}
+			out, err := c.Generate(ctx, req)
+			require.NoError(t, err)
+			body := rec.Last(path).Body
+			require.Contains(t, body, `"logprobs":3`)
+			require.Contains(t, body, `"presence_penalty":1.5`)
+			require.Contains(t, body, `"frequency_penalty":0.25`)
+			want := make([][]server.TopLogprob, len(out.TokenIDs))
+			for i, id := range out.TokenIDs {
+				want[i] = servertest.DefaultTopLogprobs(id, servertest.DefaultLogprob(id, i), 2, 0)
+			}
+			require.Equal(t, want, out.TopLogprobs)
+			require.Nil(t, out.Logprobs)
+			var got servertest.Chunks
+			sout, err := c.GenerateStream(ctx, req, got.Emit)
+			require.NoError(t, err)
+			require.Equal(t, want, sout.TopLogprobs)
+			require.Equal(t, want, got.TopLogprobs)
+		})
+	}
+}
