@@ -75,6 +75,8 @@ type Config struct {
 type Capture struct {
 	cfg   Config
 	srv   *httpapi.Server
+	// shared is cfg.Store when replicas share it (RedisStore), else nil.
+	shared sharedStore
 	delta DeltaTokenizer
 	eos   []int32
 
@@ -161,6 +163,12 @@ func New(ctx context.Context, cfg Config) (*Capture, error) {
 		return nil, fmt.Errorf("capture: %w", err)
 	}
 	c.srv = srv
+	if sh, ok := cfg.Store.(sharedStore); ok {
+		// Replicas share the store: rollouts are read from it when first
+		// used, not all at start.
+		c.shared = sh
+		return c, nil
+	}
 	ids, err := cfg.Store.List(ctx)
 	if err != nil {
 		return nil, err
@@ -252,20 +260,15 @@ var ErrNotFound = errors.New("capture: no such rollout")
 // ErrFinished is returned for a call to, or a change of, a finished rollout.
 var ErrFinished = errors.New("capture: rollout is finished")
 
-// get returns id's rollout, touching it; nil when unknown.
-func (c *Capture) get(id string) *rollout {
-	c.mu.Lock()
-	ro := c.rollouts[id]
-	c.mu.Unlock()
-	if ro != nil {
-		c.touch(ro)
-	}
-	return ro
-}
-
 // touch expires ro when it has been idle too long, else marks it used.
 func (c *Capture) touch(ro *rollout) {
 	now := c.cfg.Now().UnixNano()
+	if c.shared != nil {
+		// Another replica may have used it since: lookup and Begin ask
+		// the store.
+		ro.lastUsed.Store(now)
+		return
+	}
 	if now-ro.lastUsed.Swap(now) > int64(c.cfg.IdleTimeout) {
 		_ = c.finish(context.Background(), ro, "expired") // a no-op when finished
 	}
@@ -282,6 +285,11 @@ func (c *Capture) expireIdle(ctx context.Context) {
 		return
 	}
 	c.lastSweep = now
+	if c.shared != nil {
+		c.mu.Unlock()
+		c.sweepShared(ctx, now)
+		return
+	}
 	var idle []*rollout
 	for _, ro := range c.rollouts {
 		if now.UnixNano()-ro.lastUsed.Load() > int64(c.cfg.IdleTimeout) {
@@ -294,27 +302,35 @@ func (c *Capture) expireIdle(ctx context.Context) {
 	}
 }
 
-// byRolloutKey returns the open rollout whose key is key. The map is
-// indexed by the key's SHA-256, and the digest is compared again in
-// constant time, so the lookup's timing says nothing about the key.
-func (c *Capture) byRolloutKey(key string) *rollout {
+// byRolloutKey returns the open rollout whose key is key (nil when none).
+// The map is indexed by the key's SHA-256, and the digest is compared
+// again in constant time, so the lookup's timing says nothing about the
+// key. With a shared store, a key not cached is looked up by its digest
+// there (a rollout another replica created); the error is the store's.
+func (c *Capture) byRolloutKey(ctx context.Context, key string) (*rollout, error) {
 	d := keyDigest(key)
 	c.mu.Lock()
 	ro := c.byKey[d]
 	c.mu.Unlock()
+	if ro == nil && c.shared != nil {
+		var err error
+		if ro, err = c.sharedByKey(ctx, d); err != nil {
+			return nil, err
+		}
+	}
 	if ro == nil || subtle.ConstantTimeCompare(d[:], ro.keyHash[:]) != 1 {
-		return nil
+		return nil, nil
 	}
 	c.touch(ro)
-	return ro
+	return ro, nil
 }
 
 // SetReward sets the rollout's reward; its trajectories get it when
 // rebuilt.
 func (c *Capture) SetReward(ctx context.Context, id string, reward float64) error {
-	ro := c.get(id)
-	if ro == nil {
-		return fmt.Errorf("%w: %s", ErrNotFound, id)
+	ro, err := c.lookup(ctx, id)
+	if err != nil {
+		return err
 	}
 	if err := checkFinite("reward", reward); err != nil {
 		return err
@@ -331,9 +347,9 @@ func (c *Capture) SetReward(ctx context.Context, id string, reward float64) erro
 // Finish freezes the rollout: later calls with its key or id are refused
 // and recorded nowhere.
 func (c *Capture) Finish(ctx context.Context, id string) error {
-	ro := c.get(id)
-	if ro == nil {
-		return fmt.Errorf("%w: %s", ErrNotFound, id)
+	ro, err := c.lookup(ctx, id)
+	if err != nil {
+		return err
 	}
 	return c.finish(ctx, ro, "")
 }
@@ -341,6 +357,11 @@ func (c *Capture) Finish(ctx context.Context, id string) error {
 func (c *Capture) finish(ctx context.Context, ro *rollout, reason string) error {
 	ro.mu.Lock()
 	defer ro.mu.Unlock()
+	return c.finishLocked(ctx, ro, reason)
+}
+
+// finishLocked is finish with ro.mu held.
+func (c *Capture) finishLocked(ctx context.Context, ro *rollout, reason string) error {
 	if ro.finished {
 		return nil
 	}
@@ -356,6 +377,11 @@ func (c *Capture) finish(ctx context.Context, ro *rollout, reason string) error 
 
 // Delete removes the rollout and its log.
 func (c *Capture) Delete(ctx context.Context, id string) error {
+	if c.shared != nil {
+		if _, err := c.lookup(ctx, id); err != nil {
+			return err
+		}
+	}
 	c.mu.Lock()
 	ro := c.rollouts[id]
 	if ro != nil {
@@ -374,8 +400,8 @@ func (c *Capture) Delete(ctx context.Context, id string) error {
 
 // Records returns the rollout's log as stored.
 func (c *Capture) Records(ctx context.Context, id string) ([]Record, error) {
-	if c.get(id) == nil {
-		return nil, fmt.Errorf("%w: %s", ErrNotFound, id)
+	if _, err := c.lookup(ctx, id); err != nil {
+		return nil, err
 	}
 	return c.cfg.Store.Load(ctx, id)
 }
@@ -402,6 +428,11 @@ func (c *Capture) Begin(ctx context.Context, hc *httpapi.Call) (httpapi.Recordin
 	}
 	ro.mu.Lock()
 	defer ro.mu.Unlock()
+	if c.shared != nil {
+		if err := c.catchUp(ctx, ro); err != nil {
+			return nil, err
+		}
+	}
 	switch {
 	case ro.deleted:
 		return nil, &server.Error{Op: "capture", Status: http.StatusNotFound, Err: ErrNotFound}
@@ -410,7 +441,15 @@ func (c *Capture) Begin(ctx context.Context, hc *httpapi.Call) (httpapi.Recordin
 	case len(ro.calls)+len(ro.begun) >= c.cfg.MaxCalls:
 		return nil, &server.Error{Op: "capture", Status: http.StatusTooManyRequests, Err: fmt.Errorf("capture: rollout %s has %d calls, the limit", ro.info.ID, c.cfg.MaxCalls)}
 	}
-	p := &pendingCall{c: c, ro: ro, id: fmt.Sprintf("c%d", ro.nextCall), received: hc.Received, header: recordedHeader(hc.Header),
+	n := ro.nextCall
+	if c.shared != nil {
+		// Call ids must not collide across replicas.
+		var err error
+		if n, err = c.shared.reserveCall(ctx, ro.info.ID); err != nil {
+			return nil, err
+		}
+	}
+	p := &pendingCall{c: c, ro: ro, id: fmt.Sprintf("c%d", n), received: hc.Received, header: recordedHeader(hc.Header),
 		body: hc.Body, dialect: hc.Dialect, msgs: hc.Messages, tools: hc.Tools, kwargs: hc.TemplateKwargs}
 	ro.nextCall++
 	link := ro.link(hc.Messages, hc.Tools, hc.TemplateKwargs, c.eos)
@@ -525,6 +564,7 @@ func (p *pendingCall) Abort(reason error) {
 		return
 	}
 	delete(ro.begun, p.id)
+	ro.ended[p.id] = true
 	p.c.stats.aborted.Add(1)
 	ro.aborted = append(ro.aborted, dropped{Call: p.id, Reason: "aborted: " + reason.Error()})
 	if !ro.deleted {

@@ -122,8 +122,8 @@ type dropped = Dropped
 // their GroupID, and each gets its own ID ("{rollout}-{n}").
 func (c *Capture) Rebuild(ctx context.Context, id string, opts RebuildOptions) ([]*trajectory.Trajectory, Report, error) {
 	rep := Report{Rollout: id, Delivered: 1}
-	if c.get(id) == nil {
-		return nil, rep, fmt.Errorf("%w: %s", ErrNotFound, id)
+	if _, err := c.lookup(ctx, id); err != nil {
+		return nil, rep, err
 	}
 	recs, err := c.cfg.Store.Load(ctx, id)
 	if err != nil {
