@@ -75,10 +75,11 @@ type Config struct {
 type Capture struct {
 	cfg   Config
 	srv   *httpapi.Server
-	// shared is cfg.Store when replicas share it (RedisStore), else nil.
-	shared sharedStore
 	delta DeltaTokenizer
 	eos   []int32
+
+	// shared is cfg.Store when replicas share it (RedisStore), else nil.
+	shared sharedStore
 
 	mu       sync.Mutex
 	rollouts map[string]*rollout
