@@ -176,8 +176,10 @@ return redis.call('HINCRBY', KEYS[1], 'calls', 1) - 1
 `)
 
 // touchScript marks an open rollout used and says whether it had been
-// idle too long first. KEYS: open. ARGV: id, time (ms), idle timeout (ms).
+// idle too long first (1), or has no log (-1). KEYS: open, meta. ARGV:
+// id, time (ms), idle timeout (ms).
 var touchScript = redis.NewScript(`
+if redis.call('EXISTS', KEYS[2]) == 0 then return -1 end
 local prev = redis.call('ZSCORE', KEYS[1], ARGV[1])
 if not prev then return 0 end
 if tonumber(ARGV[2]) - tonumber(prev) > tonumber(ARGV[3]) then return 1 end
@@ -397,11 +399,16 @@ func (s *RedisStore) reserveCall(ctx context.Context, id string) (int, error) {
 }
 
 // touch marks open rollout id used at t; it says whether it had been
-// idle for longer than idle before.
+// idle for longer than idle before. The error wraps ErrNotFound when the
+// rollout has no log.
 func (s *RedisStore) touch(ctx context.Context, id string, t time.Time, idle time.Duration) (bool, error) {
-	n, err := touchScript.Run(ctx, s.rdb, s.keys(id)[4:5], id, t.UnixMilli(), idle.Milliseconds()).Int()
+	k := s.keys(id)
+	n, err := touchScript.Run(ctx, s.rdb, []string{k[4], k[1]}, id, t.UnixMilli(), idle.Milliseconds()).Int()
 	if err != nil {
 		return false, s.unavailable("marking rollout "+id+" used", err)
+	}
+	if n < 0 {
+		return false, fmt.Errorf("%w: %s (deleted)", ErrNotFound, id)
 	}
 	return n == 1, nil
 }

@@ -55,6 +55,9 @@ func (c *Capture) lookup(ctx context.Context, id string) (*rollout, error) {
 	now := c.cfg.Now()
 	ro.lastUsed.Store(now.UnixNano())
 	idle, err := c.shared.touch(ctx, id, now, c.cfg.IdleTimeout)
+	if errors.Is(err, ErrNotFound) {
+		c.forget(ro) // deleted through another replica
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -126,18 +129,17 @@ func (c *Capture) catchUp(ctx context.Context, ro *rollout) error {
 	recs, used, err := c.shared.since(ctx, ro.info.ID, ro.seen)
 	if errors.Is(err, fs.ErrNotExist) {
 		ro.deleted = true
-		c.mu.Lock()
-		if c.rollouts[ro.info.ID] == ro {
-			delete(c.rollouts, ro.info.ID)
-		}
-		delete(c.byKey, ro.keyHash)
-		c.mu.Unlock()
+		c.forget(ro)
 		return nil
 	}
 	if err != nil {
 		return err
 	}
 	wasFinished := ro.finished
+	if ro.seen == 0 && len(recs) > 0 {
+		// Created here: the rollout record is what ro was made from.
+		recs, ro.seen = recs[1:], 1
+	}
 	for i, r := range recs {
 		if err := ro.apply(r); err != nil {
 			return fmt.Errorf("capture: rollout %s's log, record %d: %w", ro.info.ID, ro.seen+i+1, err)
@@ -156,6 +158,18 @@ func (c *Capture) catchUp(ctx context.Context, ro *rollout) error {
 		return c.finishLocked(ctx, ro, "expired")
 	}
 	return nil
+}
+
+// forget drops ro from the cache: it was deleted through another replica.
+func (c *Capture) forget(ro *rollout) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.rollouts[ro.info.ID] == ro {
+		delete(c.rollouts, ro.info.ID)
+	}
+	if c.byKey[ro.keyHash] == ro {
+		delete(c.byKey, ro.keyHash)
+	}
 }
 
 // sweepShared expires the rollouts of the shared store that no replica
