@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentrl/agentrl/capture"
@@ -24,6 +25,14 @@ import (
 	"github.com/agentrl/agentrl/tokenizer"
 	"github.com/agentrl/agentrl/trajectory"
 )
+
+// quietRedis drops go-redis's log lines (dial failures while a test has
+// stopped Redis on purpose); the errors reach the tests anyway.
+type quietRedis struct{}
+
+func (quietRedis) Printf(context.Context, string, ...any) {}
+
+func init() { redis.SetLogger(quietRedis{}) }
 
 // redisSkipOrFail skips, or under CI=1 fails: a CI machine must run the
 // Redis tests (.ci/deps.sh installs redis-server).

@@ -75,6 +75,13 @@ func OpenRedis(ctx context.Context, url string, opts RedisOptions) (*RedisStore,
 	// Redis services are not needed for a single primary.
 	o.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
 	o.DisableIdentity = true
+	// Fail closed fast when Redis is down: a harness waits for the 503,
+	// and the next call tries again. (Once every connection failed to
+	// dial, go-redis probes once a second, so calls succeed again within
+	// about a second of Redis coming back.)
+	if o.DialerRetries == 0 {
+		o.DialerRetries, o.DialerRetryTimeout = 2, 20*time.Millisecond
+	}
 	s := &RedisStore{rdb: redis.NewClient(o), prefix: opts.Prefix, addr: o.Addr}
 	if s.prefix == "" {
 		s.prefix = DefaultRedisPrefix
