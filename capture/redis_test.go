@@ -48,7 +48,7 @@ func redisSkipOrFail(t testing.TB, format string, args ...any) {
 // its temporary directory, fsyncing every write (appendfsync always), so
 // that a restart keeps everything it acknowledged.
 type redisServer struct {
-	t    *testing.T
+	t    testing.TB
 	bin  string
 	dir  string
 	sock string
@@ -56,7 +56,7 @@ type redisServer struct {
 	done chan error
 }
 
-func startRedis(t *testing.T) *redisServer {
+func startRedis(t testing.TB) *redisServer {
 	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
