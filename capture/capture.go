@@ -442,15 +442,7 @@ func (c *Capture) Begin(ctx context.Context, hc *httpapi.Call) (httpapi.Recordin
 	case len(ro.calls)+len(ro.begun) >= c.cfg.MaxCalls:
 		return nil, &server.Error{Op: "capture", Status: http.StatusTooManyRequests, Err: fmt.Errorf("capture: rollout %s has %d calls, the limit", ro.info.ID, c.cfg.MaxCalls)}
 	}
-	n := ro.nextCall
-	if c.shared != nil {
-		// Call ids must not collide across replicas.
-		var err error
-		if n, err = c.shared.reserveCall(ctx, ro.info.ID); err != nil {
-			return nil, err
-		}
-	}
-	p := &pendingCall{c: c, ro: ro, id: fmt.Sprintf("c%d", n), received: hc.Received, header: recordedHeader(hc.Header),
+	p := &pendingCall{c: c, ro: ro, id: fmt.Sprintf("c%d", ro.nextCall), received: hc.Received, header: recordedHeader(hc.Header),
 		body: hc.Body, dialect: hc.Dialect, msgs: hc.Messages, tools: hc.Tools, kwargs: hc.TemplateKwargs}
 	ro.nextCall++
 	link := ro.link(hc.Messages, hc.Tools, hc.TemplateKwargs, c.eos)
@@ -468,9 +460,16 @@ func (c *Capture) Begin(ctx context.Context, hc *httpapi.Call) (httpapi.Recordin
 	}
 	p.why, p.ambiguous, p.prompt = link.why, link.ambiguous, hc.PromptIDs
 	p.dispatched = c.cfg.Now()
-	// The intent is not synced: a crash before the answer is recorded
-	// loses the answer too, and the sync of the call record covers it.
-	if err := c.cfg.Store.Append(ctx, ro.info.ID, false, Record{Kind: KindBegin, Time: p.dispatched.UTC(), CallID: p.id}); err != nil {
+	if c.shared != nil {
+		// Replicas share the numbering: the store gives the id.
+		id, err := c.shared.begin(ctx, ro.info.ID, p.dispatched.UTC())
+		if err != nil {
+			return nil, err
+		}
+		p.id = id
+	} else if err := c.cfg.Store.Append(ctx, ro.info.ID, false, Record{Kind: KindBegin, Time: p.dispatched.UTC(), CallID: p.id}); err != nil {
+		// The intent is not synced: a crash before the answer is recorded
+		// loses the answer too, and the sync of the call record covers it.
 		return nil, err
 	}
 	ro.begun[p.id] = true

@@ -176,10 +176,23 @@ end
 return 'ok'
 `)
 
-// reserveScript hands out the rollout's next call number. KEYS: meta.
-var reserveScript = redis.NewScript(`
-if redis.call('EXISTS', KEYS[1]) == 0 then return redis.error_reply('AGENTRL_NOTFOUND rollout has no log (never created, or deleted)') end
-return redis.call('HINCRBY', KEYS[1], 'calls', 1) - 1
+// beginScript appends the begin record of a new call, numbering it
+// from the rollout's counter (so replicas never give the same call id),
+// and returns the call id. A token names the begin, so one delivered
+// twice (a lost reply) numbers and appends one call. KEYS: log, meta,
+// open. ARGV: token, id, time (RFC 3339, as Go writes it), time (ms).
+var beginScript = redis.NewScript(`
+local log, meta, open = KEYS[1], KEYS[2], KEYS[3]
+local token, id = ARGV[1], ARGV[2]
+local prev = redis.call('HGET', meta, 'b:' .. token)
+if prev then return prev end
+if redis.call('EXISTS', meta) == 0 then return redis.error_reply('AGENTRL_NOTFOUND rollout ' .. id .. ' has no log (never created, or deleted)') end
+if redis.call('HGET', meta, 'state') == 'finished' then return redis.error_reply('AGENTRL_FINISHED rollout ' .. id .. ' is finished: no begin after it') end
+local call = 'c' .. (redis.call('HINCRBY', meta, 'calls', 1) - 1)
+redis.call('RPUSH', log, '{"kind":"begin","time":"' .. ARGV[3] .. '","call_id":"' .. call .. '"}')
+redis.call('HSET', meta, 'b:' .. token, call)
+redis.call('ZADD', open, 'GT', ARGV[4], id)
+return call
 `)
 
 // touchScript marks an open rollout used and says whether it had been
@@ -396,13 +409,21 @@ func (s *RedisStore) keyRollout(ctx context.Context, d [32]byte) (string, error)
 	return id, nil
 }
 
-// reserveCall returns a call number of id that no replica had before.
-func (s *RedisStore) reserveCall(ctx context.Context, id string) (int, error) {
-	n, err := reserveScript.Run(ctx, s.rdb, s.keys(id)[1:2]).Int()
-	if err != nil {
-		return 0, s.refusal("numbering a call of rollout "+id, err)
+// begin implements sharedStore.
+func (s *RedisStore) begin(ctx context.Context, id string, t time.Time) (string, error) {
+	if !validID(id) {
+		return "", fmt.Errorf("capture: invalid rollout id %q", id)
 	}
-	return n, nil
+	token, err := newToken(16)
+	if err != nil {
+		return "", err
+	}
+	k := s.keys(id)
+	call, err := beginScript.Run(ctx, s.rdb, []string{k[0], k[1], k[4]}, token, id, t.Format(time.RFC3339Nano), t.UnixMilli()).Text()
+	if err != nil {
+		return "", s.refusal("beginning a call of rollout "+id, err)
+	}
+	return call, nil
 }
 
 // touch marks open rollout id used at t; it says whether it had been

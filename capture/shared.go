@@ -20,8 +20,9 @@ type sharedStore interface {
 	// keyRollout returns the id of the rollout whose key has digest d,
 	// "" when there is none.
 	keyRollout(ctx context.Context, d [32]byte) (string, error)
-	// reserveCall returns a call number of id no replica had before.
-	reserveCall(ctx context.Context, id string) (int, error)
+	// begin appends the begin record of a new call of id at t, its id
+	// numbered in the store so that no two replicas give the same one.
+	begin(ctx context.Context, id string, t time.Time) (string, error)
 	// touch marks id used at t, saying whether it had been idle for
 	// longer than idle before.
 	touch(ctx context.Context, id string, t time.Time, idle time.Duration) (bool, error)
