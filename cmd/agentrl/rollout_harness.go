@@ -53,16 +53,19 @@ func (h *harnessFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&h.addr, "harness-addr", "127.0.0.1:0", "with --harness: the loopback address the capture serves the harnesses on")
 }
 
+// closingStore is a capture store with connections or files to close.
+type closingStore interface {
+	capture.Store
+	Close() error
+}
+
 // harnessRun is a started capture: its store, its loopback server, and
 // where harness output goes.
 type harnessRun struct {
 	c        *capture.Capture
 	srv      *http.Server
 	served   chan error
-	store    interface {
-		capture.Store
-		Close() error
-	}
+	store    closingStore
 	storeDir string
 	tempDir  bool
 	out      *os.File
