@@ -240,6 +240,7 @@ func (c *Capture) Create(ctx context.Context, opts CreateOptions) (Rollout, erro
 		return Rollout{}, fmt.Errorf("capture: rollout id %s already exists", id)
 	}
 	ro := newRollout(info, digest)
+	ro.seen = 1 // with a shared store: its rollout record
 	ro.lastUsed.Store(c.cfg.Now().UnixNano())
 	c.rollouts[id], c.byKey[digest] = ro, ro
 	c.mu.Unlock()
@@ -338,7 +339,7 @@ func (c *Capture) SetReward(ctx context.Context, id string, reward float64) erro
 	}
 	ro.mu.Lock()
 	defer ro.mu.Unlock()
-	if err := c.cfg.Store.Append(ctx, id, true, Record{Kind: KindReward, Time: c.cfg.Now().UTC(), Reward: &reward}); err != nil {
+	if err := c.appendTo(ctx, ro, true, Record{Kind: KindReward, Time: c.cfg.Now().UTC(), Reward: &reward}); err != nil {
 		return err
 	}
 	ro.reward = &reward
@@ -366,7 +367,7 @@ func (c *Capture) finishLocked(ctx context.Context, ro *rollout, reason string) 
 	if ro.finished {
 		return nil
 	}
-	if err := c.cfg.Store.Append(ctx, ro.info.ID, true, Record{Kind: KindFinish, Time: c.cfg.Now().UTC(), Reason: reason}); err != nil {
+	if err := c.appendTo(ctx, ro, true, Record{Kind: KindFinish, Time: c.cfg.Now().UTC(), Reason: reason}); err != nil {
 		return err
 	}
 	ro.finish(reason)
@@ -462,11 +463,12 @@ func (c *Capture) Begin(ctx context.Context, hc *httpapi.Call) (httpapi.Recordin
 	p.dispatched = c.cfg.Now()
 	if c.shared != nil {
 		// Replicas share the numbering: the store gives the id.
-		id, err := c.shared.begin(ctx, ro.info.ID, p.dispatched.UTC())
+		id, end, err := c.shared.begin(ctx, ro.info.ID, p.dispatched.UTC())
 		if err != nil {
 			return nil, err
 		}
 		p.id = id
+		ro.advance(end, 1)
 	} else if err := c.cfg.Store.Append(ctx, ro.info.ID, false, Record{Kind: KindBegin, Time: p.dispatched.UTC(), CallID: p.id}); err != nil {
 		// The intent is not synced: a crash before the answer is recorded
 		// loses the answer too, and the sync of the call record covers it.
@@ -537,7 +539,7 @@ func (p *pendingCall) Record(ctx context.Context, _ int, out server.TokenOutput,
 		return fmt.Errorf("%w: the answer arrived after the rollout was finished, so it is not sent", ErrFinished)
 	}
 	t0 := time.Now()
-	if err := p.c.cfg.Store.Append(ctx, ro.info.ID, true, Record{Kind: KindCall, Time: rec.Recorded, Call: rec}); err != nil {
+	if err := p.c.appendTo(ctx, ro, true, Record{Kind: KindCall, Time: rec.Recorded, Call: rec}); err != nil {
 		return err
 	}
 	p.c.stats.recordNanos.Add(int64(time.Since(t0)))
@@ -568,7 +570,7 @@ func (p *pendingCall) Abort(reason error) {
 	p.c.stats.aborted.Add(1)
 	ro.aborted = append(ro.aborted, dropped{Call: p.id, Reason: "aborted: " + reason.Error()})
 	if !ro.deleted {
-		_ = p.c.cfg.Store.Append(context.Background(), ro.info.ID, false, Record{Kind: KindAbort, Time: p.c.cfg.Now().UTC(), CallID: p.id, Reason: reason.Error()})
+		_ = p.c.appendTo(context.Background(), ro, false, Record{Kind: KindAbort, Time: p.c.cfg.Now().UTC(), CallID: p.id, Reason: reason.Error()})
 	}
 }
 

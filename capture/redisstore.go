@@ -37,7 +37,7 @@ type RedisOptions struct {
 
 // RedisStore keeps the rollouts in Redis, so that several Captures —
 // proxy replicas behind a load balancer — share them: any replica serves
-// any call of any rollout (see Capture's "Replicas"). It needs one Redis
+// any call of any rollout (see "Replicas" in the package documentation). It needs one Redis
 // primary (not Redis Cluster, whose multi-key scripts would need every
 // key of a rollout in one slot, and not a read replica, which may lag).
 //
@@ -133,15 +133,16 @@ func (s *RedisStore) keyIndex(digestHex string) string { return s.prefix + "key:
 
 // appendScript appends records atomically, refusing what replicas could
 // race on. KEYS: log, meta, tok, ids, open[, key index]. ARGV: token, id,
-// time (ms), then kind and JSON of each record. It returns "ok", or
-// "dup" when this token's append was applied before; refusals are error
+// time (ms), then kind and JSON of each record. It returns the log's
+// length after it and how many records it added there, or {0, -1} when
+// this token's append was applied before (a duplicate); refusals are error
 // replies starting with AGENTRL_EXISTS, AGENTRL_NOTFOUND or
 // AGENTRL_FINISHED. It checks every record before it writes one, so a
 // refused append writes nothing.
 var appendScript = redis.NewScript(`
 local log, meta, tok, ids, open = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local token, id, now = ARGV[1], ARGV[2], ARGV[3]
-if redis.call('SISMEMBER', tok, token) == 1 then return 'dup' end
+if redis.call('SISMEMBER', tok, token) == 1 then return {0, -1} end
 local exists = redis.call('EXISTS', meta) == 1
 local finished = exists and redis.call('HGET', meta, 'state') == 'finished'
 local creating = false
@@ -173,26 +174,26 @@ if finished then
 else
   redis.call('ZADD', open, 'GT', now, id)
 end
-return 'ok'
+return {redis.call('LLEN', log), #push}
 `)
 
 // beginScript appends the begin record of a new call, numbering it
 // from the rollout's counter (so replicas never give the same call id),
-// and returns the call id. A token names the begin, so one delivered
+// and returns the call id and the log's length after it. A token names the begin, so one delivered
 // twice (a lost reply) numbers and appends one call. KEYS: log, meta,
 // open. ARGV: token, id, time (RFC 3339, as Go writes it), time (ms).
 var beginScript = redis.NewScript(`
 local log, meta, open = KEYS[1], KEYS[2], KEYS[3]
 local token, id = ARGV[1], ARGV[2]
 local prev = redis.call('HGET', meta, 'b:' .. token)
-if prev then return prev end
+if prev then return {prev, 0} end
 if redis.call('EXISTS', meta) == 0 then return redis.error_reply('AGENTRL_NOTFOUND rollout ' .. id .. ' has no log (never created, or deleted)') end
 if redis.call('HGET', meta, 'state') == 'finished' then return redis.error_reply('AGENTRL_FINISHED rollout ' .. id .. ' is finished: no begin after it') end
 local call = 'c' .. (redis.call('HINCRBY', meta, 'calls', 1) - 1)
 redis.call('RPUSH', log, '{"kind":"begin","time":"' .. ARGV[3] .. '","call_id":"' .. call .. '"}')
 redis.call('HSET', meta, 'b:' .. token, call)
 redis.call('ZADD', open, 'GT', ARGV[4], id)
-return call
+return {call, redis.call('LLEN', log)}
 `)
 
 // touchScript marks an open rollout used and says whether it had been
@@ -236,15 +237,21 @@ func (s *RedisStore) refusal(op string, err error) error {
 // Append implements Store. Every Append is durable when it returns (see
 // RedisStore), so sync changes nothing.
 func (s *RedisStore) Append(ctx context.Context, id string, _ bool, recs ...Record) error {
+	_, _, err := s.appendAt(ctx, id, recs...)
+	return err
+}
+
+// appendAt implements sharedStore.
+func (s *RedisStore) appendAt(ctx context.Context, id string, recs ...Record) (end, added int, err error) {
 	if !validID(id) {
-		return fmt.Errorf("capture: invalid rollout id %q", id)
+		return 0, -1, fmt.Errorf("capture: invalid rollout id %q", id)
 	}
 	if len(recs) == 0 {
-		return nil
+		return 0, -1, nil
 	}
 	token, err := newToken(16)
 	if err != nil {
-		return err
+		return 0, -1, err
 	}
 	keys := s.keys(id)
 	args := make([]any, 0, 3+2*len(recs))
@@ -253,14 +260,14 @@ func (s *RedisStore) Append(ctx context.Context, id string, _ bool, recs ...Reco
 	for _, r := range recs {
 		b, err := json.Marshal(r)
 		if err != nil {
-			return fmt.Errorf("capture: encoding a %s record: %w", r.Kind, err)
+			return 0, -1, fmt.Errorf("capture: encoding a %s record: %w", r.Kind, err)
 		}
 		if len(b) > maxRecordBytes {
-			return fmt.Errorf("capture: rollout %s: a %s record of %d bytes, over the %d limit", id, r.Kind, len(b), maxRecordBytes)
+			return 0, -1, fmt.Errorf("capture: rollout %s: a %s record of %d bytes, over the %d limit", id, r.Kind, len(b), maxRecordBytes)
 		}
 		if r.Kind == KindRollout {
 			if r.Rollout == nil || r.Rollout.ID != id || !validDigestHex(r.Rollout.KeySHA256) {
-				return fmt.Errorf("capture: rollout %s: its rollout record must name it and hold a key digest", id)
+				return 0, -1, fmt.Errorf("capture: rollout %s: its rollout record must name it and hold a key digest", id)
 			}
 			keys = append(keys, s.keyIndex(r.Rollout.KeySHA256))
 		}
@@ -270,10 +277,14 @@ func (s *RedisStore) Append(ctx context.Context, id string, _ bool, recs ...Reco
 		args = append(args, r.Kind, b)
 	}
 	args[2] = strconv.FormatInt(last.UnixMilli(), 10)
-	if err := appendScript.Run(ctx, s.rdb, keys, args...).Err(); err != nil {
-		return s.refusal("appending to rollout "+id, err)
+	res, err := appendScript.Run(ctx, s.rdb, keys, args...).Int64Slice()
+	if err != nil {
+		return 0, -1, s.refusal("appending to rollout "+id, err)
 	}
-	return nil
+	if len(res) != 2 {
+		return 0, -1, s.unavailable("appending to rollout "+id, fmt.Errorf("the script answered %v", res))
+	}
+	return int(res[0]), int(res[1]), nil
 }
 
 // redisPage is how many records one read fetches: reads are bounded by
@@ -410,20 +421,29 @@ func (s *RedisStore) keyRollout(ctx context.Context, d [32]byte) (string, error)
 }
 
 // begin implements sharedStore.
-func (s *RedisStore) begin(ctx context.Context, id string, t time.Time) (string, error) {
+func (s *RedisStore) begin(ctx context.Context, id string, t time.Time) (string, int, error) {
 	if !validID(id) {
-		return "", fmt.Errorf("capture: invalid rollout id %q", id)
+		return "", 0, fmt.Errorf("capture: invalid rollout id %q", id)
 	}
 	token, err := newToken(16)
 	if err != nil {
-		return "", err
+		return "", 0, err
 	}
 	k := s.keys(id)
-	call, err := beginScript.Run(ctx, s.rdb, []string{k[0], k[1], k[4]}, token, id, t.Format(time.RFC3339Nano), t.UnixMilli()).Text()
+	res, err := beginScript.Run(ctx, s.rdb, []string{k[0], k[1], k[4]}, token, id, t.Format(time.RFC3339Nano), t.UnixMilli()).Slice()
 	if err != nil {
-		return "", s.refusal("beginning a call of rollout "+id, err)
+		return "", 0, s.refusal("beginning a call of rollout "+id, err)
 	}
-	return call, nil
+	var call string
+	var end int64
+	if len(res) == 2 {
+		call, _ = res[0].(string)
+		end, _ = res[1].(int64)
+	}
+	if !validID(call) {
+		return "", 0, s.unavailable("beginning a call of rollout "+id, fmt.Errorf("the script answered %v", res))
+	}
+	return call, int(end), nil
 }
 
 // touch marks open rollout id used at t; it says whether it had been

@@ -20,9 +20,13 @@ type sharedStore interface {
 	// keyRollout returns the id of the rollout whose key has digest d,
 	// "" when there is none.
 	keyRollout(ctx context.Context, d [32]byte) (string, error)
+	// appendAt is Append, also saying where the log ends after it and
+	// how many records it added there (-1: unknown).
+	appendAt(ctx context.Context, id string, recs ...Record) (end, added int, err error)
 	// begin appends the begin record of a new call of id at t, its id
-	// numbered in the store so that no two replicas give the same one.
-	begin(ctx context.Context, id string, t time.Time) (string, error)
+	// numbered in the store so that no two replicas give the same one,
+	// and says where the log ends after it (0: unknown).
+	begin(ctx context.Context, id string, t time.Time) (call string, end int, err error)
 	// touch marks id used at t, saying whether it had been idle for
 	// longer than idle before.
 	touch(ctx context.Context, id string, t time.Time, idle time.Duration) (bool, error)
@@ -137,10 +141,6 @@ func (c *Capture) catchUp(ctx context.Context, ro *rollout) error {
 		return err
 	}
 	wasFinished := ro.finished
-	if ro.seen == 0 && len(recs) > 0 {
-		// Created here: the rollout record is what ro was made from.
-		recs, ro.seen = recs[1:], 1
-	}
 	for i, r := range recs {
 		if err := ro.apply(r); err != nil {
 			return fmt.Errorf("capture: rollout %s's log, record %d: %w", ro.info.ID, ro.seen+i+1, err)
@@ -170,6 +170,31 @@ func (c *Capture) forget(ro *rollout) {
 	}
 	if c.byKey[ro.keyHash] == ro {
 		delete(c.byKey, ro.keyHash)
+	}
+}
+
+// appendTo appends recs to ro's log, ro.mu held. With a shared store,
+// when no other replica's record came between ro.seen and them, ro.seen
+// moves past them (they are applied here as written), so the next
+// catch-up need not read them back: a rollout served by one replica at a
+// time reads nothing back.
+func (c *Capture) appendTo(ctx context.Context, ro *rollout, sync bool, recs ...Record) error {
+	if c.shared == nil {
+		return c.cfg.Store.Append(ctx, ro.info.ID, sync, recs...)
+	}
+	end, added, err := c.shared.appendAt(ctx, ro.info.ID, recs...)
+	if err != nil {
+		return err
+	}
+	ro.advance(end, added)
+	return nil
+}
+
+// advance moves ro.seen to end when the added records just before end
+// follow what ro has seen.
+func (ro *rollout) advance(end, added int) {
+	if added >= 0 && end > 0 && end-added == ro.seen {
+		ro.seen = end
 	}
 }
 
