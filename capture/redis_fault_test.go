@@ -6,7 +6,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"io"
 	"net"
+	"net/http"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -147,6 +149,11 @@ type dropProxy struct {
 	target  string
 	marker  atomic.Pointer[[]byte]
 	dropped atomic.Int32
+	// hold, when set, is a marker whose command waits for held to close
+	// before it goes to Redis.
+	hold    atomic.Pointer[[]byte]
+	holding chan struct{}
+	held    chan struct{}
 	wg      sync.WaitGroup
 	mu      sync.Mutex
 	conns   []net.Conn
@@ -219,6 +226,10 @@ func (p *dropProxy) accept() {
 				if n > 0 {
 					if m := p.marker.Load(); m != nil && bytes.Contains(buf[:n], *m) && p.marker.CompareAndSwap(m, nil) {
 						drop.Store(true)
+					}
+					if m := p.hold.Load(); m != nil && bytes.Contains(buf[:n], *m) && p.hold.CompareAndSwap(m, nil) {
+						close(p.holding)
+						<-p.held
 					}
 					if _, werr := s.Write(buf[:n]); werr != nil {
 						return
@@ -484,4 +495,83 @@ func TestRedisStore(t *testing.T) {
 	require.NoError(t, s2.Close())
 	_, err = capture.OpenRedis(ctx, "unix://"+rs.dir+"/nothing-here", capture.RedisOptions{})
 	require.ErrorIs(t, err, server.ErrUnavailable)
+}
+
+// Hard case 10, the other side of the guarantee: the answer is not
+// complete on the wire until its record is in Redis. Here the call
+// record's write to Redis is held back, so the stream has no finish
+// event; a harness that does not wait for it and sends
+// its next call to another replica finds no recorded answer to continue,
+// so that call starts a new segment, saying so — nothing is mislinked and
+// nothing is lost: once the write lands, the stream ends and both calls
+// are recorded.
+func TestRedisAnswerIsNotCompleteBeforeItsRecord(t *testing.T) {
+	tok := small(t)
+	rs := startRedis(t)
+	px := newDropProxy(t, rs.sock)
+	px.holding, px.held = make(chan struct{}), make(chan struct{})
+	var release sync.Once
+	t.Cleanup(func() { release.Do(func() { close(px.held) }) })
+	sc := newScript(t, tok, "Two files.", "Done.")
+	// No read timeout on A's connections: go-redis would otherwise give
+	// up on the held write after 3 s and send it again on another one.
+	a := newReplica(t, tok, sc.Rule, px.url()+"?read_timeout=-1", nil)
+	b := newReplica(t, tok, sc.Rule, rs.url(), nil)
+	ctx := context.Background()
+	ro, err := a.c.Create(ctx, capture.CreateOptions{})
+	require.NoError(t, err)
+
+	m := []byte(`"kind":"call"`)
+	px.hold.Store(&m)
+	req, err := http.NewRequest("POST", ro.OpenAIBaseURL+"/chat/completions",
+		strings.NewReader(`{"model":"agentrl","stream":true,"messages":`+list(sysMsg, taskMsg)+`}`))
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+ro.Key)
+	type read struct {
+		body []byte
+		err  error
+	}
+	got := make(chan read, 1)
+	go func() {
+		resp, err := a.model.Client().Do(req)
+		if err != nil {
+			got <- read{nil, err}
+			return
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		got <- read{b, err}
+	}()
+	<-px.holding // the answer is computed; its record is on its way to Redis
+
+	// An impatient harness (it knows the text from the deltas) continues
+	// on B at once.
+	next := list(sysMsg, taskMsg, `{"role":"assistant","content":"Two files."}`, `{"role":"user","content":"Thanks."}`)
+	code, body := post(t, b.model.Client(), b.model.URL+"/v1", ro.Key, next)
+	require.Equal(t, 200, code, body)
+	select {
+	case r := <-got:
+		t.Fatalf("the stream ended before its record was written: %s", r.body)
+	default: // it cannot end: its finish event waits for the held write
+	}
+
+	release.Do(func() { close(px.held) })
+	r := <-got
+	require.NoError(t, r.err)
+	require.Contains(t, string(r.body), `"finish_reason":"stop"`)
+	require.Contains(t, string(r.body), "Two files.")
+	require.Contains(t, string(r.body), "[DONE]")
+
+	cs := calls(t, a, ro.ID)
+	require.Len(t, cs, 2)
+	byID := map[string]*capture.CallRecord{cs[0].ID: cs[0], cs[1].ID: cs[1]}
+	require.Contains(t, byID, "c0")
+	require.Contains(t, byID, "c1")
+	require.Equal(t, "", byID["c1"].Parent, "c0 was not recorded when c1 arrived")
+	require.Equal(t, "first call of the rollout", byID["c1"].Segment)
+	_, rep, err := b.c.Rebuild(ctx, ro.ID, capture.RebuildOptions{})
+	require.NoError(t, err)
+	require.Equal(t, 2, rep.Calls)
+	require.Len(t, rep.Roots, 2, "%+v", rep)
+	require.False(t, rep.Incomplete)
 }
