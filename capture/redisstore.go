@@ -463,7 +463,8 @@ func (s *RedisStore) touch(ctx context.Context, id string, t time.Time, idle tim
 
 // idle returns up to max open rollouts last used before t.
 func (s *RedisStore) idle(ctx context.Context, before time.Time, max int) ([]string, error) {
-	ids, err := s.rdb.ZRangeByScore(ctx, s.prefix+"open", &redis.ZRangeBy{Min: "-inf", Max: "(" + strconv.FormatInt(before.UnixMilli(), 10), Count: int64(max)}).Result()
+	ids, err := s.rdb.ZRangeArgs(ctx, redis.ZRangeArgs{Key: s.prefix + "open", ByScore: true,
+		Start: "-inf", Stop: "(" + strconv.FormatInt(before.UnixMilli(), 10), Count: int64(max)}).Result()
 	if err != nil {
 		return nil, s.unavailable("listing idle rollouts", err)
 	}
