@@ -474,7 +474,7 @@ func (c *Capture) Begin(ctx context.Context, hc *httpapi.Call) (httpapi.Recordin
 		// loses the answer too, and the sync of the call record covers it.
 		return nil, err
 	}
-	ro.begun[p.id] = true
+	ro.begun[p.id], ro.here[p.id] = true, true
 	return p, nil
 }
 
@@ -545,6 +545,7 @@ func (p *pendingCall) Record(ctx context.Context, _ int, out server.TokenOutput,
 	p.c.stats.recordNanos.Add(int64(time.Since(t0)))
 	p.c.stats.recorded.Add(1)
 	delete(ro.begun, p.id)
+	delete(ro.here, p.id)
 	ro.add(rec, p.prompt)
 	return nil
 }
@@ -566,6 +567,7 @@ func (p *pendingCall) Abort(reason error) {
 		return
 	}
 	delete(ro.begun, p.id)
+	delete(ro.here, p.id)
 	ro.ended[p.id] = true
 	p.c.stats.aborted.Add(1)
 	ro.aborted = append(ro.aborted, dropped{Call: p.id, Reason: "aborted: " + reason.Error()})

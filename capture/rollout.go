@@ -38,6 +38,12 @@ type rollout struct {
 	// records of the log this replica has applied (see Capture.catchUp).
 	ended map[string]bool
 	seen  int
+	// here are the calls this process began and has not yet recorded nor
+	// aborted. With a shared store begun also holds other replicas'
+	// calls, in flight there or lost with a replica that died: only here
+	// are this process's to abort, and a dead replica's must stay begun
+	// and never recorded, so that the rollout is incomplete.
+	here map[string]bool
 }
 
 // callState is a recorded call and its whole sequence (prompt ++ sampled).
@@ -48,7 +54,7 @@ type callState struct {
 }
 
 func newRollout(info RolloutInfo, digest [32]byte) *rollout {
-	return &rollout{info: info, keyHash: digest, byID: map[string]*callState{}, begun: map[string]bool{}, ended: map[string]bool{}}
+	return &rollout{info: info, keyHash: digest, byID: map[string]*callState{}, begun: map[string]bool{}, ended: map[string]bool{}, here: map[string]bool{}}
 }
 
 // add indexes a recorded call whose whole prompt is prompt.
