@@ -146,6 +146,9 @@ ci_install_deps() {
   [ -e /etc/ssl/certs/ca-certificates.crt ] || need+=(ca-certificates)
   # The Python tool's sandbox tests run it under bubblewrap.
   command -v bwrap >/dev/null 2>&1 || need+=(bubblewrap)
+  # capture's Redis store tests (replicas sharing rollouts) start their own
+  # redis-server; under CI=1 they fail without it.
+  command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
   # The trajectory viewer's browser test loads the report in headless Chromium.
   command -v chromium >/dev/null 2>&1 || need+=(chromium)
   # numpy reads our safetensors output in an interop test; python3 runs the

@@ -79,6 +79,9 @@ type Capture struct {
 	delta DeltaTokenizer
 	eos   []int32
 
+	// shared is cfg.Store when replicas share it (RedisStore), else nil.
+	shared sharedStore
+
 	mu       sync.Mutex
 	rollouts map[string]*rollout
 	byKey    map[[32]byte]*rollout
@@ -174,6 +177,12 @@ func New(ctx context.Context, cfg Config) (*Capture, error) {
 		return nil, fmt.Errorf("capture: %w", err)
 	}
 	c.srv = srv
+	if sh, ok := cfg.Store.(sharedStore); ok {
+		// Replicas share the store: rollouts are read from it when first
+		// used, not all at start.
+		c.shared = sh
+		return c, nil
+	}
 	ids, err := cfg.Store.List(ctx)
 	if err != nil {
 		return nil, err
@@ -244,6 +253,7 @@ func (c *Capture) Create(ctx context.Context, opts CreateOptions) (Rollout, erro
 		return Rollout{}, fmt.Errorf("capture: rollout id %s already exists", id)
 	}
 	ro := newRollout(info, digest)
+	ro.seen = 1 // with a shared store: its rollout record
 	ro.lastUsed.Store(c.cfg.Now().UnixNano())
 	c.rollouts[id], c.byKey[digest] = ro, ro
 	c.mu.Unlock()
@@ -265,20 +275,15 @@ var ErrNotFound = errors.New("capture: no such rollout")
 // ErrFinished is returned for a call to, or a change of, a finished rollout.
 var ErrFinished = errors.New("capture: rollout is finished")
 
-// get returns id's rollout, touching it; nil when unknown.
-func (c *Capture) get(id string) *rollout {
-	c.mu.Lock()
-	ro := c.rollouts[id]
-	c.mu.Unlock()
-	if ro != nil {
-		c.touch(ro)
-	}
-	return ro
-}
-
 // touch expires ro when it has been idle too long, else marks it used.
 func (c *Capture) touch(ro *rollout) {
 	now := c.cfg.Now().UnixNano()
+	if c.shared != nil {
+		// Another replica may have used it since: lookup and Begin ask
+		// the store.
+		ro.lastUsed.Store(now)
+		return
+	}
 	if now-ro.lastUsed.Swap(now) > int64(c.cfg.IdleTimeout) {
 		_ = c.finish(context.Background(), ro, "expired") // a no-op when finished
 	}
@@ -295,6 +300,11 @@ func (c *Capture) expireIdle(ctx context.Context) {
 		return
 	}
 	c.lastSweep = now
+	if c.shared != nil {
+		c.mu.Unlock()
+		c.sweepShared(ctx, now)
+		return
+	}
 	var idle []*rollout
 	for _, ro := range c.rollouts {
 		if now.UnixNano()-ro.lastUsed.Load() > int64(c.cfg.IdleTimeout) {
@@ -307,34 +317,42 @@ func (c *Capture) expireIdle(ctx context.Context) {
 	}
 }
 
-// byRolloutKey returns the open rollout whose key is key. The map is
-// indexed by the key's SHA-256, and the digest is compared again in
-// constant time, so the lookup's timing says nothing about the key.
-func (c *Capture) byRolloutKey(key string) *rollout {
+// byRolloutKey returns the open rollout whose key is key (nil when none).
+// The map is indexed by the key's SHA-256, and the digest is compared
+// again in constant time, so the lookup's timing says nothing about the
+// key. With a shared store, a key not cached is looked up by its digest
+// there (a rollout another replica created); the error is the store's.
+func (c *Capture) byRolloutKey(ctx context.Context, key string) (*rollout, error) {
 	d := keyDigest(key)
 	c.mu.Lock()
 	ro := c.byKey[d]
 	c.mu.Unlock()
+	if ro == nil && c.shared != nil {
+		var err error
+		if ro, err = c.sharedByKey(ctx, d); err != nil {
+			return nil, err
+		}
+	}
 	if ro == nil || subtle.ConstantTimeCompare(d[:], ro.keyHash[:]) != 1 {
-		return nil
+		return nil, nil
 	}
 	c.touch(ro)
-	return ro
+	return ro, nil
 }
 
 // SetReward sets the rollout's reward; its trajectories get it when
 // rebuilt.
 func (c *Capture) SetReward(ctx context.Context, id string, reward float64) error {
-	ro := c.get(id)
-	if ro == nil {
-		return fmt.Errorf("%w: %s", ErrNotFound, id)
+	ro, err := c.lookup(ctx, id)
+	if err != nil {
+		return err
 	}
 	if err := checkFinite("reward", reward); err != nil {
 		return err
 	}
 	ro.mu.Lock()
 	defer ro.mu.Unlock()
-	if err := c.cfg.Store.Append(ctx, id, true, Record{Kind: KindReward, Time: c.cfg.Now().UTC(), Reward: &reward}); err != nil {
+	if err := c.appendTo(ctx, ro, true, Record{Kind: KindReward, Time: c.cfg.Now().UTC(), Reward: &reward}); err != nil {
 		return err
 	}
 	ro.reward = &reward
@@ -344,9 +362,9 @@ func (c *Capture) SetReward(ctx context.Context, id string, reward float64) erro
 // Finish freezes the rollout: later calls with its key or id are refused
 // and recorded nowhere.
 func (c *Capture) Finish(ctx context.Context, id string) error {
-	ro := c.get(id)
-	if ro == nil {
-		return fmt.Errorf("%w: %s", ErrNotFound, id)
+	ro, err := c.lookup(ctx, id)
+	if err != nil {
+		return err
 	}
 	return c.finish(ctx, ro, "")
 }
@@ -354,25 +372,38 @@ func (c *Capture) Finish(ctx context.Context, id string) error {
 func (c *Capture) finish(ctx context.Context, ro *rollout, reason string) error {
 	ro.mu.Lock()
 	defer ro.mu.Unlock()
+	return c.finishLocked(ctx, ro, reason)
+}
+
+// finishLocked is finish with ro.mu held.
+func (c *Capture) finishLocked(ctx context.Context, ro *rollout, reason string) error {
 	if ro.finished {
 		return nil
 	}
 	// A call still in flight can no longer be recorded (Record refuses
 	// it): it is aborted here, in the finish's own write, rather than
 	// when its handler ends, so every Rebuild after Finish reads the
-	// same log.
+	// same log. With a shared store only this process's calls are: a
+	// call another replica began is that replica's to record, and stays
+	// lost if the replica died.
+	inFlight := ro.begun
+	if c.shared != nil {
+		inFlight = ro.here
+	}
 	now := c.cfg.Now().UTC()
-	recs := make([]Record, 0, len(ro.begun)+1)
-	for _, id := range sortedCalls(ro.begun) {
+	recs := make([]Record, 0, len(inFlight)+1)
+	for _, id := range sortedCalls(inFlight) {
 		recs = append(recs, Record{Kind: KindAbort, Time: now, CallID: id, Reason: inFlightAtFinish})
 	}
 	recs = append(recs, Record{Kind: KindFinish, Time: now, Reason: reason})
-	if err := c.cfg.Store.Append(ctx, ro.info.ID, true, recs...); err != nil {
+	if err := c.appendTo(ctx, ro, true, recs...); err != nil {
 		return err
 	}
 	for _, r := range recs[:len(recs)-1] {
 		ro.aborted = append(ro.aborted, dropped{Call: r.CallID, Reason: "aborted: " + inFlightAtFinish})
 		delete(ro.begun, r.CallID)
+		delete(ro.here, r.CallID)
+		ro.ended[r.CallID] = true
 		c.stats.aborted.Add(1)
 	}
 	ro.finish(reason)
@@ -402,6 +433,11 @@ func sortedCalls(begun map[string]bool) []string {
 
 // Delete removes the rollout and its log.
 func (c *Capture) Delete(ctx context.Context, id string) error {
+	if c.shared != nil {
+		if _, err := c.lookup(ctx, id); err != nil {
+			return err
+		}
+	}
 	c.mu.Lock()
 	ro := c.rollouts[id]
 	if ro != nil {
@@ -420,8 +456,8 @@ func (c *Capture) Delete(ctx context.Context, id string) error {
 
 // Records returns the rollout's log as stored.
 func (c *Capture) Records(ctx context.Context, id string) ([]Record, error) {
-	if c.get(id) == nil {
-		return nil, fmt.Errorf("%w: %s", ErrNotFound, id)
+	if _, err := c.lookup(ctx, id); err != nil {
+		return nil, err
 	}
 	return c.cfg.Store.Load(ctx, id)
 }
@@ -459,6 +495,11 @@ func (c *Capture) begin(ctx context.Context, hc *httpapi.Call) (*pendingCall, er
 	}
 	ro.mu.Lock()
 	defer ro.mu.Unlock()
+	if c.shared != nil {
+		if err := c.catchUp(ctx, ro); err != nil {
+			return nil, err
+		}
+	}
 	switch {
 	case ro.deleted:
 		return nil, &server.Error{Op: "capture", Status: http.StatusNotFound, Err: ErrNotFound}
@@ -485,12 +526,20 @@ func (c *Capture) begin(ctx context.Context, hc *httpapi.Call) (*pendingCall, er
 	}
 	p.why, p.ambiguous, p.prompt = link.why, link.ambiguous, hc.PromptIDs
 	p.dispatched = c.cfg.Now()
-	// The intent is not synced: a crash before the answer is recorded
-	// loses the answer too, and the sync of the call record covers it.
-	if err := c.cfg.Store.Append(ctx, ro.info.ID, false, Record{Kind: KindBegin, Time: p.dispatched.UTC(), CallID: p.id}); err != nil {
+	if c.shared != nil {
+		// Replicas share the numbering: the store gives the id.
+		id, end, err := c.shared.begin(ctx, ro.info.ID, p.dispatched.UTC())
+		if err != nil {
+			return nil, err
+		}
+		p.id = id
+		ro.advance(end, 1)
+	} else if err := c.cfg.Store.Append(ctx, ro.info.ID, false, Record{Kind: KindBegin, Time: p.dispatched.UTC(), CallID: p.id}); err != nil {
+		// The intent is not synced: a crash before the answer is recorded
+		// loses the answer too, and the sync of the call record covers it.
 		return nil, err
 	}
-	ro.begun[p.id] = true
+	ro.begun[p.id], ro.here[p.id] = true, true
 	return p, nil
 }
 
@@ -560,12 +609,13 @@ func (p *pendingCall) Record(ctx context.Context, _ int, out server.TokenOutput,
 		return fmt.Errorf("%w: the answer arrived after the rollout was finished, so it is not sent", ErrFinished)
 	}
 	t1 := time.Now()
-	if err := p.c.cfg.Store.Append(ctx, ro.info.ID, true, Record{Kind: KindCall, Time: rec.Recorded, Call: rec}); err != nil {
+	if err := p.c.appendTo(ctx, ro, true, Record{Kind: KindCall, Time: rec.Recorded, Call: rec}); err != nil {
 		return err
 	}
 	p.c.stats.recordNanos.Add(int64(time.Since(t1)))
 	p.c.stats.recorded.Add(1)
 	delete(ro.begun, p.id)
+	delete(ro.here, p.id)
 	ro.add(rec, p.prompt)
 	p.c.m.call(p.dialect, outRecorded)
 	p.c.m.observe(p.beginTime + time.Since(t0))
@@ -593,10 +643,12 @@ func (p *pendingCall) Abort(reason error) {
 		return
 	}
 	delete(ro.begun, p.id)
+	delete(ro.here, p.id)
+	ro.ended[p.id] = true
 	p.c.stats.aborted.Add(1)
 	ro.aborted = append(ro.aborted, dropped{Call: p.id, Reason: "aborted: " + reason.Error()})
 	if !ro.deleted {
-		_ = p.c.cfg.Store.Append(context.Background(), ro.info.ID, false, Record{Kind: KindAbort, Time: p.c.cfg.Now().UTC(), CallID: p.id, Reason: reason.Error()})
+		_ = p.c.appendTo(context.Background(), ro, false, Record{Kind: KindAbort, Time: p.c.cfg.Now().UTC(), CallID: p.id, Reason: reason.Error()})
 	}
 }
 

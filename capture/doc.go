@@ -42,6 +42,37 @@
 // viewer (agentrl view) shows each rollout's segments and dropped calls
 // from the Report that HarnessLoop stores in its trajectories.
 //
+// Replicas: with a RedisStore (OpenRedis) several Captures — proxy
+// replicas behind a load balancer — share their rollouts, and any replica
+// serves any call of any rollout: create on one, calls on any, reward,
+// finish, export or delete on any. Each replica keeps the rollouts it
+// served as a cache of Redis; a key it does not know is looked up there
+// by its digest, and each call first reads what other replicas appended
+// to its rollout's log, then links. The guarantee for a write not yet
+// visible to the replica serving the next call (hard case 10): a call
+// sent after its harness received an answer is linked to that answer,
+// whichever replica recorded it, because the record is in Redis before
+// the answer is complete on the wire and the next call reads Redis
+// itself (one primary; no read replicas, which may lag). A harness that
+// sends its next call before the answer's end (a stream not read to its
+// finish) may find it not yet recorded: that call starts a new segment,
+// and nothing is lost. What replicas race on is settled in Redis, each
+// append one atomic script: call ids are numbered there, no call is
+// begun or recorded after a finish on any replica, a deleted rollout
+// stays deleted, and an append delivered twice (go-redis resending after
+// a lost reply) is stored once. A replica that dies mid-call leaves the
+// call begun and never recorded: everything recorded is in Redis, and
+// the rollout is incomplete. Idle expiry counts from the last use on any
+// replica; every Create sweeps the rollouts no replica used for
+// IdleTimeout (so a dead replica's rollouts expire too), and a call
+// finds its rollout expired on any replica (replicas' clocks must agree
+// to well within IdleTimeout). With Redis unreachable, calls and control
+// requests fail closed: 503 in the dialect's shape, wrapping
+// server.ErrUnavailable, and no answer is sent unrecorded.
+//
+//	store, err := capture.OpenRedis(ctx, "redis://10.0.0.7:6379/0", capture.RedisOptions{})
+//	c, err := capture.New(ctx, capture.Config{Engine: engine, Chat: chat, Store: store, BaseURL: "http://lb:8080"})
+//
 // Security: rollout keys are 256 random bits, compared through their
 // SHA-256 in constant time, and never stored (only their digest is). A
 // call with an unknown key or id, or with one rollout's key on another's

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/agentrl/agentrl/server"
 	"github.com/agentrl/agentrl/trajectory"
 )
 
@@ -43,17 +44,26 @@ func (c *Capture) serveModel(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var ro *rollout
+	var err error
 	key := requestKey(r)
 	if rest, ok := strings.CutPrefix(path, "/rollouts/"); ok {
 		id, tail, _ := strings.Cut(rest, "/")
 		path = "/" + tail
 		if key != "" {
-			if got := c.byRolloutKey(key); got != nil && subtle.ConstantTimeCompare([]byte(got.info.ID), []byte(id)) == 1 {
+			got, gerr := c.byRolloutKey(r.Context(), key)
+			if got != nil && subtle.ConstantTimeCompare([]byte(got.info.ID), []byte(id)) == 1 {
 				ro = got
 			}
+			err = gerr
 		}
 	} else if key != "" {
-		ro = c.byRolloutKey(key)
+		ro, err = c.byRolloutKey(r.Context(), key)
+	}
+	if err != nil {
+		// The shared store is unreachable: fail closed, saying so.
+		c.stats.refused.Add(1)
+		refuse(w, path, http.StatusServiceUnavailable, err.Error())
+		return
 	}
 	if ro == nil {
 		c.stats.refused.Add(1)
@@ -89,15 +99,21 @@ func refuse(w http.ResponseWriter, path string, status int, msg string) {
 	var body any
 	if strings.HasPrefix(path, "/v1/messages") {
 		typ := "authentication_error"
-		if status == http.StatusNotFound {
+		switch status {
+		case http.StatusNotFound:
 			typ = "not_found_error"
+		case http.StatusServiceUnavailable:
+			typ = "api_error"
 		}
 		body = map[string]any{"type": "error", "error": map[string]string{"type": typ, "message": msg}}
 	} else {
 		typ := "invalid_request_error"
-		code := "invalid_api_key"
-		if status == http.StatusNotFound {
+		var code any = "invalid_api_key"
+		switch status {
+		case http.StatusNotFound:
 			code = "not_found"
+		case http.StatusServiceUnavailable:
+			typ, code = "server_error", nil
 		}
 		body = map[string]any{"error": map[string]any{"message": msg, "type": typ, "param": nil, "code": code}}
 	}
@@ -259,7 +275,7 @@ func controlError(w http.ResponseWriter, err error) {
 		status = http.StatusNotFound
 	case errors.Is(err, ErrFinished):
 		status = http.StatusConflict
-	case errors.Is(err, context.Canceled):
+	case errors.Is(err, context.Canceled), errors.Is(err, server.ErrUnavailable):
 		status = http.StatusServiceUnavailable
 	}
 	writeJSON(w, status, map[string]any{"error": map[string]any{"message": err.Error(), "type": "invalid_request_error", "param": nil, "code": nil}})

@@ -148,8 +148,8 @@ func (c *Capture) Rebuild(ctx context.Context, id string, opts RebuildOptions) (
 
 func (c *Capture) rebuild(ctx context.Context, id string, opts RebuildOptions) ([]*trajectory.Trajectory, Report, error) {
 	rep := Report{Rollout: id, Delivered: 1}
-	if c.get(id) == nil {
-		return nil, rep, fmt.Errorf("%w: %s", ErrNotFound, id)
+	if _, err := c.lookup(ctx, id); err != nil {
+		return nil, rep, err
 	}
 	recs, err := c.cfg.Store.Load(ctx, id)
 	if err != nil {

@@ -2,6 +2,7 @@ package capture
 
 import (
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -33,6 +34,16 @@ type rollout struct {
 	lastUsed atomic.Int64
 	nextCall int
 	deleted  bool
+	// ended are the calls aborted; with a shared store, seen is how many
+	// records of the log this replica has applied (see Capture.catchUp).
+	ended map[string]bool
+	seen  int
+	// here are the calls this process began and has not yet recorded nor
+	// aborted. With a shared store begun also holds other replicas'
+	// calls, in flight there or lost with a replica that died: only here
+	// are this process's to abort, and a dead replica's must stay begun
+	// and never recorded, so that the rollout is incomplete.
+	here map[string]bool
 }
 
 // callState is a recorded call and its whole sequence (prompt ++ sampled).
@@ -43,7 +54,7 @@ type callState struct {
 }
 
 func newRollout(info RolloutInfo, digest [32]byte) *rollout {
-	return &rollout{info: info, keyHash: digest, byID: map[string]*callState{}, begun: map[string]bool{}}
+	return &rollout{info: info, keyHash: digest, byID: map[string]*callState{}, begun: map[string]bool{}, ended: map[string]bool{}, here: map[string]bool{}}
 }
 
 // add indexes a recorded call whose whole prompt is prompt.
@@ -63,8 +74,23 @@ func (ro *rollout) finish(reason string) {
 	ro.calls = nil
 }
 
-// replay rebuilds a rollout from its log.
+// replay rebuilds a rollout from its log after a restart: calls begun
+// and never recorded nor aborted are lost (the process died mid-call).
 func replay(id string, recs []Record) (*rollout, error) {
+	ro, err := replayRecords(id, recs)
+	if err != nil {
+		return nil, err
+	}
+	for cid := range ro.begun {
+		ro.lost = append(ro.lost, cid)
+	}
+	ro.begun = map[string]bool{}
+	return ro, nil
+}
+
+// replayRecords rebuilds a rollout from its log, calls begun and not
+// recorded left in begun.
+func replayRecords(id string, recs []Record) (*rollout, error) {
 	if len(recs) == 0 || recs[0].Kind != KindRollout {
 		return nil, fmt.Errorf("capture: rollout %s's log does not start with its rollout record", id)
 	}
@@ -77,39 +103,52 @@ func replay(id string, recs []Record) (*rollout, error) {
 		return nil, fmt.Errorf("capture: rollout %s: key_sha256: %w", id, err)
 	}
 	ro := newRollout(info, digest)
-	finished, reason := false, ""
 	for i, r := range recs[1:] {
-		switch r.Kind {
-		case KindRollout:
-			return nil, fmt.Errorf("capture: rollout %s's log, record %d: a second rollout record", id, i+2)
-		case KindBegin:
-			ro.begun[r.CallID] = true
-			ro.nextCall++
-		case KindAbort:
-			delete(ro.begun, r.CallID)
-			ro.aborted = append(ro.aborted, dropped{Call: r.CallID, Reason: "aborted: " + r.Reason})
-		case KindCall:
-			delete(ro.begun, r.Call.ID)
-			prompt, err := ro.promptOf(r.Call)
-			if err != nil {
-				return nil, fmt.Errorf("capture: rollout %s's log, record %d: %w", id, i+2, err)
-			}
-			ro.add(r.Call, prompt)
-		case KindReward:
-			v := *r.Reward
-			ro.reward = &v
-		case KindFinish:
-			finished, reason = true, r.Reason
+		if err := ro.apply(r); err != nil {
+			return nil, fmt.Errorf("capture: rollout %s's log, record %d: %w", id, i+2, err)
 		}
 	}
-	for cid := range ro.begun {
-		ro.lost = append(ro.lost, cid)
-	}
-	ro.begun = map[string]bool{}
-	if finished {
-		ro.finish(reason)
-	}
 	return ro, nil
+}
+
+// apply brings ro up to date with the next record of its log. It is
+// idempotent per call id, because with a shared store a replica reads
+// back its own records, which it indexed when it wrote them (and a log
+// with a record twice indexes it once).
+func (ro *rollout) apply(r Record) error {
+	switch r.Kind {
+	case KindRollout:
+		return errors.New("a second rollout record")
+	case KindBegin:
+		ro.nextCall++
+		if ro.byID[r.CallID] == nil && !ro.ended[r.CallID] {
+			ro.begun[r.CallID] = true
+		}
+	case KindAbort:
+		delete(ro.begun, r.CallID)
+		if !ro.ended[r.CallID] {
+			ro.ended[r.CallID] = true
+			ro.aborted = append(ro.aborted, dropped{Call: r.CallID, Reason: "aborted: " + r.Reason})
+		}
+	case KindCall:
+		delete(ro.begun, r.Call.ID)
+		if ro.byID[r.Call.ID] != nil || ro.finished {
+			return nil
+		}
+		prompt, err := ro.promptOf(r.Call)
+		if err != nil {
+			return err
+		}
+		ro.add(r.Call, prompt)
+	case KindReward:
+		v := *r.Reward
+		ro.reward = &v
+	case KindFinish:
+		if !ro.finished {
+			ro.finish(r.Reason)
+		}
+	}
+	return nil
 }
 
 // promptOf is a recorded call's whole prompt.

@@ -30,6 +30,7 @@ type harnessFlags struct {
 	keepDirs    bool
 	output      string
 	captureDir  string
+	redisURL    string
 	toolParser  string
 	reasoning   bool
 	maxModelLen int
@@ -44,11 +45,18 @@ func (h *harnessFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&h.keepDirs, "harness-keep-dirs", false, "with --harness: keep each run's working directory")
 	fs.StringVar(&h.output, "harness-output", "", "with --harness: append the harnesses' stdout and stderr to this file (default discarded)")
 	fs.StringVar(&h.captureDir, "capture-dir", "", "with --harness: the capture store's directory, kept after the run (default a temporary one, removed)")
+	fs.StringVar(&h.redisURL, "capture-redis", "", "with --harness: keep the capture store in the Redis at this URL (redis://host:port/db, unix:///path/to/socket) instead of a directory, shared with other agentrl processes on it and kept after the run; Redis must fsync each write (appendonly yes, appendfsync always)")
 	fs.StringVar(&h.toolParser, "harness-tool-parser", "hermes", "with --harness: the model's tool-call format, as agentrl serve's -tool-parser")
 	fs.BoolVar(&h.reasoning, "harness-reasoning", false, "with --harness: split <think>…</think> into the dialects' reasoning fields")
 	fs.IntVar(&h.maxModelLen, "harness-max-model-len", 0, "with --harness: the engine's context length, so a harness's max_tokens past it is refused (or clamped) instead of failing in the engine; 0: unknown")
 	fs.BoolVar(&h.clamp, "harness-clamp-max-tokens", true, "with --harness-max-model-len: lower a harness's max_tokens to what is left of the context (harnesses ask for up to 32,000)")
 	fs.StringVar(&h.addr, "harness-addr", "127.0.0.1:0", "with --harness: the loopback address the capture serves the harnesses on")
+}
+
+// closingStore is a capture store with connections or files to close.
+type closingStore interface {
+	capture.Store
+	Close() error
 }
 
 // harnessRun is a started capture: its store, its loopback server, and
@@ -57,7 +65,7 @@ type harnessRun struct {
 	c        *capture.Capture
 	srv      *http.Server
 	served   chan error
-	store    *capture.DirStore
+	store    closingStore
 	storeDir string
 	tempDir  bool
 	out      *os.File
@@ -79,20 +87,34 @@ func (h *harnessFlags) start(ctx context.Context, cfg rolloutConfig, engine serv
 	if h.timeout < 0 || h.maxModelLen < 0 {
 		return nil, errors.New("--harness-timeout and --harness-max-model-len must not be negative")
 	}
+	if h.redisURL != "" && h.captureDir != "" {
+		return nil, errors.New("--capture-dir and --capture-redis name two stores: give one")
+	}
 	hr := &harnessRun{storeDir: h.captureDir}
 	defer func() {
 		if err != nil {
 			hr.close()
 		}
 	}()
-	if hr.storeDir == "" {
-		if hr.storeDir, err = os.MkdirTemp("", "agentrl-capture-"); err != nil {
+	switch {
+	case h.redisURL != "":
+		rs, err := capture.OpenRedis(ctx, h.redisURL, capture.RedisOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("--capture-redis: %w", err)
+		}
+		hr.store, hr.storeDir = rs, "redis"
+	default:
+		if hr.storeDir == "" {
+			if hr.storeDir, err = os.MkdirTemp("", "agentrl-capture-"); err != nil {
+				return nil, err
+			}
+			hr.tempDir = true
+		}
+		ds, err := capture.OpenDir(hr.storeDir)
+		if err != nil {
 			return nil, err
 		}
-		hr.tempDir = true
-	}
-	if hr.store, err = capture.OpenDir(hr.storeDir); err != nil {
-		return nil, err
+		hr.store = ds
 	}
 	ln, err := net.Listen("tcp", h.addr)
 	if err != nil {
@@ -116,7 +138,7 @@ func (h *harnessFlags) start(ctx context.Context, cfg rolloutConfig, engine serv
 		}
 		harness.Stdout, harness.Stderr = hr.out, hr.out
 	}
-	loop := &capture.HarnessLoop{Capture: hr.c, Harness: harness, KeepRollouts: h.captureDir != ""}
+	loop := &capture.HarnessLoop{Capture: hr.c, Harness: harness, KeepRollouts: h.captureDir != "" || h.redisURL != ""}
 	if err := reg.Register(harnessAgent, func(*agentloop.Env, agentloop.Config) (agentloop.AgentLoop, error) { return loop, nil }, agentloop.Config{}); err != nil {
 		return nil, err
 	}
