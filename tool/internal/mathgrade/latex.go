@@ -8,7 +8,8 @@ import (
 // (2.10, the version mathruler's _parse_latex runs) that answers use:
 // groups lose their braces; \frac{a}{b} is "a/b" (no parentheses, as
 // pylatexenc writes it: "\frac{1+2}{3}" is "1+2/3"); \sqrt[n]{a} is "√(a)"
-// (the index dropped); the symbols and spacing macros below; a letter
+// (the index dropped); the symbols and spacing macros below, and a few
+// macros it drops (\boxed); a letter
 // macro eats the whitespace after it; an argument is a group, a macro or
 // one character. Any other macro or special character (pylatexenc knows
 // hundreds, and drops unknown ones) and a macro short of its arguments
@@ -32,6 +33,10 @@ var latexSymbols = map[string]string{
 	"pm": "±", "div": "÷", "le": "≤", "leq": "≤", "ge": "≥", "geq": "≥", "neq": "≠",
 	"approx": "≈", "angle": "∠", "ldots": "…", "dots": "…", "cdots": "⋯",
 	"left": "", "right": "", "degree": "", "quad": "  ", "qquad": "    ",
+	// Macros pylatexenc has no spec for: dropped, their braces left as a
+	// plain group ("\boxed{5}" is "5").
+	"boxed": "", "displaystyle": "", "fbox": "", "hbox": "", "textbf": "", "textit": "",
+	"mathit": "", "emph": "",
 }
 
 // latexTextMacros take one argument and write its text.
