@@ -29,7 +29,7 @@ type golden struct {
 	} `json:"normalize"`
 }
 
-func loadGolden(t *testing.T) golden {
+func loadGolden(t testing.TB) golden {
 	t.Helper()
 	b, err := os.ReadFile("testdata/grade_golden.json")
 	require.NoError(t, err)
