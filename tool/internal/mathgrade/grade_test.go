@@ -77,3 +77,24 @@ func TestExtractBoxedContentGolden(t *testing.T) {
 		assert.Equal(t, c.Want, ExtractBoxedContent(c.Text), "%s: %q", c.Source, c.Text)
 	}
 }
+
+// TestNormalizeGolden checks both normalisations step for step against
+// mathruler's normalize_answer and _normalize on every golden string.
+// Where _normalize's LaTeX is outside latexToText's subset, normalize
+// reports it (!ok) rather than guessing; those inputs are listed.
+func TestNormalizeGolden(t *testing.T) {
+	g := loadGolden(t)
+	require.NotEmpty(t, g.Normalize)
+	declined := map[string]bool{}
+	for _, c := range g.Normalize {
+		assert.Equal(t, c.Mathd, normalizeAnswer(c.In), "%s: normalize_answer(%q)", c.Source, c.In)
+		require.NotNil(t, c.Grader, c.In)
+		got, ok := normalize(c.In)
+		if !ok {
+			declined[c.In] = true
+			continue
+		}
+		assert.Equal(t, *c.Grader, got, "%s: _normalize(%q)", c.Source, c.In)
+	}
+	assert.Equal(t, map[string]bool{`\frac1`: true, `\frac`: true, `\sqrt`: true}, declined)
+}

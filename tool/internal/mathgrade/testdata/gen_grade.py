@@ -15,7 +15,8 @@ step in grader.py and math_normalize.py.
 import json
 import sys
 
-from mathruler.grader import extract_boxed_content, grade_answer
+from mathruler.grader import _normalize, extract_boxed_content, grade_answer
+from mathruler.math_normalize import normalize_answer
 
 COMMIT = "14dadeb"
 
@@ -70,10 +71,19 @@ BOXED = [
     "<think>x</think> \\boxed{\\sqrt{3}} end", "}\\boxed{a}}}",
 ]
 
+# Both normalisations of every string above, and edges of their steps.
+NORMALIZE = sorted({x for pair in GRADE for x in pair} | {
+    "\\frac1", "\\frac", "\\sqrt", "a\\text{ b}\\text{ c}", "k = 5", "abc = 5", "a=b=c", "\\!3",
+    "\\left[1,2\\right]", "3.0e2", "1_000", " 7 ", "\\text{ 7}", "x^{2}", "\\{1\\}", "5 \\sqrt 2",
+    "1,234,567.5", "12,34", "{5}", "\\frac{a}{b", "\\pi r", "2\\pi 3", "inf", "nan", "-0",
+})
+
+src_n = f"hiyouga/MathRuler mathruler/math_normalize.py@{COMMIT} normalize_answer; mathruler/grader.py@{COMMIT} _normalize"
 src_g = f"hiyouga/MathRuler mathruler/grader.py@{COMMIT} grade_answer"
 src_b = f"hiyouga/MathRuler mathruler/grader.py@{COMMIT} extract_boxed_content"
 out = {
     "grade": [{"source": src_g, "given": g, "ground_truth": t, "want": grade_answer(g, t)} for g, t in GRADE],
+    "normalize": [{"source": src_n, "in": x, "mathd": normalize_answer(x), "grader": _normalize(x)} for x in NORMALIZE],
     "boxed": [{"source": src_b, "text": s, "want": extract_boxed_content(s)} for s in BOXED],
 }
 json.dump(out, sys.stdout, indent=1, ensure_ascii=False)
