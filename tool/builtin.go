@@ -2,7 +2,6 @@ package tool
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/agentrl/agentrl/chat"
@@ -13,26 +12,13 @@ import (
 const (
 	ClassCalculator = "calculator"
 	ClassGSM8K      = "gsm8k"
+	ClassGeo3K      = "geo3k"
 	ClassHTTP       = "http"
 	classVerlGSM8K  = "verl.tools.gsm8k_tool.Gsm8kTool"
+	classVerlGeo3K  = "verl.tools.geo3k_tool.Geo3kTool"
 )
 
-// verl's Geo3kTool is registered so that its configs fail with the reason
-// rather than as an unknown class: it grades with mathruler's sympy-based
-// grade_answer, which has no port here.
-var imageTools = []string{
-	"verl.tools.geo3k_tool.Geo3kTool",
-}
-
-// ErrNeedsImages is returned for verl's image tools.
-var ErrNeedsImages = errors.New("grades with mathruler's grade_answer (sympy), which agentrl has no port of")
-
 func init() {
-	for _, c := range imageTools {
-		Register(c, func(context.Context, Config) ([]Tool, error) {
-			return nil, ErrNeedsImages
-		})
-	}
 	Register(ClassImageZoomIn, func(_ context.Context, c Config) ([]Tool, error) {
 		var zc ZoomInConfig
 		if err := c.DecodeConfig(&zc); err != nil {
@@ -66,6 +52,18 @@ func init() {
 	}
 	Register(ClassGSM8K, gsm8k)
 	Register(classVerlGSM8K, gsm8k)
+	geo3k := func(_ context.Context, c Config) ([]Tool, error) {
+		if err := c.DecodeConfig(&struct{}{}); err != nil {
+			return nil, err
+		}
+		var sc = DefaultGeo3KSchema
+		if c.Schema != nil {
+			sc = *c.Schema
+		}
+		return []Tool{NewGeo3K(sc)}, nil
+	}
+	Register(ClassGeo3K, geo3k)
+	Register(classVerlGeo3K, geo3k)
 	Register(ClassHTTP, func(_ context.Context, c Config) ([]Tool, error) {
 		var hc HTTPConfig
 		if err := c.DecodeConfig(&hc); err != nil {

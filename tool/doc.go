@@ -12,9 +12,10 @@
 // Tools come from Go code (NewFunc wraps a typed function and derives its
 // schema) or from a verl-style YAML/JSON tool config whose class_name values
 // map to factories registered with Register. Built-in classes: "calculator",
-// "gsm8k", "http" and verl's "verl.tools.image_zoom_in_tool.ImageZoomInTool"
-// (ZoomIn, DeepEyes' zoom-in: the crop comes back in Result.Images) in this
-// package; "python" in tool/python and "mcp" in tool/mcp (imported for their
+// "gsm8k", "geo3k" (Geo3K, verl's "verl.tools.geo3k_tool.Geo3kTool", graded
+// with mathruler's grade_answer), "http" and verl's
+// "verl.tools.image_zoom_in_tool.ImageZoomInTool" (ZoomIn, DeepEyes' zoom-in:
+// the crop comes back in Result.Images) in this package; "python" in tool/python and "mcp" in tool/mcp (imported for their
 // registration). LoadConfig and ParseConfig
 // read a config; a loaded Set owns its tools' connections and processes
 // until Set.Close(ctx) (which, like Session.Close(ctx), takes a context).

@@ -175,24 +175,9 @@ func (g *GSM8K) Schema() chat.ToolSchema { return g.schema }
 
 // Create needs kwargs["ground_truth"] (a string or a number).
 func (g *GSM8K) Create(_ context.Context, kwargs map[string]any) (string, error) {
-	gt, ok := kwargs["ground_truth"]
-	if !ok {
-		return "", fmt.Errorf(`gsm8k: create kwargs have no "ground_truth"`)
-	}
-	var s string
-	switch v := gt.(type) {
-	case string:
-		s = v
-	case float64:
-		s = strconv.FormatFloat(v, 'f', -1, 64)
-	case int:
-		s = strconv.Itoa(v)
-	case int64:
-		s = strconv.FormatInt(v, 10)
-	case json.Number:
-		s = v.String()
-	default:
-		return "", fmt.Errorf(`gsm8k: "ground_truth" must be a string or a number, got %T`, gt)
+	s, err := groundTruthKwarg("gsm8k", kwargs)
+	if err != nil {
+		return "", err
 	}
 	id := "gsm8k-" + strconv.FormatInt(g.next.Add(1), 10)
 	g.inst.Store(id, &gsm8kState{groundTruth: s})
@@ -206,20 +191,9 @@ func (g *GSM8K) Execute(_ context.Context, id string, args json.RawMessage) (Res
 		return Result{}, fmt.Errorf("gsm8k: unknown instance %q", id)
 	}
 	st := v.(*gsm8kState)
-	var a struct {
-		Answer any `json:"answer"`
-	}
-	if err := json.Unmarshal(args, &a); err != nil {
-		return Result{}, fmt.Errorf("gsm8k: %w", err)
-	}
-	var answer string
-	switch x := a.Answer.(type) {
-	case string:
-		answer = x
-	case nil:
-	default:
-		b, _ := json.Marshal(x)
-		answer = string(b)
+	answer, err := answerArg("gsm8k", args)
+	if err != nil {
+		return Result{}, err
 	}
 	sub := answer
 	if !strings.HasPrefix(sub, "#### ") {
@@ -241,6 +215,49 @@ func (g *GSM8K) Execute(_ context.Context, id string, args json.RawMessage) (Res
 		Reward:  step,
 		Metrics: map[string]float64{"score": score},
 	}, nil
+}
+
+// groundTruthKwarg reads create kwarg "ground_truth" (a string or a
+// number) for the answer-checking tools.
+func groundTruthKwarg(tool string, kwargs map[string]any) (string, error) {
+	gt, ok := kwargs["ground_truth"]
+	if !ok {
+		return "", fmt.Errorf(`%s: create kwargs have no "ground_truth"`, tool)
+	}
+	switch v := gt.(type) {
+	case string:
+		return v, nil
+	case float64:
+		return strconv.FormatFloat(v, 'f', -1, 64), nil
+	case int:
+		return strconv.Itoa(v), nil
+	case int64:
+		return strconv.FormatInt(v, 10), nil
+	case json.Number:
+		return v.String(), nil
+	default:
+		return "", fmt.Errorf(`%s: "ground_truth" must be a string or a number, got %T`, tool, gt)
+	}
+}
+
+// answerArg reads {"answer": ...}: a string as it is, another JSON value
+// in its JSON spelling (verl's tools take str() of it), none as "".
+func answerArg(tool string, args json.RawMessage) (string, error) {
+	var a struct {
+		Answer any `json:"answer"`
+	}
+	if err := json.Unmarshal(args, &a); err != nil {
+		return "", fmt.Errorf("%s: %w", tool, err)
+	}
+	switch x := a.Answer.(type) {
+	case string:
+		return x, nil
+	case nil:
+		return "", nil
+	default:
+		b, _ := json.Marshal(x)
+		return string(b), nil
+	}
 }
 
 // Release implements Tool.
