@@ -55,15 +55,16 @@ type anthropicMessageParam struct {
 // types read here: text, thinking, redacted_thinking, tool_use and
 // tool_result. cache_control and citations are accepted and ignored.
 type anthropicBlock struct {
-	Type      string          `json:"type"`
-	Text      string          `json:"text"`
-	Thinking  string          `json:"thinking"`
-	ID        string          `json:"id"`
-	Name      string          `json:"name"`
-	Input     json.RawMessage `json:"input"`
-	ToolUseID string          `json:"tool_use_id"`
-	Content   json.RawMessage `json:"content"`
-	IsError   bool            `json:"is_error"`
+	Type      string                `json:"type"`
+	Text      string                `json:"text"`
+	Thinking  string                `json:"thinking"`
+	ID        string                `json:"id"`
+	Name      string                `json:"name"`
+	Input     json.RawMessage       `json:"input"`
+	ToolUseID string                `json:"tool_use_id"`
+	Content   json.RawMessage       `json:"content"`
+	IsError   bool                  `json:"is_error"`
+	Source    *anthropicImageSource `json:"source"`
 }
 
 // anthropicTool is a client tool (ToolParam): a name, a description and
@@ -266,17 +267,37 @@ func anthropicMessages(i int, m anthropicMessageParam) ([]chat.Message, error) {
 	}
 	var out []chat.Message
 	var texts []string
+	// parts, once an image block is seen, holds the text and image blocks
+	// in order: the one chat path passes them to a vision-language
+	// template (Chat.Images) or refuses them naming the part.
+	var parts []chat.ContentPart
 	flush := func() {
-		if texts != nil {
+		switch {
+		case parts != nil:
+			for _, t := range texts {
+				parts = append(parts, chat.ContentPart{Type: "text", Text: t})
+			}
+			out = append(out, chat.Message{Role: role, Parts: parts})
+		case texts != nil:
 			out = append(out, chat.Message{Role: role, Content: strings.Join(texts, "\n")})
-			texts = nil
 		}
+		texts, parts = nil, nil
 	}
 	for j, b := range blocks {
 		bf := fmt.Sprintf("%s.content[%d]", field, j)
 		switch b.Type {
 		case "text":
 			texts = append(texts, b.Text)
+		case "image":
+			im, err := anthropicImage(bf, b.Source)
+			if err != nil {
+				return nil, err
+			}
+			for _, t := range texts {
+				parts = append(parts, chat.ContentPart{Type: "text", Text: t})
+			}
+			texts = nil
+			parts = append(parts, chat.ImagePart(im))
 		case "tool_result":
 			if role != chat.RoleUser {
 				return nil, badRequest(`field "%s.type": tool_result blocks belong in a user message`, bf)
@@ -293,7 +314,7 @@ func anthropicMessages(i int, m anthropicMessageParam) ([]chat.Message, error) {
 			flush()
 			out = append(out, chat.Message{Role: chat.RoleTool, Content: text, ToolCallID: b.ToolUseID})
 		default:
-			return nil, badRequest(`field "%s.type": block type %q is not supported in a %s message (known: text, tool_result)`, bf, b.Type, role)
+			return nil, badRequest(`field "%s.type": block type %q is not supported in a %s message (known: text, image, tool_result)`, bf, b.Type, role)
 		}
 	}
 	flush()
@@ -301,6 +322,30 @@ func anthropicMessages(i int, m anthropicMessageParam) ([]chat.Message, error) {
 		out = append(out, chat.Message{Role: role})
 	}
 	return out, nil
+}
+
+// anthropicImageSource is an image block's source (Base64ImageSourceParam,
+// URLImageSourceParam).
+type anthropicImageSource struct {
+	Type      string `json:"type"`
+	MediaType string `json:"media_type"`
+	Data      string `json:"data"`
+	URL       string `json:"url"`
+}
+
+// anthropicImage is an image block's source as an image: base64 data (as a
+// data URL of its media_type) or a URL; which sources are read is the
+// image processor's to decide (Chat.Images).
+func anthropicImage(field string, src *anthropicImageSource) (chat.Image, error) {
+	switch {
+	case src == nil:
+		return chat.Image{}, badRequest(`field "%s.source": required`, field)
+	case src.Type == "base64" && src.Data != "":
+		return chat.Image{URL: "data:" + src.MediaType + ";base64," + src.Data}, nil
+	case src.Type == "url" && src.URL != "":
+		return chat.Image{URL: src.URL}, nil
+	}
+	return chat.Image{}, badRequest(`field "%s.source": expected {"type": "base64", "media_type", "data"} or {"type": "url", "url"}, got type %q`, field, src.Type)
 }
 
 // anthropicAssistant is an assistant turn's blocks as one message.

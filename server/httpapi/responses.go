@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -378,16 +379,20 @@ func responsesMessages(raw json.RawMessage) ([]chat.Message, error) {
 			if role == chat.RoleTool {
 				return nil, badRequest(`field "input[%d].role": "tool" is not a message role here: send a function_call_output item`, i)
 			}
-			text, err := responsesText(fmt.Sprintf("input[%d].content", i), it.Content)
-			if err != nil {
-				return nil, err
-			}
 			if role == chat.RoleAssistant {
+				text, err := responsesText(fmt.Sprintf("input[%d].content", i), it.Content)
+				if err != nil {
+					return nil, err
+				}
 				msgs = append(msgs, chat.Message{Role: role, Content: text, ReasoningContent: reasoning})
 				reasoning = ""
 				continue
 			}
-			msgs = append(msgs, chat.Message{Role: role, Content: text})
+			text, parts, err := responsesUserContent(fmt.Sprintf("input[%d].content", i), it.Content)
+			if err != nil {
+				return nil, err
+			}
+			msgs = append(msgs, chat.Message{Role: role, Content: text, Parts: parts})
 		case "function_call":
 			if it.Name == "" {
 				return nil, badRequest(`field "input[%d].name": a function_call needs a name`, i)
@@ -434,8 +439,8 @@ func responsesMessages(raw json.RawMessage) ([]chat.Message, error) {
 
 // responsesText is a message's content or a call's output: a string, or
 // text parts (input_text, output_text, text, refusal) joined by "\n" as
-// normalizeMessages joins chat's parts. Images and files are refused: the
-// engine reads text only.
+// normalizeMessages joins chat's parts. Images (see responsesUserContent)
+// and files are refused here.
 func responsesText(field string, raw json.RawMessage) (string, error) {
 	if !isSet(raw) {
 		return "", nil
@@ -458,6 +463,36 @@ func responsesText(field string, raw json.RawMessage) (string, error) {
 		}
 	}
 	return strings.Join(texts, "\n"), nil
+}
+
+// responsesUserContent is a user, system or developer message's content:
+// its text, or, when it has input_image parts, its text and image parts in
+// order, which the one chat path passes to a vision-language template
+// (Chat.Images) or refuses naming the part, as it does chat completions'
+// image_url parts. An input_image's image_url is a string (a data URL; the
+// processor decides which sources it reads); file_id is not supported.
+func responsesUserContent(field string, raw json.RawMessage) (string, []chat.ContentPart, error) {
+	var parts []responsesPart
+	if json.Unmarshal(raw, &parts) != nil || !slices.ContainsFunc(parts, func(p responsesPart) bool { return p.Type == "input_image" }) {
+		text, err := responsesText(field, raw)
+		return text, nil, err
+	}
+	out := make([]chat.ContentPart, len(parts))
+	for j, p := range parts {
+		switch p.Type {
+		case "input_text", "text":
+			out[j] = chat.ContentPart{Type: "text", Text: p.Text}
+		case "input_image":
+			var url string
+			if p.ImageURL == nil || json.Unmarshal(*p.ImageURL, &url) != nil || url == "" {
+				return "", nil, badRequest(`field "%s[%d].image_url": an input_image needs an image_url string (file_id is not supported)`, field, j)
+			}
+			out[j] = chat.ImagePart(chat.Image{URL: url})
+		default:
+			return "", nil, badRequest("field %q: content part type %q is not supported with images (only input_text and input_image)", fmt.Sprintf("%s[%d].type", field, j), p.Type)
+		}
+	}
+	return "", out, nil
 }
 
 // responsesHead is the reply's skeleton: everything but output, status,
