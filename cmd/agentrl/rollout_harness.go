@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/agentrl/agentrl/agentloop"
@@ -44,7 +45,7 @@ func (h *harnessFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&h.dir, "harness-dir", "", "with --harness: where each run's own working directory is made (default the system's temporary directory)")
 	fs.BoolVar(&h.keepDirs, "harness-keep-dirs", false, "with --harness: keep each run's working directory")
 	fs.StringVar(&h.output, "harness-output", "", "with --harness: append the harnesses' stdout and stderr to this file (default discarded)")
-	fs.StringVar(&h.captureDir, "capture-dir", "", "with --harness: the capture store's directory, kept after the run (default a temporary one, removed)")
+	fs.StringVar(&h.captureDir, "capture-dir", "", "with --harness: the directory of the capture store (its log, capture.log), kept after the run (default a temporary one, removed)")
 	fs.StringVar(&h.redisURL, "capture-redis", "", "with --harness: keep the capture store in the Redis at this URL (redis://host:port/db, unix:///path/to/socket) instead of a directory, shared with other agentrl processes on it and kept after the run; Redis must fsync each write (appendonly yes, appendfsync always)")
 	fs.StringVar(&h.toolParser, "harness-tool-parser", "hermes", "with --harness: the model's tool-call format, as agentrl serve's -tool-parser")
 	fs.BoolVar(&h.reasoning, "harness-reasoning", false, "with --harness: split <think>…</think> into the dialects' reasoning fields")
@@ -110,11 +111,17 @@ func (h *harnessFlags) start(ctx context.Context, cfg rolloutConfig, engine serv
 			}
 			hr.tempDir = true
 		}
-		ds, err := capture.OpenDir(hr.storeDir)
+		if err := os.MkdirAll(hr.storeDir, 0o755); err != nil {
+			return nil, err
+		}
+		// The one-file log: the faster embedded store (a synced append in
+		// preallocated space, see BENCHMARKS.md). It never shrinks, which
+		// a run's own store need not.
+		ls, err := capture.OpenLog(filepath.Join(hr.storeDir, "capture.log"))
 		if err != nil {
 			return nil, err
 		}
-		hr.store = ds
+		hr.store = ls
 	}
 	ln, err := net.Listen("tcp", h.addr)
 	if err != nil {
