@@ -140,10 +140,20 @@ const GSM8KPenalty = -0.05
 // model submits {"answer": "..."}, the tool scores it against the sample's
 // ground truth (create kwarg "ground_truth") and replies with the parsed
 // answer and its score. The step reward is 0 when the score improved on the
-// trajectory's previous best and GSM8KPenalty otherwise; the score itself is
-// in Metrics["score"].
-type GSM8K struct {
+// trajectory's previous call's (as verl keeps it: the latest, not the best)
+// and GSM8KPenalty otherwise; the score itself is in Metrics["score"].
+type GSM8K struct{ answerTool }
+
+// answerTool is the shape of verl's answer-checking tools (Gsm8kTool,
+// Geo3kTool): an instance per trajectory holding the sample's ground truth
+// (create kwarg "ground_truth"), Execute scoring {"answer": ...} with score
+// and replying as verl's f-string does, a step reward of 0 when the score
+// beat the previous call's and GSM8KPenalty otherwise (verl keeps the
+// latest score, not the best).
+type answerTool struct {
+	name   string // "gsm8k", "geo3k": instance ids and errors
 	schema chat.ToolSchema
+	score  func(answer, groundTruth string) float64
 	next   atomic.Int64
 	inst   sync.Map // id → *gsm8kState
 }
@@ -151,7 +161,7 @@ type GSM8K struct {
 type gsm8kState struct {
 	mu          sync.Mutex
 	groundTruth string
-	best        float64
+	best        float64 // the previous call's score
 }
 
 // DefaultGSM8KSchema is the schema of verl's GSM8K example tool config.
@@ -167,42 +177,47 @@ func NewGSM8K(schema chat.ToolSchema) *GSM8K {
 	if schema.Function.Name == "" {
 		schema = DefaultGSM8KSchema
 	}
-	return &GSM8K{schema: schema}
+	return &GSM8K{answerTool{name: "gsm8k", schema: schema, score: gsm8kScore}}
+}
+
+// gsm8kScore is verl's Gsm8kTool's score: the answer, prefixed with
+// "#### " unless it has it, read by the flexible rule.
+func gsm8kScore(answer, groundTruth string) float64 {
+	if !strings.HasPrefix(answer, "#### ") {
+		answer = "#### " + answer
+	}
+	if got, ok := ExtractAnswer(answer, false); ok {
+		return ScoreAnswer(got, groundTruth)
+	}
+	return 0
 }
 
 // Schema implements Tool.
-func (g *GSM8K) Schema() chat.ToolSchema { return g.schema }
+func (a *answerTool) Schema() chat.ToolSchema { return a.schema }
 
 // Create needs kwargs["ground_truth"] (a string or a number).
-func (g *GSM8K) Create(_ context.Context, kwargs map[string]any) (string, error) {
-	s, err := groundTruthKwarg("gsm8k", kwargs)
+func (a *answerTool) Create(_ context.Context, kwargs map[string]any) (string, error) {
+	s, err := groundTruthKwarg(a.name, kwargs)
 	if err != nil {
 		return "", err
 	}
-	id := "gsm8k-" + strconv.FormatInt(g.next.Add(1), 10)
-	g.inst.Store(id, &gsm8kState{groundTruth: s})
+	id := a.name + "-" + strconv.FormatInt(a.next.Add(1), 10)
+	a.inst.Store(id, &gsm8kState{groundTruth: s})
 	return id, nil
 }
 
 // Execute scores {"answer": ...}.
-func (g *GSM8K) Execute(_ context.Context, id string, args json.RawMessage) (Result, error) {
-	v, ok := g.inst.Load(id)
+func (a *answerTool) Execute(_ context.Context, id string, args json.RawMessage) (Result, error) {
+	v, ok := a.inst.Load(id)
 	if !ok {
-		return Result{}, fmt.Errorf("gsm8k: unknown instance %q", id)
+		return Result{}, fmt.Errorf("%s: unknown instance %q", a.name, id)
 	}
 	st := v.(*gsm8kState)
-	answer, err := answerArg("gsm8k", args)
+	answer, err := answerArg(a.name, args)
 	if err != nil {
 		return Result{}, err
 	}
-	sub := answer
-	if !strings.HasPrefix(sub, "#### ") {
-		sub = "#### " + sub
-	}
-	score := 0.0
-	if got, ok := ExtractAnswer(sub, false); ok {
-		score = ScoreAnswer(got, st.groundTruth)
-	}
+	score := a.score(answer, st.groundTruth)
 	st.mu.Lock()
 	step := GSM8KPenalty
 	if score > st.best {
@@ -215,6 +230,12 @@ func (g *GSM8K) Execute(_ context.Context, id string, args json.RawMessage) (Res
 		Reward:  step,
 		Metrics: map[string]float64{"score": score},
 	}, nil
+}
+
+// Release implements Tool.
+func (a *answerTool) Release(_ context.Context, id string) error {
+	a.inst.Delete(id)
+	return nil
 }
 
 // groundTruthKwarg reads create kwarg "ground_truth" (a string or a
@@ -258,12 +279,6 @@ func answerArg(tool string, args json.RawMessage) (string, error) {
 		b, _ := json.Marshal(x)
 		return string(b), nil
 	}
-}
-
-// Release implements Tool.
-func (g *GSM8K) Release(_ context.Context, id string) error {
-	g.inst.Delete(id)
-	return nil
 }
 
 // pyRepr quotes s the way Python's repr does for ordinary text, so the
