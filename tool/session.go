@@ -28,6 +28,15 @@ type CallResult struct {
 	Images []chat.Image
 }
 
+// InvalidArgumentsRewarder is implemented by a tool whose calls with
+// arguments its schema refuses get a reward of its own, as the tool would
+// give them: verl's ImageZoomInTool checks bbox_2d inside execute and gives
+// a malformed one −0.05, where agentrl's schema check refuses it first.
+// Such a call still never reaches Execute.
+type InvalidArgumentsRewarder interface {
+	InvalidArgumentsReward() float64
+}
+
 // Session is the per-trajectory view of a Set. Each tool's instance is
 // created on its first call (with that tool's create kwargs) and released by
 // Close. Calls may run concurrently.
@@ -87,7 +96,11 @@ func (ss *Session) Call(ctx context.Context, call chat.ToolCall) (res CallResult
 	}
 	args, err := e.checkArgs(call.Function.Arguments)
 	if err != nil {
-		return fail(fmt.Errorf("tool %q: %w", name, err))
+		res := fail(fmt.Errorf("tool %q: %w", name, err))
+		if r, ok := e.tool.(InvalidArgumentsRewarder); ok {
+			res.Reward = r.InvalidArgumentsReward()
+		}
+		return res
 	}
 	if err := ctx.Err(); err != nil {
 		return fail(ctxError(ctx, name, "before it started"))

@@ -67,6 +67,11 @@ type ZoomIn struct {
 	inst    sync.Map // id → *vision.RGB
 }
 
+// InvalidArgumentsReward implements InvalidArgumentsRewarder: a bbox_2d
+// the schema refuses (not four numbers) gets ZoomInPenalty, as verl's
+// execute gives it.
+func (z *ZoomIn) InvalidArgumentsReward() float64 { return ZoomInPenalty }
+
 // ZoomInConfig is the tool's config block. verl's num_workers,
 // rate_limit, timeout and enable_global_rate_limit are accepted (the
 // Set's limits do their job here).

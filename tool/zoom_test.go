@@ -136,3 +136,28 @@ func FuzzZoomInExecute(f *testing.F) {
 		require.LessOrEqual(t, crop.H, 28)
 	})
 }
+
+// TestZoomInRefusedArgumentsGetVerlsPenalty: a bbox_2d the schema refuses
+// (three numbers, a string) never reaches Execute, and the call still gets
+// ZoomInPenalty, as verl's execute gives a malformed box; a tool without
+// InvalidArgumentsRewarder gets 0 for refused arguments.
+func TestZoomInRefusedArgumentsGetVerlsPenalty(t *testing.T) {
+	src, err := os.ReadFile("../vision/testdata/images/rgb_448x448_smooth.png")
+	require.NoError(t, err)
+	set, err := NewSet(NewZoomIn(chat.ToolSchema{}, ZoomInConfig{}), NewGSM8K(chat.ToolSchema{}))
+	require.NoError(t, err)
+	ss := set.Session(map[string]map[string]any{
+		"image_zoom_in_tool": {"image": "data:image/png;base64," + base64.StdEncoding.EncodeToString(src)},
+		"calc_gsm8k_reward":  {"ground_truth": "4"}})
+	ctx := context.Background()
+	defer ss.Close(ctx)
+	for _, args := range []string{`{"bbox_2d": [1, 2, 3]}`, `{"bbox_2d": "0,0,10,10"}`, `{}`} {
+		r := ss.Call(ctx, call("image_zoom_in_tool", args))
+		require.ErrorIs(t, r.Err, ErrInvalidArguments, args)
+		require.Equal(t, ZoomInPenalty, r.Reward, args)
+		require.Empty(t, r.Images)
+	}
+	r := ss.Call(ctx, call("calc_gsm8k_reward", `{"answer": 4}`))
+	require.ErrorIs(t, r.Err, ErrInvalidArguments)
+	require.Zero(t, r.Reward)
+}
