@@ -31,7 +31,7 @@ staticcheck:
 gotest:
 	$(GO) test -race -timeout 25m ./...
 	$(GO) test -count=1 -timeout 10m -run '^(TestVariantsGolden|TestEncodeLinear.*|TestAdversarialInputsStayLinear.*)$$' ./tokenizer/ ./parser/
-	$(GO) test -race -timeout 10m -tags cuda,cudaemu ./cuda/... ./cmd/agentrl/
+	$(GO) test -race -timeout 25m -tags cuda,cudaemu ./cuda/... ./cmd/agentrl/
 
 # The CUDA path (build tag `cuda`) is compiled and linked for sm_80 and sm_90;
 # its tests run only where a GPU is present (they skip elsewhere). Without
