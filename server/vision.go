@@ -7,8 +7,9 @@ import "fmt"
 // placeholder blocks, and the ids of those blocks. PromptIDs holds every
 // block expanded, <|vision_start|>, Tokens pads, <|vision_end|>, as the
 // model's processor expands it and as the trajectory keeps it. Engines
-// send the form their server takes: SGLang the expanded ids with
-// image_data, vLLM the blocks collapsed to one pad each with the images.
+// send it as their server takes it: SGLang the expanded ids with
+// image_data, vLLM the expanded ids with the features its render step
+// made for each image (see package vllm).
 type Vision struct {
 	Images []Image
 	// VisionStart, Pad and VisionEnd are the block's token ids
@@ -59,22 +60,8 @@ func (v *Vision) PadRuns(ids []int32) ([]int, error) {
 	return runs, nil
 }
 
-// Collapse is ids with every vision block's pads shrunk to one, the form
-// vLLM expands itself (its multi_modal_data path).
-func (v *Vision) Collapse(ids []int32) []int32 {
-	out := make([]int32, 0, len(ids))
-	for i, id := range ids {
-		if id == v.Pad && i > 0 && ids[i-1] == v.Pad {
-			continue
-		}
-		out = append(out, id)
-	}
-	return out
-}
-
-// check is CheckRequest's part for the visual input: a block per image
-// (blocks without a pad, such as video blocks, are not counted) whose pad
-// count is the image's Tokens, and data for every image.
+// check is CheckRequest's part for the visual input: ImageStarts' checks,
+// and data for every image.
 func (v *Vision) check(ids []int32) error {
 	if v == nil {
 		return nil
@@ -82,25 +69,8 @@ func (v *Vision) check(ids []int32) error {
 	if len(v.Images) == 0 {
 		return badField("Vision: no images")
 	}
-	runs, err := v.PadRuns(ids)
-	if err != nil {
+	if _, err := v.ImageStarts(ids); err != nil {
 		return badField("Vision: PromptIDs: %v", err)
-	}
-	img := 0
-	for _, n := range runs {
-		if n == 0 {
-			continue
-		}
-		if img >= len(v.Images) {
-			return badField("Vision: PromptIDs have more image blocks than the %d images", len(v.Images))
-		}
-		if n != v.Images[img].Tokens {
-			return badField("Vision: image %d: its block has %d pad tokens, the image stands for %d", img, n, v.Images[img].Tokens)
-		}
-		img++
-	}
-	if img != len(v.Images) {
-		return badField("Vision: %d images but %d image blocks in PromptIDs", len(v.Images), img)
 	}
 	for i, im := range v.Images {
 		if len(im.Data) == 0 {
@@ -108,6 +78,43 @@ func (v *Vision) check(ids []int32) error {
 		}
 	}
 	return nil
+}
+
+// ImageStarts is the index in ids of each image's first pad, in order,
+// once ids are checked to hold a block per image whose pad count is the
+// image's Tokens (blocks without a pad, such as video blocks, hold no
+// image and are not counted).
+func (v *Vision) ImageStarts(ids []int32) ([]int, error) {
+	runs, err := v.PadRuns(ids)
+	if err != nil {
+		return nil, err
+	}
+	img := 0
+	for _, n := range runs {
+		if n == 0 {
+			continue
+		}
+		if img >= len(v.Images) {
+			return nil, fmt.Errorf("more image blocks than the %d images", len(v.Images))
+		}
+		if n != v.Images[img].Tokens {
+			return nil, fmt.Errorf("image %d: its block has %d pad tokens, the image stands for %d", img, n, v.Images[img].Tokens)
+		}
+		img++
+	}
+	if img != len(v.Images) {
+		return nil, fmt.Errorf("%d images but %d image blocks", len(v.Images), img)
+	}
+	starts := make([]int, 0, img)
+	for i, id := range ids {
+		if id == v.Pad && ids[i-1] != v.Pad { // PadRuns: a pad is never first
+			starts = append(starts, i)
+		}
+	}
+	if len(starts) != img {
+		return nil, fmt.Errorf("an image block's pads are split by other tokens")
+	}
+	return starts, nil
 }
 
 // Expand gives each image block of ids that holds a single pad (as a chat

@@ -16,7 +16,9 @@ func TestVisionCheck(t *testing.T) {
 	}
 	ids := []int32{1, 7, 8, 8, 8, 9, 2, 7, 8, 9, 3}
 	require.NoError(t, CheckRequest(GenerateRequest{PromptIDs: ids, Vision: v(3, 1)}, 0))
-	require.Equal(t, []int32{1, 7, 8, 9, 2, 7, 8, 9, 3}, v().Collapse(ids))
+	starts, err := v(3, 1).ImageStarts(ids)
+	require.NoError(t, err)
+	require.Equal(t, []int{2, 8}, starts)
 	for _, tt := range []struct {
 		name string
 		ids  []int32
@@ -29,6 +31,7 @@ func TestVisionCheck(t *testing.T) {
 		{"none", ids, v(), "no images"},
 		{"open", []int32{7, 8}, v(1), "not closed"},
 		{"stray pad", []int32{8, 7, 8, 9}, v(1), "image pad at 0 outside a vision block"},
+		{"split", []int32{7, 8, 1, 8, 9}, v(2), "pads are split by other tokens"},
 		{"nested", []int32{7, 7, 8, 9}, v(1), "opened inside another"},
 		{"no data", []int32{7, 8, 9}, &Vision{VisionStart: 7, Pad: 8, VisionEnd: 9, Images: []Image{{Tokens: 1}}}, "image 0 has no data"},
 	} {

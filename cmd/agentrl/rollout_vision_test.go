@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -111,10 +112,22 @@ func (f *vlSGLang) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	for i, id := range req.InputIDs {
 		ids[i] = int32(id)
 	}
-	text, err := f.tok.Decode(ids, false)
+	out, end, err := f.reply(ids, counts)
 	if err != nil {
 		fail("%v", err)
 		return
+	}
+	_ = json.NewEncoder(w).Encode(map[string]any{"text": "", "output_ids": out, "meta_info": map[string]any{
+		"id": "x", "finish_reason": map[string]any{"type": "stop", "matched": end},
+		"prompt_tokens": len(ids), "completion_tokens": len(out), "cached_tokens": 0}})
+}
+
+// reply is the fake model: it zooms in once, then answers; counts are the
+// call's images' token counts.
+func (f *vlSGLang) reply(ids []int32, counts []int) ([]int32, int32, error) {
+	text, err := f.tok.Decode(ids, false)
+	if err != nil {
+		return nil, 0, err
 	}
 	reply := "<tool_call>\n{\"name\": \"image_zoom_in_tool\", \"arguments\": {\"bbox_2d\": [0, 0, 40, 30], \"label\": \"angle\"}}\n</tool_call>"
 	if strings.Contains(text, "<|im_start|>tool\n") {
@@ -123,18 +136,139 @@ func (f *vlSGLang) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	end, _ := f.tok.TokenID("<|im_end|>")
 	out := append(f.tok.Encode(reply), end)
 	f.mu.Lock()
-	f.images = append(f.images, len(req.ImageData))
+	f.images = append(f.images, len(counts))
 	f.tokens = append(f.tokens, counts...)
 	f.mu.Unlock()
-	_ = json.NewEncoder(w).Encode(map[string]any{"text": "", "output_ids": out, "meta_info": map[string]any{
-		"id": "x", "finish_reason": map[string]any{"type": "stop", "matched": end},
-		"prompt_tokens": len(ids), "completion_tokens": len(out), "cached_tokens": 0}})
+	return out, end, nil
+}
+
+// vlVLLM is vLLM for the same model (vllm-project/vllm
+// 0001948bc76939369ca855c90b36d81256477e85): /v1/chat/completions/render
+// (entrypoints/serve/render/serving.py) loads the one image of its chat
+// from the data URL, processes it and answers its features (the
+// placeholder run on its pads; kwargs_data, vLLM's serialized tensors,
+// stands here as the image's digest and token count); and
+// /inference/v1/generate (entrypoints/serve/disagg/serving.py) takes
+// token_ids with features, which must place each image's item exactly on
+// its block's pads, in order, or the engine would run another sequence
+// than the trajectory's.
+type vlVLLM struct{ *vlSGLang }
+
+func (f vlVLLM) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	fail := func(format string, a ...any) { http.Error(w, fmt.Sprintf(format, a...), http.StatusBadRequest) }
+	switch r.URL.Path {
+	case "/v1/chat/completions/render":
+		var req struct {
+			Messages []struct {
+				Content []struct {
+					ImageURL struct {
+						URL string `json:"url"`
+					} `json:"image_url"`
+				} `json:"content"`
+			} `json:"messages"`
+		}
+		if err := json.Unmarshal(body, &req); err != nil || len(req.Messages) != 1 || len(req.Messages[0].Content) != 1 {
+			fail("render: one message with one image: %v", err)
+			return
+		}
+		src := req.Messages[0].Content[0].ImageURL.URL
+		_, b64, _ := strings.Cut(src, ",")
+		data, err := base64.StdEncoding.DecodeString(b64)
+		if err != nil || !strings.HasPrefix(src, "data:image/") {
+			fail("render: not a base64 data URL")
+			return
+		}
+		img, err := vision.Decode(data, vision.Limits{})
+		if err != nil {
+			fail("render: %v", err)
+			return
+		}
+		feat, err := f.proc.Process(img)
+		if err != nil {
+			fail("render: %v", err)
+			return
+		}
+		vs, _ := f.tok.TokenID("<|vision_start|>")
+		pad, _ := f.tok.TokenID("<|image_pad|>")
+		ve, _ := f.tok.TokenID("<|vision_end|>")
+		ids := []int32{vs}
+		for range feat.Tokens() {
+			ids = append(ids, pad)
+		}
+		ids = append(ids, ve)
+		sum := sha256.Sum256(data)
+		kw := fmt.Sprintf("%x:%d", sum, feat.Tokens())
+		_ = json.NewEncoder(w).Encode(map[string]any{"token_ids": ids, "features": map[string]any{
+			"mm_hashes":       map[string]any{"image": []string{fmt.Sprintf("%x", sum[:8])}},
+			"mm_placeholders": map[string]any{"image": []any{map[string]int{"offset": 1, "length": feat.Tokens()}}},
+			"kwargs_data":     map[string]any{"image": []string{base64.StdEncoding.EncodeToString([]byte(kw))}}}})
+	case "/inference/v1/generate":
+		var req struct {
+			TokenIDs []int32 `json:"token_ids"`
+			Features *struct {
+				MMPlaceholders map[string][]struct{ Offset, Length int } `json:"mm_placeholders"`
+				KwargsData     map[string][]string                       `json:"kwargs_data"`
+			} `json:"features"`
+		}
+		if err := json.Unmarshal(body, &req); err != nil {
+			fail("%v", err)
+			return
+		}
+		ids := make([]int, len(req.TokenIDs))
+		for i, id := range req.TokenIDs {
+			ids[i] = int(id)
+		}
+		runs, err := vision.CountPlaceholders(ids, vision.QwenImagePlaceholders)
+		if err != nil {
+			fail("%v", err)
+			return
+		}
+		var counts []int
+		if len(runs) > 0 {
+			if req.Features == nil {
+				fail("%d image blocks, no features", len(runs))
+				return
+			}
+			phs, kws := req.Features.MMPlaceholders["image"], req.Features.KwargsData["image"]
+			if len(phs) != len(runs) || len(kws) != len(runs) {
+				fail("%d image blocks, %d placeholders, %d items", len(runs), len(phs), len(kws))
+				return
+			}
+			pad, _ := f.tok.TokenID("<|image_pad|>")
+			vs, _ := f.tok.TokenID("<|vision_start|>")
+			for i, p := range phs {
+				raw, _ := base64.StdEncoding.DecodeString(kws[i])
+				_, n, _ := strings.Cut(string(raw), ":")
+				if p.Offset < 1 || p.Offset+p.Length > len(ids) || req.TokenIDs[p.Offset-1] != vs || fmt.Sprint(p.Length) != n || fmt.Sprint(runs[i]) != n {
+					fail("image %d: placeholder {%d, %d} is not its block of %s pads", i, p.Offset, p.Length, n)
+					return
+				}
+				for _, id := range req.TokenIDs[p.Offset : p.Offset+p.Length] {
+					if id != pad {
+						fail("image %d: placeholder covers a token that is not a pad", i)
+						return
+					}
+				}
+				counts = append(counts, p.Length)
+			}
+		}
+		out, _, err := f.reply(req.TokenIDs, counts)
+		if err != nil {
+			fail("%v", err)
+			return
+		}
+		_ = json.NewEncoder(w).Encode(map[string]any{"request_id": "x", "choices": []any{map[string]any{
+			"index": 0, "token_ids": out, "finish_reason": "stop"}}})
+	default:
+		fail("path %s", r.URL.Path)
+	}
 }
 
 // TestRolloutImagesGeo3k runs `agentrl rollout` on the geo3k-format
 // Parquet files (DuckDB's and Arrow-rs') with the DeepEyes zoom-in tool
-// against a fake SGLang that checks every image it gets against its
-// placeholder run: the rows' images reach the engine with the prompt, the
+// against a fake SGLang and a fake vLLM that check every image they get
+// against its placeholder run: the rows' images reach the engine with the prompt, the
 // crop comes back as an image in the tool turn and goes out with the next
 // request, and the batch carries both in verl's layout.
 func TestRolloutImagesGeo3k(t *testing.T) {
@@ -150,21 +284,27 @@ func TestRolloutImagesGeo3k(t *testing.T) {
 	fake := &vlSGLang{t: t, tok: tok, proc: proc}
 	ts := httptest.NewServer(fake)
 	defer ts.Close()
+	vts := httptest.NewServer(vlVLLM{fake})
+	defer vts.Close()
 
 	tmp := t.TempDir()
 	tools, err := filepath.Abs(filepath.Join("..", "..", "tool", "testdata", "image_zoom_in_tool_config.yaml"))
 	require.NoError(t, err)
 	cfgPath := filepath.Join(tmp, "deepeyes.yaml")
 	require.NoError(t, os.WriteFile(cfgPath, []byte(strings.Replace(deepEyesYAML, "TOOLS", tools, 1)), 0o644))
-	for _, file := range []string{"geo3k_duckdb.parquet", "geo3k_arrow_rs.parquet"} {
-		t.Run(file, func(t *testing.T) {
+	for _, run := range []struct{ file, backend, url string }{
+		{"geo3k_duckdb.parquet", "sglang", ts.URL}, {"geo3k_arrow_rs.parquet", "sglang", ts.URL},
+		{"geo3k_duckdb.parquet", "vllm", vts.URL}, {"geo3k_arrow_rs.parquet", "vllm", vts.URL},
+	} {
+		file := run.file
+		t.Run(run.backend+"/"+file, func(t *testing.T) {
 			fake.images, fake.tokens = nil, nil
-			out := filepath.Join(tmp, file+".jsonl")
-			batch := filepath.Join(tmp, file+".safetensors")
+			out := filepath.Join(tmp, run.backend+file+".jsonl")
+			batch := filepath.Join(tmp, run.backend+file+".safetensors")
 			var stdout, stderr bytes.Buffer
-			code := runMain(context.Background(), []string{"rollout", "--config", cfgPath,
+			code := runMain(context.Background(), []string{"rollout", "--config", cfgPath, "--backend", run.backend,
 				"--data", filepath.Join("..", "..", "dataset", "testdata", file), "--tokenizer", dir,
-				"--servers", ts.URL, "--out", out, "--batch", batch, "--progress", "never"}, nil, &stdout, &stderr)
+				"--servers", run.url, "--out", out, "--batch", batch, "--progress", "never"}, nil, &stdout, &stderr)
 			require.Equal(t, 0, code, "stderr: %s", stderr.String())
 			summary := strings.Join(strings.Fields(stdout.String()), " ")
 			require.Contains(t, summary, "trajectories 6 (3 groups, 0 filtered, 0 failed)")
@@ -218,15 +358,6 @@ func TestRolloutImagesGeo3k(t *testing.T) {
 			require.Contains(t, res, "ok: torch")
 		})
 	}
-
-	// The vLLM client refuses images, and the rollout says why.
-	var stdout, stderr bytes.Buffer
-	code := runMain(context.Background(), []string{"rollout", "--config", cfgPath, "--backend", "vllm",
-		"--data", filepath.Join("..", "..", "dataset", "testdata", "geo3k_duckdb.parquet"), "--tokenizer", dir,
-		"--servers", ts.URL, "--out", filepath.Join(tmp, "vllm.jsonl"), "--progress", "never"}, nil, &stdout, &stderr)
-	require.Equal(t, 1, code)
-	require.Contains(t, strings.Join(strings.Fields(stdout.String()), " "), "trajectories 6 (3 groups, 0 filtered, 6 failed)")
-	require.Contains(t, stderr.String(), "bad request: Vision: the vLLM client sends no images (2 in this request)")
 }
 
 // torchPython is a python3 with torch, or skips (CI must have it: .ci/deps.sh

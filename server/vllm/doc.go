@@ -5,6 +5,15 @@
 // /health. Logprobs are read defensively: vLLM's shapes changed between
 // versions (content entries with token_id, or "token_id:N" tokens).
 //
+// Requests with images (server.GenerateRequest.Vision) go to
+// /inference/v1/generate with "features": each image's item (hash,
+// placeholder range, kwargs_data) is made by vLLM's own render step,
+// /v1/chat/completions/render on a chat of that image alone, cached by the
+// image's digest, and placed on the request's block of the image; the ids
+// sent are the trajectory's. An image whose count vLLM's processor gives
+// differently from the request's block is an error, as is a build without
+// the render step or /inference/v1/generate (see vision.go).
+//
 // GenerateStream (server.Streamer) asks the same endpoint for an event
 // stream (with stream_options include_usage) and hands out each event's new
 // tokens and logprobs as they arrive; its result equals Generate's. Builds

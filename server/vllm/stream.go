@@ -29,9 +29,6 @@ import (
 // request vLLM aborted: it skips chunks that add no token, which is what
 // an abort's last output is (see generateStreamChunk).
 func (c *Client) GenerateStream(ctx context.Context, req server.GenerateRequest, emit func(server.Chunk) error) (server.TokenOutput, error) {
-	if err := refuseImages(req); err != nil {
-		return server.TokenOutput{}, err
-	}
 	if emit == nil {
 		return server.TokenOutput{}, c.t.Errorf("generate", 0, false, fmt.Errorf("GenerateStream needs an emit function: %w", server.ErrBadRequest))
 	}
@@ -44,6 +41,10 @@ func (c *Client) GenerateStream(ctx context.Context, req server.GenerateRequest,
 		p := req.Priority
 		prio = &p
 	}
+	feat, err := c.features(ctx, req)
+	if err != nil {
+		return server.TokenOutput{}, err
+	}
 	usage := &streamOptions{IncludeUsage: true}
 	st := &streamState{wantLogprobs: req.Params.Logprobs, topK: req.Params.TopLogprobs, emit: emit}
 	if !c.completions.Load() {
@@ -52,7 +53,7 @@ func (c *Client) GenerateStream(ctx context.Context, req server.GenerateRequest,
 			return server.TokenOutput{}, c.t.Errorf("generate", 0, false, err)
 		}
 		body, err := json.Marshal(generateRequest{RequestID: req.RequestID, TokenIDs: nonNil(req.PromptIDs),
-			Model: c.cfg.Model, SamplingParams: sp, Stream: true, StreamOptions: usage, Priority: prio})
+			Model: c.cfg.Model, SamplingParams: sp, Stream: true, StreamOptions: usage, Priority: prio, Features: feat})
 		if err != nil {
 			return server.TokenOutput{}, c.t.Errorf("generate", 0, false, err)
 		}
@@ -61,6 +62,10 @@ func (c *Client) GenerateStream(ctx context.Context, req server.GenerateRequest,
 		var se *server.Error
 		if !(errors.As(err, &se) && se.Status == http.StatusNotFound) {
 			return c.streamResult(ctx, req.RequestID, false, st, err)
+		}
+		if feat != nil {
+			c.completions.Store(true)
+			return server.TokenOutput{}, c.t.Errorf("generate", 0, false, errNoImagesOnCompletions(len(req.Vision.Images)))
 		}
 		// The endpoint does not exist on this build: nothing ran, so the
 		// completions endpoint can serve the same call.

@@ -45,8 +45,13 @@ type Config struct {
 	// MaxResponseBytes bounds a successful response body (default 256 MiB).
 	MaxResponseBytes int64
 	// Completions makes Generate use /v1/completions from the start instead
-	// of trying /inference/v1/generate first.
+	// of trying /inference/v1/generate first (such a client takes no
+	// images).
 	Completions bool
+	// ImageCacheBytes bounds the images' rendered features kept between
+	// calls, by the bytes of their kwargs_data (default 512 MiB; negative
+	// keeps none). See the package doc.
+	ImageCacheBytes int64
 }
 
 // Client talks to one vLLM server (or a vllm-router) through its
@@ -59,6 +64,7 @@ type Client struct {
 	t   *httpclient.Transport
 	// completions is set once /inference/v1/generate turned out missing.
 	completions atomic.Bool
+	images      *imageCache
 }
 
 // New returns a client for cfg.BaseURL.
@@ -70,7 +76,10 @@ func New(cfg Config) (*Client, error) {
 		return nil, err
 	}
 	cfg.Name = t.Name()
-	c := &Client{cfg: cfg, t: t}
+	if cfg.ImageCacheBytes == 0 {
+		cfg.ImageCacheBytes = defaultImageCacheBytes
+	}
+	c := &Client{cfg: cfg, t: t, images: newImageCache(cfg.ImageCacheBytes)}
 	c.completions.Store(cfg.Completions)
 	return c, nil
 }
@@ -158,6 +167,7 @@ type generateRequest struct {
 	Stream         bool           `json:"stream"`
 	StreamOptions  *streamOptions `json:"stream_options,omitempty"`
 	Priority       *int           `json:"priority,omitempty"`
+	Features       *mmFeatures    `json:"features,omitempty"`
 }
 
 // streamOptions asks a stream for a last usage event (prompt and cached
@@ -182,7 +192,8 @@ type completionsRequest struct {
 // When ctx ends first, the request is aborted on the server (best effort,
 // within AbortTimeout) and the error wraps ctx.Err().
 func (c *Client) Generate(ctx context.Context, req server.GenerateRequest) (server.TokenOutput, error) {
-	if err := refuseImages(req); err != nil {
+	feat, err := c.features(ctx, req)
+	if err != nil {
 		return server.TokenOutput{}, err
 	}
 	if req.RequestID == "" {
@@ -200,7 +211,7 @@ func (c *Client) Generate(ctx context.Context, req server.GenerateRequest) (serv
 			return server.TokenOutput{}, c.t.Errorf("generate", 0, false, err)
 		}
 		body, err := json.Marshal(generateRequest{RequestID: req.RequestID, TokenIDs: nonNil(req.PromptIDs),
-			Model: c.cfg.Model, SamplingParams: sp, Priority: prio})
+			Model: c.cfg.Model, SamplingParams: sp, Priority: prio, Features: feat})
 		if err != nil {
 			return server.TokenOutput{}, c.t.Errorf("generate", 0, false, err)
 		}
@@ -219,6 +230,9 @@ func (c *Client) Generate(ctx context.Context, req server.GenerateRequest) (serv
 				return server.TokenOutput{}, c.t.Errorf("generate", http.StatusOK, false, err)
 			}
 			return out, nil
+		case errors.As(err, &se) && se.Status == http.StatusNotFound && feat != nil:
+			c.completions.Store(true)
+			return server.TokenOutput{}, c.t.Errorf("generate", 0, false, errNoImagesOnCompletions(len(req.Vision.Images)))
 		case errors.As(err, &se) && se.Status == http.StatusNotFound:
 			// The endpoint does not exist on this build: nothing ran, so
 			// the completions endpoint can serve the same call.
@@ -667,18 +681,4 @@ func (c *Client) FlushCache(ctx context.Context) error {
 func (c *Client) Health(ctx context.Context) error {
 	_, err := c.t.RoundTripN(ctx, 1, "health", http.MethodGet, "/health", nil, nil)
 	return err
-}
-
-// refuseImages refuses a request with images. vLLM's token endpoints take
-// no images from a client: /inference/v1/generate's features
-// (MultiModalFeatures, vllm/entrypoints/serve/disagg/protocol.py) are
-// MultiModalKwargsItems serialized by vLLM's own render step, and
-// /v1/completions takes token ids without multi_modal_data. Sending the
-// ids alone would have the model read the pads as text.
-func refuseImages(req server.GenerateRequest) error {
-	if req.Vision == nil {
-		return nil
-	}
-	return fmt.Errorf("%w: Vision: the vLLM client sends no images (%d in this request): vLLM's token endpoints take "+
-		"only multimodal features its own render step serialized; serve vision-language rollouts with SGLang", server.ErrBadRequest, len(req.Vision.Images))
 }
