@@ -8,10 +8,10 @@ import (
 	"github.com/agentrl/agentrl/server"
 )
 
-// FuzzParseRender: whatever a server answers the render step with, the
+// FuzzRenderAnswer: whatever a server answers the render step with, the
 // result is an error or an item whose placeholder lies within the one
 // image block of its token_ids, with a hash and kwargs_data.
-func FuzzParseRender(f *testing.F) {
+func FuzzRenderAnswer(f *testing.F) {
 	v := &server.Vision{VisionStart: 7, Pad: 8, VisionEnd: 9}
 	f.Add([]byte(`{"token_ids":[1,7,8,8,9,2],"features":{"mm_hashes":{"image":["h"]},"mm_placeholders":{"image":[{"offset":2,"length":2}]},"kwargs_data":{"image":["k"]}}}`))
 	f.Add([]byte(`{"token_ids":[7,8,9],"features":{"mm_hashes":{"image":["h"]},"mm_placeholders":{"image":[{"offset":0,"length":3}]},"kwargs_data":{"image":["k"]}}}`))
