@@ -34,7 +34,7 @@ var importRules = map[string][]string{
 	"parser/...":      {"chat", "parser"},
 	"tool/...":        {"chat", "tool/...", "internal/yamlline", "vision"},
 	"server":          nil,
-	"server/httpapi":  {"server", "server/internal/wire", "chat", "tokenizer", "parser"},
+	"server/httpapi":  {"server", "server/internal/wire", "chat", "tokenizer", "parser", "vision"},
 	"server/sglang":   {"server", "server/internal/httpclient", "server/internal/wire"},
 	"server/vllm":     {"server", "server/internal/httpclient", "server/internal/wire"},
 	"server/internal/...": {"server", "server/internal/...", "server/httpapi", "server/servertest",

@@ -148,31 +148,97 @@ func (e *Episode) visionRequest() *server.Vision {
 // multiModal is the trajectory's images as the trainer reads them, with
 // the M-RoPE position ids of seq (prompt and response).
 func (e *Episode) multiModal(seq []int32) (*trajectory.MultiModal, error) {
-	if len(e.images) == 0 {
+	mm, err := e.env.Vision.multiModal(e.images, seq)
+	if err != nil {
+		return nil, fmt.Errorf("%w: M-RoPE position ids of %s: %w", ErrImage, e.s.ID, err)
+	}
+	return mm, nil
+}
+
+// multiModal is imgs as the trainer reads them, with the M-RoPE position
+// ids of seq; nil without images.
+func (v *Vision) multiModal(imgs []episodeImage, seq []int32) (*trajectory.MultiModal, error) {
+	if len(imgs) == 0 {
 		return nil, nil
 	}
-	mm := &trajectory.MultiModal{RowLen: e.images[0].feat.RowLen}
+	mm := &trajectory.MultiModal{RowLen: imgs[0].feat.RowLen}
 	vis := vision.Vision{}
-	for _, im := range e.images {
+	for _, im := range imgs {
 		mm.ImageGridTHW = append(mm.ImageGridTHW, [3]int64{int64(im.feat.Grid[0]), int64(im.feat.Grid[1]), int64(im.feat.Grid[2])})
 		mm.PixelValues = append(mm.PixelValues, im.feat.Pixels...)
 		vis.Images = append(vis.Images, im.feat.Grid)
-		if e.env.Vision.KeepImages {
+		if v.KeepImages {
 			mm.Images = append(mm.Images, im.data)
 		}
 	}
-	if e.env.Vision.Rope.Family == 0 {
+	if v.Rope.Family == 0 {
 		return mm, nil
 	}
 	ids := make([]int, len(seq))
 	for i, id := range seq {
 		ids[i] = int(id)
 	}
-	pos, err := e.env.Vision.Rope.VerlPositionIDs(ids, nil, vis)
+	pos, err := v.Rope.VerlPositionIDs(ids, nil, vis)
 	if err != nil {
-		return nil, fmt.Errorf("%w: M-RoPE position ids of %s: %w", ErrImage, e.s.ID, err)
+		return nil, err
 	}
 	mm.PositionIDs = pos
+	return mm, nil
+}
+
+// MultiModal is the images of a sequence that was rendered and expanded
+// elsewhere (black-box capture: a harness's conversation as a server took
+// it) as the trainer reads them: each image read (from Sources), decoded
+// and processed as it came, without FetchImage's resize, and seq's
+// M-RoPE position ids. seq's image blocks must hold the images' token
+// counts, in order; where names the sequence in errors.
+func (v *Vision) MultiModal(ctx context.Context, images []*chat.Image, seq []int32, where string) (*trajectory.MultiModal, error) {
+	if len(images) == 0 {
+		return nil, nil
+	}
+	if v == nil || v.Processor == nil {
+		return nil, fmt.Errorf("%w: %s: %d images, and no image processor (Vision)", ErrImage, where, len(images))
+	}
+	imgs := make([]episodeImage, 0, len(images))
+	for i, im := range images {
+		at := fmt.Sprintf("%s: image %d", where, i)
+		data := im.Data
+		if len(data) == 0 {
+			var err error
+			if data, err = vision.ReadSource(ctx, im.URL, v.Limits.MaxBytes, v.Sources); err != nil {
+				return nil, fmt.Errorf("%w: %s: %w", ErrImage, at, err)
+			}
+		}
+		rgb, err := vision.Decode(data, v.Limits)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s: %w", ErrImage, at, err)
+		}
+		f, err := v.Processor.Process(rgb)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s (%d×%d): %w", ErrImage, at, rgb.W, rgb.H, err)
+		}
+		imgs = append(imgs, episodeImage{data: data, feat: f})
+	}
+	in := make([]int, len(seq))
+	for i, id := range seq {
+		in[i] = int(id)
+	}
+	runs, err := vision.CountPlaceholders(in, v.Placeholders)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrImage, where, err)
+	}
+	if len(runs) != len(imgs) {
+		return nil, fmt.Errorf("%w: %s: %d image blocks for %d images", ErrImage, where, len(runs), len(imgs))
+	}
+	for i, n := range runs {
+		if n != imgs[i].feat.Tokens() {
+			return nil, fmt.Errorf("%w: %s: image %d: its block has %d pads, the processor gives it %d", ErrImage, where, i, n, imgs[i].feat.Tokens())
+		}
+	}
+	mm, err := v.multiModal(imgs, seq)
+	if err != nil {
+		return nil, fmt.Errorf("%w: M-RoPE position ids of %s: %w", ErrImage, where, err)
+	}
 	return mm, nil
 }
 

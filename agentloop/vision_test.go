@@ -16,52 +16,13 @@ import (
 	"github.com/agentrl/agentrl/server"
 	"github.com/agentrl/agentrl/server/servertest"
 	"github.com/agentrl/agentrl/tokenizer"
+	"github.com/agentrl/agentrl/tokenizer/tokenizertest"
 	"github.com/agentrl/agentrl/tool"
 	"github.com/agentrl/agentrl/trajectory"
 	"github.com/agentrl/agentrl/vision"
 )
 
-// qwen2VLTemplate is the chat template of Qwen/Qwen2-VL-7B-Instruct's
-// tokenizer_config.json (Qwen2.5-VL ships the same): one collapsed
-// <|vision_start|><|image_pad|><|vision_end|> block per image part, in
-// every role's content.
-const qwen2VLTemplate = "{% set image_count = namespace(value=0) %}{% set video_count = namespace(value=0) %}" +
-	"{% for message in messages %}{% if loop.first and message['role'] != 'system' %}<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n{% endif %}" +
-	"<|im_start|>{{ message['role'] }}\n{% if message['content'] is string %}{{ message['content'] }}<|im_end|>\n" +
-	"{% else %}{% for content in message['content'] %}{% if content['type'] == 'image' or 'image' in content or 'image_url' in content %}" +
-	"{% set image_count.value = image_count.value + 1 %}{% if add_vision_id %}Picture {{ image_count.value }}: {% endif %}<|vision_start|><|image_pad|><|vision_end|>" +
-	"{% elif content['type'] == 'video' or 'video' in content %}{% set video_count.value = video_count.value + 1 %}" +
-	"{% if add_vision_id %}Video {{ video_count.value }}: {% endif %}<|vision_start|><|video_pad|><|vision_end|>" +
-	"{% elif 'text' in content %}{{ content['text'] }}{% endif %}{% endfor %}<|im_end|>\n{% endif %}{% endfor %}" +
-	"{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
-
-var vlOnce = sync.OnceValues(func() (*tokenizer.Tokenizer, error) {
-	dir, err := os.MkdirTemp("", "qwen2vl")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(dir)
-	if err := gunzipDir(filepath.Join("..", "tokenizer", "testdata", "qwen3"), dir); err != nil {
-		return nil, err
-	}
-	path := filepath.Join(dir, "tokenizer_config.json")
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	var cfg map[string]any
-	if err := json.Unmarshal(data, &cfg); err != nil {
-		return nil, err
-	}
-	cfg["chat_template"] = qwen2VLTemplate
-	if data, err = json.Marshal(cfg); err != nil {
-		return nil, err
-	}
-	if err := os.WriteFile(path, data, 0o644); err != nil {
-		return nil, err
-	}
-	return tokenizer.Load(dir)
-})
+var vlOnce = sync.OnceValues(func() (*tokenizer.Tokenizer, error) { return tokenizertest.Qwen3(tokenizertest.Qwen2VLTemplate) })
 
 // qwenVL is the Qwen3 tokenizer (whose vocabulary has the Qwen-VL vision
 // tokens) with Qwen2-VL's chat template, and the Vision of Qwen2.5-VL.

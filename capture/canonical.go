@@ -34,12 +34,54 @@ func sameMessage(prev, cur chat.Message) string {
 	switch {
 	case prev.Content != cur.Content:
 		return "content edited"
+	case len(prev.Parts) > 0 || len(cur.Parts) > 0:
+		if d := sameParts(prev.Parts, cur.Parts); d != "" {
+			return d
+		}
+	}
+	switch {
 	case prev.ToolCallID != cur.ToolCallID:
 		return fmt.Sprintf("tool_call_id %q, was %q", cur.ToolCallID, prev.ToolCallID)
 	case prev.Name != cur.Name:
 		return fmt.Sprintf("name %q, was %q", cur.Name, prev.Name)
 	}
 	return ""
+}
+
+// sameParts compares the content parts of a message with images (text
+// parts are joined into Content otherwise): the template renders them in
+// order, so text and images must be the same, in the same places. An
+// image is the same when its source is (the data URL a harness sends
+// again, or the bytes).
+func sameParts(prev, cur []chat.ContentPart) string {
+	if len(prev) != len(cur) {
+		return fmt.Sprintf("%d content parts, were %d", len(cur), len(prev))
+	}
+	for i, p := range prev {
+		c := cur[i]
+		switch {
+		case (p.Image == nil) != (c.Image == nil), p.Image == nil && p.Type != c.Type:
+			return fmt.Sprintf("content[%d] is %s, was %s", i, partKind(c), partKind(p))
+		case p.Image == nil && p.Text != c.Text:
+			return fmt.Sprintf("content[%d] text edited", i)
+		case p.Image != nil && !sameImage(p.Image, c.Image):
+			return fmt.Sprintf("content[%d] is another image", i)
+		}
+	}
+	return ""
+}
+
+func partKind(p chat.ContentPart) string {
+	if p.Image != nil {
+		return "an image part"
+	}
+	return fmt.Sprintf("a %q part", p.Type)
+}
+
+// sameImage compares two image sources: a record holds an image as the
+// data URL chat's encoding writes (bytes become a data URL).
+func sameImage(a, b *chat.Image) bool {
+	return a.DataURL() == b.DataURL()
 }
 
 // sameAnswer says how m, as the harness sent it back, differs from the

@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/agentrl/agentrl/agentloop"
 	"github.com/agentrl/agentrl/chat"
 	"github.com/agentrl/agentrl/server"
 	"github.com/agentrl/agentrl/server/httpapi"
@@ -39,8 +40,16 @@ type Config struct {
 	// in-process engine, a remote client).
 	Engine server.LLMServer
 	// Chat is the model's tokenizer, template and parser, as for
-	// httpapi.Config.Chat (required).
+	// httpapi.Config.Chat (required). With Chat.Images (a vision-language
+	// model) calls may carry image parts: a continuation's new blocks are
+	// expanded on its delta, and Rebuild needs Vision.
 	Chat *httpapi.Chat
+	// Vision rebuilds the images of trajectories (pixel values, grids,
+	// M-RoPE position ids; see agentloop.Vision.MultiModal). Its
+	// processor must be the one behind Chat.Images, which gave the
+	// engine the token counts. nil for a text model: a rollout whose
+	// calls had images then fails to rebuild, naming why.
+	Vision *agentloop.Vision
 	// Delta encodes continuations; nil uses Chat.Tokenizer, which must
 	// then implement DeltaTokenizer.
 	Delta DeltaTokenizer
@@ -518,11 +527,23 @@ func (c *Capture) begin(ctx context.Context, hc *httpapi.Call) (*pendingCall, er
 		if err != nil {
 			link = chainLink{why: fmt.Sprintf("continues %s, but the new messages have no delta: %v", link.parent.rec.ID, err)}
 		} else {
-			p.parent, p.delta = link.parent, delta
 			prompt := make([]int32, 0, len(link.parent.full)+len(delta))
 			prompt = append(append(prompt, link.parent.full...), delta...)
-			hc.PromptIDs = prompt
+			if hc.Vision != nil {
+				// The delta's image blocks come collapsed from the
+				// template; the parent's are expanded already.
+				prompt, err = hc.Vision.Expand(prompt)
+			}
+			if err != nil {
+				link = chainLink{why: fmt.Sprintf("continues %s, but its images do not fit the blocks of the parent's tokens and the delta: %v", link.parent.rec.ID, err)}
+			} else {
+				p.parent, p.delta = link.parent, prompt[len(link.parent.full):]
+				hc.PromptIDs = prompt
+			}
 		}
+	}
+	if p.parent != nil {
+		shareImages(p.parent.rec.Messages, hc.Messages)
 	}
 	p.why, p.ambiguous, p.prompt = link.why, link.ambiguous, hc.PromptIDs
 	p.dispatched = c.cfg.Now()
@@ -541,6 +562,19 @@ func (c *Capture) begin(ctx context.Context, hc *httpapi.Call) (*pendingCall, er
 	}
 	ro.begun[p.id], ro.here[p.id] = true, true
 	return p, nil
+}
+
+// shareImages points the images of msgs' history (the parent's messages,
+// verified the same, each image the same source) at the parent's, so a
+// rollout's index holds each image once however many calls resend it.
+func shareImages(parent, msgs []chat.Message) {
+	for i := range parent {
+		for j := range parent[i].Parts {
+			if im := parent[i].Parts[j].Image; im != nil && j < len(msgs[i].Parts) && msgs[i].Parts[j].Image != nil {
+				msgs[i].Parts[j].Image = im
+			}
+		}
+	}
 }
 
 // recordedHeader is h without the credentials.

@@ -1,10 +1,7 @@
 package capture_test
 
 import (
-	"compress/gzip"
 	"context"
-	"fmt"
-	"io"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -21,6 +18,7 @@ import (
 	"github.com/agentrl/agentrl/server/httpapi"
 	"github.com/agentrl/agentrl/server/servertest"
 	"github.com/agentrl/agentrl/tokenizer"
+	"github.com/agentrl/agentrl/tokenizer/tokenizertest"
 	"github.com/agentrl/agentrl/trajectory"
 )
 
@@ -42,40 +40,10 @@ func qwen(t *testing.T) *tokenizer.Tokenizer {
 			qwenTok, qwenErr = tokenizer.Load(dir)
 			return
 		}
-		qwenTok, qwenErr = loadGzipped(filepath.Join("..", "tokenizer", "testdata", "qwen3"))
+		qwenTok, qwenErr = tokenizertest.Qwen3("")
 	})
 	require.NoError(t, qwenErr)
 	return qwenTok
-}
-
-// loadGzipped loads a tokenizer whose files are gzipped in dir, through
-// a temporary directory.
-func loadGzipped(dir string) (*tokenizer.Tokenizer, error) {
-	tmp, err := os.MkdirTemp("", "capture-qwen3-")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(tmp)
-	for _, name := range []string{"tokenizer.json", "tokenizer_config.json"} {
-		f, err := os.Open(filepath.Join(dir, name+".gz"))
-		if err != nil {
-			return nil, err
-		}
-		zr, err := gzip.NewReader(f)
-		if err != nil {
-			f.Close()
-			return nil, err
-		}
-		data, err := io.ReadAll(zr)
-		f.Close()
-		if err != nil {
-			return nil, fmt.Errorf("%s.gz: %w", name, err)
-		}
-		if err := os.WriteFile(filepath.Join(tmp, name), data, 0o600); err != nil {
-			return nil, err
-		}
-	}
-	return tokenizer.Load(tmp)
 }
 
 // small is the repository's own small tokenizer (a Qwen-style template

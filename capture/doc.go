@@ -16,6 +16,17 @@
 // that rewrote history (compaction, edited turns, other tools) starts a
 // new segment, and its record says why.
 //
+// Images: with a vision-language model (Config.Chat.Images, such as
+// httpapi.VisionImages) calls may carry image parts, served to engines
+// that take images (SGLang, vLLM). A continuation's delta has its new
+// image blocks expanded to their images' counts, so the engine and the
+// trajectory get the exact expanded sequence; a message of the history
+// continues only with the same parts in the same order, each image the
+// same (another image, or text moved around one, is rewritten history).
+// The records keep the messages with their images as data URLs, and
+// Rebuild gives each trajectory its images, grids, pixel values and
+// M-RoPE position ids through Config.Vision (agentloop.Vision.MultiModal).
+//
 // Rebuild makes one trajectory per chain of verified continuations (mask 1
 // exactly on the sampled tokens, their logprobs aligned, prompt ++
 // response the chain's last sequence); forks and sub-agents are chains of

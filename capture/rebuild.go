@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/agentrl/agentrl/chat"
 	"github.com/agentrl/agentrl/server"
 	"github.com/agentrl/agentrl/trajectory"
 )
@@ -213,6 +214,12 @@ func (c *Capture) rebuild(ctx context.Context, id string, opts RebuildOptions) (
 			claimed[cs] = true
 		}
 		t.ID, t.Index, t.GroupID = fmt.Sprintf("%s-%d", id, len(out)), len(out), ro.info.Group
+		if imgs := chainImages(path[len(path)-1].rec.Messages); len(imgs) > 0 {
+			seq := append(append(make([]int32, 0, len(t.PromptIDs)+len(t.ResponseIDs)), t.PromptIDs...), t.ResponseIDs...)
+			if t.MultiModal, err = c.cfg.Vision.MultiModal(ctx, imgs, seq, "trajectory "+t.ID); err != nil {
+				return nil, rep, fmt.Errorf("capture: rollout %s: %w", id, err)
+			}
+		}
 		if reward != nil {
 			v := *reward
 			t.Reward = &v
@@ -229,6 +236,17 @@ func (c *Capture) rebuild(ctx context.Context, id string, opts RebuildOptions) (
 	rep.Trajectories = len(out)
 	rep.Delivered = fraction(rep.DeliveredTokens, rep.SampledTokens)
 	return out, rep, nil
+}
+
+// chainImages are the images of a chain's last call's conversation, in
+// the order of their blocks: every image of the trajectory, since each
+// call's history holds the earlier calls' and assistant turns have none.
+func chainImages(msgs []chat.Message) []*chat.Image {
+	var out []*chat.Image
+	for _, m := range msgs {
+		out = append(out, m.Images()...)
+	}
+	return out
 }
 
 func fraction(n, d int) float64 {

@@ -191,7 +191,7 @@ func runRollout(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	env.Server = engine
 	var hr *harnessRun
 	if hf.command != "" {
-		if hr, err = hf.start(ctx, cfg, engine, tok, reg, &opts, logger); err != nil {
+		if hr, err = hf.start(ctx, cfg, engine, tok, env.Vision, reg, &opts, logger); err != nil {
 			return err
 		}
 		defer hr.close()

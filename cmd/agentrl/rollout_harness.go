@@ -18,6 +18,7 @@ import (
 	"github.com/agentrl/agentrl/server"
 	"github.com/agentrl/agentrl/server/httpapi"
 	"github.com/agentrl/agentrl/tokenizer"
+	"github.com/agentrl/agentrl/vision"
 )
 
 // harnessAgent is the registry name --harness runs every row with.
@@ -74,7 +75,7 @@ type harnessRun struct {
 
 // start opens the capture over engine, serves it on loopback, and
 // registers the harness loop as every row's agent in reg and opts.
-func (h *harnessFlags) start(ctx context.Context, cfg rolloutConfig, engine server.LLMServer, tok *tokenizer.Tokenizer,
+func (h *harnessFlags) start(ctx context.Context, cfg rolloutConfig, engine server.LLMServer, tok *tokenizer.Tokenizer, vis *agentloop.Vision,
 	reg *agentloop.Registry, opts *agentloop.Options, logger *slog.Logger) (_ *harnessRun, err error) {
 	host, _, err := net.SplitHostPort(h.addr)
 	if err != nil {
@@ -127,8 +128,18 @@ func (h *harnessFlags) start(ctx context.Context, cfg rolloutConfig, engine serv
 	if err != nil {
 		return nil, fmt.Errorf("--harness-addr: %w", err)
 	}
-	hr.c, err = capture.New(ctx, capture.Config{Engine: engine, Store: hr.store,
-		Chat:    &httpapi.Chat{Tokenizer: tok, ToolParser: h.toolParser, Reasoning: h.reasoning},
+	chatCfg := &httpapi.Chat{Tokenizer: tok, ToolParser: h.toolParser, Reasoning: h.reasoning}
+	var capVision *agentloop.Vision
+	if vis != nil {
+		// A vision-language model: harnesses' image parts (data URLs) are
+		// served and rebuilt with the model's processor, as they come
+		// (no fetch_image resize: the harness sent what it sent).
+		chatCfg.Images = &httpapi.VisionImages{Processor: vis.Processor, Tokens: vis.Placeholders, Limits: vis.Limits}
+		v := *vis
+		v.FetchImage, v.Sources = false, vision.Sources{NoFiles: true}
+		capVision = &v
+	}
+	hr.c, err = capture.New(ctx, capture.Config{Engine: engine, Store: hr.store, Chat: chatCfg, Vision: capVision,
 		HTTP:    httpapi.Config{Model: cfg.AgentRL.Model, MaxModelLen: h.maxModelLen, ClampMaxTokens: h.clamp && h.maxModelLen > 0},
 		BaseURL: "http://" + ln.Addr().String()})
 	if err != nil {

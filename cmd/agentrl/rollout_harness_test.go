@@ -3,12 +3,16 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -21,6 +25,7 @@ import (
 	"github.com/agentrl/agentrl/server/servertest"
 	"github.com/agentrl/agentrl/tokenizer"
 	"github.com/agentrl/agentrl/trajectory"
+	"github.com/agentrl/agentrl/vision"
 )
 
 // TestRolloutHarnessProcess is not a test: it is the harness that
@@ -181,4 +186,124 @@ func TestRolloutHarness(t *testing.T) {
 		"--out", out, "--harness", "true", "--harness-addr", "0.0.0.0:0"}, nil, &stdout, &stderr)
 	require.NotEqual(t, 0, code)
 	require.Contains(t, stderr.String(), "must be a loopback address")
+}
+
+// TestRolloutHarnessImagesProcess is not a test: it is the harness of
+// TestRolloutHarnessImages, on the official OpenAI SDK. It asks about an
+// image, runs the zoom tool the model calls by sending its text result
+// and a second image in a user turn (as harnesses return images: tool
+// messages carry text only), and prints the answer.
+func TestRolloutHarnessImagesProcess(t *testing.T) {
+	if os.Getenv("AGENTRL_TEST_HARNESS_IMAGES") == "" {
+		t.Skip("the harness of TestRolloutHarnessImages")
+	}
+	ctx := context.Background()
+	hc := &http.Client{}
+	defer hc.CloseIdleConnections()
+	c := openai.NewClient(option.WithBaseURL(os.Getenv("OPENAI_BASE_URL")+"/"), option.WithAPIKey(os.Getenv("OPENAI_API_KEY")),
+		option.WithMaxRetries(0), option.WithHTTPClient(hc))
+	image := func(name string) openai.ChatCompletionContentPartUnionParam {
+		data, err := os.ReadFile(filepath.Join(os.Getenv("AGENTRL_TEST_HARNESS_IMAGES"), name))
+		require.NoError(t, err)
+		return openai.ImageContentPart(openai.ChatCompletionContentPartImageImageURLParam{
+			URL: "data:" + http.DetectContentType(data) + ";base64," + base64.StdEncoding.EncodeToString(data)})
+	}
+	params := openai.ChatCompletionNewParams{Model: "agentrl", Messages: []openai.ChatCompletionMessageParamUnion{
+		openai.UserMessage([]openai.ChatCompletionContentPartUnionParam{image("rgb_640x480_checker.png"), openai.TextContentPart(os.Getenv("AGENTRL_PROMPT"))})},
+		Tools: []openai.ChatCompletionToolUnionParam{openai.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{
+			Name: "image_zoom_in_tool", Parameters: openai.FunctionParameters{"type": "object",
+				"properties": map[string]any{"bbox_2d": map[string]any{"type": "array"}}, "required": []string{"bbox_2d"}}})}}
+	for range 3 {
+		resp, err := c.Chat.Completions.New(ctx, params)
+		var ae *openai.Error
+		if errors.As(err, &ae) {
+			t.Fatalf("%v: %s", err, ae.RawJSON())
+		}
+		require.NoError(t, err)
+		msg := resp.Choices[0].Message
+		if len(msg.ToolCalls) == 0 {
+			fmt.Println(msg.Content)
+			return
+		}
+		params.Messages = append(params.Messages, msg.ToParam())
+		for _, call := range msg.ToolCalls {
+			params.Messages = append(params.Messages, openai.ToolMessage("the crop follows", call.ID))
+		}
+		params.Messages = append(params.Messages, openai.UserMessage([]openai.ChatCompletionContentPartUnionParam{image("webp_lossy_99x67.webp")}))
+	}
+	t.Fatal("the model never answered")
+}
+
+// TestRolloutHarnessImages: `agentrl rollout --harness` with a
+// vision-language model directory serves a harness's image parts to an
+// engine that takes images (the fake SGLang of TestRolloutImagesGeo3k,
+// which checks each image against its block) and rebuilds trajectories
+// that carry them: grids, pixel values and M-RoPE position ids, in the
+// batch too.
+func TestRolloutHarnessImages(t *testing.T) {
+	dir := vlModelDir(t)
+	tok, err := tokenizer.Load(dir)
+	require.NoError(t, err)
+	pc, err := os.ReadFile(filepath.Join(dir, "preprocessor_config.json"))
+	require.NoError(t, err)
+	cfg, err := vision.ParseConfig(pc)
+	require.NoError(t, err)
+	proc, err := vision.NewProcessor(cfg)
+	require.NoError(t, err)
+	fake := &vlSGLang{t: t, tok: tok, proc: proc}
+	ts := httptest.NewServer(fake)
+	defer ts.Close()
+
+	tmp := t.TempDir()
+	data := filepath.Join(tmp, "data.jsonl")
+	require.NoError(t, os.WriteFile(data, []byte(`{"prompt": [{"role": "user", "content": "Which angle is marked?"}], "extra_info": {"index": 1}}
+`), 0o644))
+	images, err := filepath.Abs(filepath.Join("..", "..", "vision", "testdata", "images"))
+	require.NoError(t, err)
+	t.Setenv("AGENTRL_TEST_HARNESS_IMAGES", images)
+	out, batch, hout := filepath.Join(tmp, "t.jsonl"), filepath.Join(tmp, "b.safetensors"), filepath.Join(tmp, "harness.log")
+	var stdout, stderr bytes.Buffer
+	code := runMain(context.Background(), []string{"rollout", "--data", data, "--tokenizer", dir, "--servers", ts.URL,
+		"--out", out, "--batch", batch, "--n", "2", "--harness-output", hout,
+		"--harness", os.Args[0] + " -test.run=^TestRolloutHarnessImagesProcess$ -- {prompt}",
+		"data.max_prompt_length=2048", "data.max_response_length=1024"}, nil, &stdout, &stderr)
+	log, _ := os.ReadFile(hout)
+	require.Equal(t, 0, code, "stderr: %s\nharness: %s", stderr.String(), log)
+	summary := strings.Join(strings.Fields(stdout.String()), " ")
+	require.Contains(t, summary, "trajectories 2 (1 groups, 0 filtered, 0 failed)")
+	require.Contains(t, summary, "capture 2 rollouts, 4 calls recorded, 0 aborted, 0 refused")
+	require.Equal(t, 2, strings.Count(string(log), "The answer is \\boxed{3}."))
+	fake.mu.Lock()
+	got := slices.Sorted(slices.Values(fake.images))
+	require.Equal(t, []int{1, 1, 2, 2}, got, "each run: a call with the first image, then one with both")
+	fake.mu.Unlock()
+
+	f, err := os.Open(out)
+	require.NoError(t, err)
+	trajs, err := trajectory.ReadJSONL(f)
+	f.Close()
+	require.NoError(t, err)
+	require.Len(t, trajs, 2)
+	for _, tr := range trajs {
+		require.Equal(t, 2, tr.NumTurns)
+		mm := tr.MultiModal
+		require.NotNil(t, mm, tr.ID)
+		require.Equal(t, [][3]int64{{1, 34, 46}, {1, 4, 8}}, mm.ImageGridTHW)
+		require.NotEmpty(t, mm.PositionIDs[0])
+		text, err := tok.Decode(tr.ResponseIDs, false)
+		require.NoError(t, err)
+		require.Contains(t, text, "the crop follows")
+		require.Equal(t, 1, strings.Count(text, "<|vision_start|>"), "the second image is in the response's observation")
+	}
+	bf, err := os.Open(batch)
+	require.NoError(t, err)
+	b, err := trajectory.ReadSafetensorsBatch(bf)
+	bf.Close()
+	require.NoError(t, err)
+	require.NotNil(t, b.MultiModal)
+	require.Equal(t, []int32{2, 2}, b.MultiModal.RowImages)
+	py := torchPython(t)
+	res, err := runPython(py, filepath.Join("..", "..", "trajectory", "testdata", "check_torch.py"), batch)
+	require.NoError(t, err, res)
+	require.Contains(t, res, "ok: torch")
 }

@@ -117,9 +117,15 @@ func (f *vlSGLang) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		fail("%v", err)
 		return
 	}
+	// meta_info.output_token_logprobs: [logprob, id, text] per token
+	// (capture asks for them always).
+	lps := make([][]any, len(out))
+	for i, id := range out {
+		lps[i] = []any{-0.5, id, nil}
+	}
 	_ = json.NewEncoder(w).Encode(map[string]any{"text": "", "output_ids": out, "meta_info": map[string]any{
 		"id": "x", "finish_reason": map[string]any{"type": "stop", "matched": end},
-		"prompt_tokens": len(ids), "completion_tokens": len(out), "cached_tokens": 0}})
+		"prompt_tokens": len(ids), "completion_tokens": len(out), "cached_tokens": 0, "output_token_logprobs": lps}})
 }
 
 // reply is the fake model: it zooms in once, then answers; counts are the

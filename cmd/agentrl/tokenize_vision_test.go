@@ -9,19 +9,9 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-)
 
-// qwen2VLChatTemplate is the chat template of Qwen/Qwen2-VL-7B-Instruct's
-// tokenizer_config.json (the Qwen2.5-VL checkpoints ship the same one).
-const qwen2VLChatTemplate = "{% set image_count = namespace(value=0) %}{% set video_count = namespace(value=0) %}" +
-	"{% for message in messages %}{% if loop.first and message['role'] != 'system' %}<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n{% endif %}" +
-	"<|im_start|>{{ message['role'] }}\n{% if message['content'] is string %}{{ message['content'] }}<|im_end|>\n" +
-	"{% else %}{% for content in message['content'] %}{% if content['type'] == 'image' or 'image' in content or 'image_url' in content %}" +
-	"{% set image_count.value = image_count.value + 1 %}{% if add_vision_id %}Picture {{ image_count.value }}: {% endif %}<|vision_start|><|image_pad|><|vision_end|>" +
-	"{% elif content['type'] == 'video' or 'video' in content %}{% set video_count.value = video_count.value + 1 %}" +
-	"{% if add_vision_id %}Video {{ video_count.value }}: {% endif %}<|vision_start|><|video_pad|><|vision_end|>" +
-	"{% elif 'text' in content %}{{ content['text'] }}{% endif %}{% endfor %}<|im_end|>\n{% endif %}{% endfor %}" +
-	"{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+	"github.com/agentrl/agentrl/tokenizer/tokenizertest"
+)
 
 // vlModelDir is the Qwen3 tokenizer (its vocabulary has the Qwen-VL vision
 // tokens) with Qwen2-VL's chat template, Qwen2VLImageProcessor's default
@@ -33,7 +23,7 @@ func vlModelDir(t *testing.T) string {
 	require.NoError(t, err)
 	var cfg map[string]any
 	require.NoError(t, json.Unmarshal(data, &cfg))
-	cfg["chat_template"] = qwen2VLChatTemplate
+	cfg["chat_template"] = tokenizertest.Qwen2VLTemplate
 	data, err = json.Marshal(cfg)
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(path, data, 0o644))

@@ -61,6 +61,11 @@ type Call struct {
 	Samples int
 	// PromptIDs is the rendered prompt; see Recorder.Begin.
 	PromptIDs []int32
+	// Vision is the conversation's images, in the order of their blocks
+	// in PromptIDs (each block expanded to its image's count); nil
+	// without images. A prompt Begin gives the engine must hold the same
+	// blocks, expanded.
+	Vision *server.Vision
 	// Params are the sampling parameters the engine is given: the
 	// request's, or the defaults for those it omits. They are computed
 	// after Begin (the token budget depends on the prompt Begin chose),
@@ -110,7 +115,7 @@ func (h *callHook) begin(msgs []chat.Message, c conversation, p *preparedChat) e
 		return nil
 	}
 	h.call.Messages, h.call.Tools, h.call.TemplateKwargs = msgs, c.tools, c.templateKwargs
-	h.call.Samples, h.call.PromptIDs = max(p.n, 1), p.req.PromptIDs
+	h.call.Samples, h.call.PromptIDs, h.call.Vision = max(p.n, 1), p.req.PromptIDs, p.req.Vision
 	rec, err := h.rec.Begin(h.ctx, &h.call)
 	if err != nil {
 		var re *errRequest
@@ -124,6 +129,12 @@ func (h *callHook) begin(msgs []chat.Message, c conversation, p *preparedChat) e
 	}
 	if len(h.call.PromptIDs) == 0 {
 		return badRequest("the recorder gave the engine an empty prompt")
+	}
+	if v := p.req.Vision; v != nil {
+		if _, err := v.ImageStarts(h.call.PromptIDs); err != nil {
+			rec.Abort(err)
+			return fmt.Errorf("httpapi: the recorder's prompt does not hold the images' blocks: %w", err)
+		}
 	}
 	h.recording, h.samples = rec, h.call.Samples
 	p.req.PromptIDs = h.call.PromptIDs

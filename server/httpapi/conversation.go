@@ -170,10 +170,6 @@ func (s *Server) prepareConversation(c conversation) (preparedChat, error) {
 			return p, err
 		}
 	}
-	if p.req.Vision != nil && c.hook != nil {
-		// A recording keeps messages and tokens, not images.
-		return p, badRequest("image parts cannot be recorded: this server records its calls (capture), which is text-only")
-	}
 	sp := c.sampling
 	stopField := c.stopField
 	if stopField == "" {

@@ -1,8 +1,11 @@
 package httpapi
 
 import (
+	"context"
+
 	"github.com/agentrl/agentrl/chat"
 	"github.com/agentrl/agentrl/server"
+	"github.com/agentrl/agentrl/vision"
 )
 
 // ImageProcessor is a vision-language model's image processor as the chat
@@ -58,4 +61,39 @@ func expandImages(ip ImageProcessor, msgs []chat.Message, ids []int32) ([]int32,
 		return nil, nil, badRequest("the chat template's image blocks do not match the images: %v", err)
 	}
 	return out, v, nil
+}
+
+// VisionImages is the ImageProcessor of a Qwen2/2.5/3-VL model on the
+// vision package: an image_url part must be a data URL (a request comes
+// from the network, so local files and remote URLs are refused), decoded
+// within Limits; its token count and grid are the Processor's, the same
+// ones agentloop gives the images of samples and tool results.
+type VisionImages struct {
+	Processor    *vision.Processor
+	Tokens       vision.PlaceholderTokens
+	Limits       vision.Limits
+	MaxImageSize int64 // encoded bytes; vision.DefaultMaxBytes when 0
+}
+
+// Image implements ImageProcessor.
+func (v *VisionImages) Image(url string) (server.Image, error) {
+	data, err := vision.ReadSource(context.Background(), url, v.MaxImageSize, vision.Sources{NoFiles: true})
+	if err != nil {
+		return server.Image{}, err
+	}
+	img, err := vision.Decode(data, v.Limits)
+	if err != nil {
+		return server.Image{}, err
+	}
+	grid, _, _, err := v.Processor.Grid(img.H, img.W)
+	if err != nil {
+		return server.Image{}, err
+	}
+	m := v.Processor.Config().MergeSize
+	return server.Image{Data: data, Tokens: grid[0] * grid[1] * grid[2] / (m * m), Grid: grid}, nil
+}
+
+// Placeholders implements ImageProcessor.
+func (v *VisionImages) Placeholders() (start, pad, end int32) {
+	return int32(v.Tokens.VisionStart), int32(v.Tokens.Pad), int32(v.Tokens.VisionEnd)
 }

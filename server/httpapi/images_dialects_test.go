@@ -26,7 +26,7 @@ func TestDialectImageParts(t *testing.T) {
 	b64 := base64.StdEncoding.EncodeToString(png)
 	url := "data:image/png;base64," + b64
 	eng, cp, _ := replyWith(t, tok, "A checkerboard.")
-	s := start(t, eng, httpapi.Config{Model: "qwen2vl", Chat: &httpapi.Chat{Tokenizer: tok, Images: qwenImages{proc}}})
+	s := start(t, eng, httpapi.Config{Model: "qwen2vl", Chat: &httpapi.Chat{Tokenizer: tok, Images: qwenImages(proc)}})
 
 	requests := []struct{ path, body string }{
 		{"/v1/chat/completions", `{"model":"qwen2vl","max_tokens":20,"messages":[{"role":"user","content":[` +
