@@ -42,8 +42,9 @@ import (
 // Builds without /inference/v1/generate (the /v1/completions fallback)
 // take no images with token ids; their chat endpoint re-renders the
 // whole history from messages, which the trajectory contract forbids
-// (the ids sent must be the ids trained on). Such a request is refused,
-// naming the endpoint that is missing.
+// (the ids sent must be the ids trained on; vllm-project/vllm#54937, open,
+// asks for prompt_token_ids on chat for this reason). Such a request is
+// refused, naming the endpoint that is missing.
 
 // imageModality is vLLM's modality key for images.
 const imageModality = "image"
