@@ -72,30 +72,40 @@ func (e *Episode) loadImages(ctx context.Context, msgs []chat.Message, where str
 			if v == nil || v.Processor == nil {
 				return nil, fmt.Errorf("%w: %s: the model has no image processor (Env.Vision)", ErrImage, at)
 			}
-			data := im.Data
-			if len(data) == 0 {
-				var err error
-				if data, err = vision.ReadSource(ctx, im.URL, v.Limits.MaxBytes, v.Sources); err != nil {
-					return nil, fmt.Errorf("%w: %s: %w", ErrImage, at, err)
-				}
-			}
-			rgb, err := vision.Decode(data, v.Limits)
+			img, err := v.load(ctx, im, at, fetch && v.FetchImage)
 			if err != nil {
-				return nil, fmt.Errorf("%w: %s: %w", ErrImage, at, err)
+				return nil, err
 			}
-			if fetch && v.FetchImage {
-				if rgb, err = fetchResize(rgb, v.Processor.Config().Factor()); err != nil {
-					return nil, fmt.Errorf("%w: %s (%d×%d): %w", ErrImage, at, rgb.W, rgb.H, err)
-				}
-			}
-			f, err := v.Processor.Process(rgb)
-			if err != nil {
-				return nil, fmt.Errorf("%w: %s (%d×%d): %w", ErrImage, at, rgb.W, rgb.H, err)
-			}
-			out = append(out, episodeImage{data: data, feat: f})
+			out = append(out, img)
 		}
 	}
 	return out, nil
+}
+
+// load reads, decodes and processes one image (resized as fetch_image
+// does first when fetch); at names it in errors.
+func (v *Vision) load(ctx context.Context, im *chat.Image, at string, fetch bool) (episodeImage, error) {
+	data := im.Data
+	if len(data) == 0 {
+		var err error
+		if data, err = vision.ReadSource(ctx, im.URL, v.Limits.MaxBytes, v.Sources); err != nil {
+			return episodeImage{}, fmt.Errorf("%w: %s: %w", ErrImage, at, err)
+		}
+	}
+	rgb, err := vision.Decode(data, v.Limits)
+	if err != nil {
+		return episodeImage{}, fmt.Errorf("%w: %s: %w", ErrImage, at, err)
+	}
+	if fetch {
+		if rgb, err = fetchResize(rgb, v.Processor.Config().Factor()); err != nil {
+			return episodeImage{}, fmt.Errorf("%w: %s (%d×%d): %w", ErrImage, at, rgb.W, rgb.H, err)
+		}
+	}
+	f, err := v.Processor.Process(rgb)
+	if err != nil {
+		return episodeImage{}, fmt.Errorf("%w: %s (%d×%d): %w", ErrImage, at, rgb.W, rgb.H, err)
+	}
+	return episodeImage{data: data, feat: f}, nil
 }
 
 // expand gives ids' collapsed image blocks the token counts of imgs, which
@@ -201,23 +211,11 @@ func (v *Vision) MultiModal(ctx context.Context, images []*chat.Image, seq []int
 	}
 	imgs := make([]episodeImage, 0, len(images))
 	for i, im := range images {
-		at := fmt.Sprintf("%s: image %d", where, i)
-		data := im.Data
-		if len(data) == 0 {
-			var err error
-			if data, err = vision.ReadSource(ctx, im.URL, v.Limits.MaxBytes, v.Sources); err != nil {
-				return nil, fmt.Errorf("%w: %s: %w", ErrImage, at, err)
-			}
-		}
-		rgb, err := vision.Decode(data, v.Limits)
+		img, err := v.load(ctx, im, fmt.Sprintf("%s: image %d", where, i), false)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %s: %w", ErrImage, at, err)
+			return nil, err
 		}
-		f, err := v.Processor.Process(rgb)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %s (%d×%d): %w", ErrImage, at, rgb.W, rgb.H, err)
-		}
-		imgs = append(imgs, episodeImage{data: data, feat: f})
+		imgs = append(imgs, img)
 	}
 	in := make([]int, len(seq))
 	for i, id := range seq {

@@ -77,14 +77,7 @@ func TestHardCase2Qwen3DropsEarlierReasoning(t *testing.T) {
 	// own render of the same messages does not.
 	last := r.eng.reqs[2].PromptIDs
 	require.Contains(t, decode(tok, last), "The user greets me.")
-	recs, err := r.c.Records(ctx, ro.ID)
-	require.NoError(t, err)
-	var calls []*capture.CallRecord
-	for _, rec := range recs {
-		if rec.Kind == capture.KindCall {
-			calls = append(calls, rec.Call)
-		}
-	}
+	calls := calls(t, r, ro.ID)
 	require.Len(t, calls, 3)
 	rendered, err := tok.EncodeChat(tokenizer.ChatContext{Messages: calls[2].Messages, AddGenerationPrompt: true})
 	require.NoError(t, err)
@@ -318,14 +311,7 @@ func TestHardCase9RecordsTheSamplingOfHarnessesThatOmitIt(t *testing.T) {
 	code, body = do(t, r.model.Client(), "POST", ro.OpenAIBaseURL+"/chat/completions",
 		`{"model":"agentrl","temperature":0.6,"top_p":0.95,"max_tokens":64,"messages":[{"role":"user","content":"again"}]}`, "Authorization", "Bearer "+ro.Key)
 	require.Equal(t, 200, code, body)
-	recs, err := r.c.Records(ctx, ro.ID)
-	require.NoError(t, err)
-	var calls []*capture.CallRecord
-	for _, rec := range recs {
-		if rec.Kind == capture.KindCall {
-			calls = append(calls, rec.Call)
-		}
-	}
+	calls := calls(t, r, ro.ID)
 	require.Len(t, calls, 2)
 	require.Len(t, r.eng.reqs, 2)
 	for i, c := range calls {

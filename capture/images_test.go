@@ -123,14 +123,7 @@ func TestImagesCaptured(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, tokens, runs)
 
-			recs, err := r.c.Records(ctx, ro.ID)
-			require.NoError(t, err)
-			var calls []*capture.CallRecord
-			for _, rec := range recs {
-				if rec.Kind == capture.KindCall {
-					calls = append(calls, rec.Call)
-				}
-			}
+			calls := calls(t, r, ro.ID)
 			require.Len(t, calls, 2)
 			require.Equal(t, calls[0].ID, calls[1].Parent, "segment: %s", calls[1].Segment)
 
@@ -185,14 +178,8 @@ func TestImageEditedStartsSegment(t *testing.T) {
 			require.NoError(t, err)
 			answer := postChat(t, r, ro, []map[string]any{userWithImage("What is this?", imageURL(t, "rgb_640x480_checker.png"))})
 			postChat(t, r, ro, []map[string]any{c.first(t), {"role": "assistant", "content": answer}, {"role": "user", "content": "More?"}})
-			recs, err := r.c.Records(ctx, ro.ID)
-			require.NoError(t, err)
-			var last *capture.CallRecord
-			for _, rec := range recs {
-				if rec.Kind == capture.KindCall {
-					last = rec.Call
-				}
-			}
+			recorded := calls(t, r, ro.ID)
+			last := recorded[len(recorded)-1]
 			require.Empty(t, last.Parent)
 			require.Contains(t, last.Segment, c.want)
 			trajs, rep, err := r.c.Rebuild(ctx, ro.ID, capture.RebuildOptions{})

@@ -25,7 +25,6 @@ import (
 	"github.com/agentrl/agentrl/server/servertest"
 	"github.com/agentrl/agentrl/tokenizer"
 	"github.com/agentrl/agentrl/trajectory"
-	"github.com/agentrl/agentrl/vision"
 )
 
 // TestRolloutHarnessProcess is not a test: it is the harness that
@@ -38,17 +37,38 @@ func TestRolloutHarnessProcess(t *testing.T) {
 		t.Skip("the harness of TestRolloutHarness")
 	}
 	ctx := context.Background()
-	hc := &http.Client{}
+	c, hc := harnessClient()
 	defer hc.CloseIdleConnections()
-	c := openai.NewClient(option.WithBaseURL(os.Getenv("OPENAI_BASE_URL")+"/"), option.WithAPIKey(os.Getenv("OPENAI_API_KEY")),
-		option.WithMaxRetries(0), option.WithHTTPClient(hc))
 	params := openai.ChatCompletionNewParams{Model: "agentrl",
 		Messages: []openai.ChatCompletionMessageParamUnion{openai.SystemMessage("You are a coding agent."), openai.UserMessage(os.Getenv("AGENTRL_PROMPT"))},
 		Tools: []openai.ChatCompletionToolUnionParam{openai.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{
 			Name: "shell", Parameters: openai.FunctionParameters{"type": "object",
 				"properties": map[string]any{"command": map[string]any{"type": "string"}}, "required": []string{"command"}}})}}
-	for range 4 {
-		resp, err := c.Chat.Completions.New(ctx, params)
+	runHarnessLoop(t, c, params, 4, func(msg openai.ChatCompletionMessage) (out []openai.ChatCompletionMessageParamUnion) {
+		for _, call := range msg.ToolCalls {
+			var args struct{ Command string }
+			require.NoError(t, json.Unmarshal([]byte(call.Function.Arguments), &args))
+			res, err := exec.CommandContext(ctx, "sh", "-c", args.Command).CombinedOutput()
+			require.NoError(t, err)
+			out = append(out, openai.ToolMessage(strings.TrimSpace(string(res)), call.ID))
+		}
+		return out
+	})
+}
+
+// runHarnessLoop is a test harness's loop: at most turns calls, each
+// answer's tool calls followed by the messages results gives, until an
+// answer without calls, which it prints. An API error fails the harness
+// with the server's message.
+func runHarnessLoop(t *testing.T, c openai.Client, params openai.ChatCompletionNewParams, turns int,
+	results func(openai.ChatCompletionMessage) []openai.ChatCompletionMessageParamUnion) {
+	t.Helper()
+	for range turns {
+		resp, err := c.Chat.Completions.New(context.Background(), params)
+		var ae *openai.Error
+		if errors.As(err, &ae) {
+			t.Fatalf("%v: %s", err, ae.RawJSON())
+		}
 		require.NoError(t, err)
 		msg := resp.Choices[0].Message
 		if len(msg.ToolCalls) == 0 {
@@ -56,15 +76,17 @@ func TestRolloutHarnessProcess(t *testing.T) {
 			return
 		}
 		params.Messages = append(params.Messages, msg.ToParam())
-		for _, call := range msg.ToolCalls {
-			var args struct{ Command string }
-			require.NoError(t, json.Unmarshal([]byte(call.Function.Arguments), &args))
-			out, err := exec.CommandContext(ctx, "sh", "-c", args.Command).CombinedOutput()
-			require.NoError(t, err)
-			params.Messages = append(params.Messages, openai.ToolMessage(strings.TrimSpace(string(out)), call.ID))
-		}
+		params.Messages = append(params.Messages, results(msg)...)
 	}
 	t.Fatal("the model never answered")
+}
+
+// harnessClient is a test harness's OpenAI client, on the endpoint its
+// environment names, as harnesses read it.
+func harnessClient() (openai.Client, *http.Client) {
+	hc := &http.Client{}
+	return openai.NewClient(option.WithBaseURL(os.Getenv("OPENAI_BASE_URL")+"/"), option.WithAPIKey(os.Getenv("OPENAI_API_KEY")),
+		option.WithMaxRetries(0), option.WithHTTPClient(hc)), hc
 }
 
 func TestRolloutHarness(t *testing.T) {
@@ -197,11 +219,8 @@ func TestRolloutHarnessImagesProcess(t *testing.T) {
 	if os.Getenv("AGENTRL_TEST_HARNESS_IMAGES") == "" {
 		t.Skip("the harness of TestRolloutHarnessImages")
 	}
-	ctx := context.Background()
-	hc := &http.Client{}
+	c, hc := harnessClient()
 	defer hc.CloseIdleConnections()
-	c := openai.NewClient(option.WithBaseURL(os.Getenv("OPENAI_BASE_URL")+"/"), option.WithAPIKey(os.Getenv("OPENAI_API_KEY")),
-		option.WithMaxRetries(0), option.WithHTTPClient(hc))
 	image := func(name string) openai.ChatCompletionContentPartUnionParam {
 		data, err := os.ReadFile(filepath.Join(os.Getenv("AGENTRL_TEST_HARNESS_IMAGES"), name))
 		require.NoError(t, err)
@@ -213,25 +232,12 @@ func TestRolloutHarnessImagesProcess(t *testing.T) {
 		Tools: []openai.ChatCompletionToolUnionParam{openai.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{
 			Name: "image_zoom_in_tool", Parameters: openai.FunctionParameters{"type": "object",
 				"properties": map[string]any{"bbox_2d": map[string]any{"type": "array"}}, "required": []string{"bbox_2d"}}})}}
-	for range 3 {
-		resp, err := c.Chat.Completions.New(ctx, params)
-		var ae *openai.Error
-		if errors.As(err, &ae) {
-			t.Fatalf("%v: %s", err, ae.RawJSON())
-		}
-		require.NoError(t, err)
-		msg := resp.Choices[0].Message
-		if len(msg.ToolCalls) == 0 {
-			fmt.Println(msg.Content)
-			return
-		}
-		params.Messages = append(params.Messages, msg.ToParam())
+	runHarnessLoop(t, c, params, 3, func(msg openai.ChatCompletionMessage) (out []openai.ChatCompletionMessageParamUnion) {
 		for _, call := range msg.ToolCalls {
-			params.Messages = append(params.Messages, openai.ToolMessage("the crop follows", call.ID))
+			out = append(out, openai.ToolMessage("the crop follows", call.ID))
 		}
-		params.Messages = append(params.Messages, openai.UserMessage([]openai.ChatCompletionContentPartUnionParam{image("webp_lossy_99x67.webp")}))
-	}
-	t.Fatal("the model never answered")
+		return append(out, openai.UserMessage([]openai.ChatCompletionContentPartUnionParam{image("webp_lossy_99x67.webp")}))
+	})
 }
 
 // TestRolloutHarnessImages: `agentrl rollout --harness` with a
@@ -241,16 +247,7 @@ func TestRolloutHarnessImagesProcess(t *testing.T) {
 // that carry them: grids, pixel values and M-RoPE position ids, in the
 // batch too.
 func TestRolloutHarnessImages(t *testing.T) {
-	dir := vlModelDir(t)
-	tok, err := tokenizer.Load(dir)
-	require.NoError(t, err)
-	pc, err := os.ReadFile(filepath.Join(dir, "preprocessor_config.json"))
-	require.NoError(t, err)
-	cfg, err := vision.ParseConfig(pc)
-	require.NoError(t, err)
-	proc, err := vision.NewProcessor(cfg)
-	require.NoError(t, err)
-	fake := &vlSGLang{t: t, tok: tok, proc: proc}
+	dir, tok, fake := newVLSGLang(t)
 	ts := httptest.NewServer(fake)
 	defer ts.Close()
 

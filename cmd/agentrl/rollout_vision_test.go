@@ -64,6 +64,22 @@ type vlSGLang struct {
 	tokens []int
 }
 
+// newVLSGLang is the Qwen2.5-VL model directory of the tests, its
+// tokenizer and a fake SGLang with its processor.
+func newVLSGLang(t *testing.T) (string, *tokenizer.Tokenizer, *vlSGLang) {
+	t.Helper()
+	dir := vlModelDir(t)
+	tok, err := tokenizer.Load(dir)
+	require.NoError(t, err)
+	pc, err := os.ReadFile(filepath.Join(dir, "preprocessor_config.json"))
+	require.NoError(t, err)
+	cfg, err := vision.ParseConfig(pc)
+	require.NoError(t, err)
+	proc, err := vision.NewProcessor(cfg)
+	require.NoError(t, err)
+	return dir, tok, &vlSGLang{t: t, tok: tok, proc: proc}
+}
+
 func (f *vlSGLang) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var req struct {
 		InputIDs  []int    `json:"input_ids"`
@@ -278,16 +294,7 @@ func (f vlVLLM) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // crop comes back as an image in the tool turn and goes out with the next
 // request, and the batch carries both in verl's layout.
 func TestRolloutImagesGeo3k(t *testing.T) {
-	dir := vlModelDir(t)
-	tok, err := tokenizer.Load(dir)
-	require.NoError(t, err)
-	pc, err := os.ReadFile(filepath.Join(dir, "preprocessor_config.json"))
-	require.NoError(t, err)
-	cfg, err := vision.ParseConfig(pc)
-	require.NoError(t, err)
-	proc, err := vision.NewProcessor(cfg)
-	require.NoError(t, err)
-	fake := &vlSGLang{t: t, tok: tok, proc: proc}
+	dir, tok, fake := newVLSGLang(t)
 	ts := httptest.NewServer(fake)
 	defer ts.Close()
 	vts := httptest.NewServer(vlVLLM{fake})
