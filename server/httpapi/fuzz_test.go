@@ -153,6 +153,7 @@ func FuzzDecodeResponsesRequest(f *testing.F) {
 		`{"input":[{"type":"reasoning","summary":[{"type":"summary_text","text":"t"}]}]}`,
 		`{"input":[{"role":"user","content":[{"type":"input_image","image_url":"data:image/png;base64,AA"},{"type":"input_text","text":"q"}]}]}`,
 		`{"input":[{"role":"user","content":[{"type":"input_image","file_id":"f"},{"type":"input_file"}]}]}`,
+		`{"input":[{"type":"function_call_output","call_id":"c","output":[{"type":"input_image","image_url":"data:image/png;base64,AA"},{"type":"input_text","text":"done"}]}]}`,
 		`{"input":"x","top_logprobs":-1}`, `{"input":[]}`, `{"input":{}}`, `{"tools":[{}]}`,
 	} {
 		f.Add([]byte(s))
@@ -221,6 +222,7 @@ func FuzzDecodeMessagesRequest(f *testing.F) {
 		`{"model":"m","max_tokens":5,"tools":[{"type":"web_search_20250305","name":"web_search"}],"messages":[{"role":"user","content":"x"}]}`,
 		`{"model":"m","max_tokens":5,"messages":[{"role":"user","content":[{"type":"image","source":{"type":"base64","media_type":"image/png","data":"AA"}}]}]}`,
 		`{"model":"m","max_tokens":5,"messages":[{"role":"user","content":[{"type":"text","text":"a"},{"type":"image","source":{"type":"url","url":"https://x/y.png"}},{"type":"text","text":"b"},{"type":"image"}]}]}`,
+		`{"model":"m","max_tokens":5,"messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":[{"type":"image","source":{"type":"base64","media_type":"image/png","data":"AA"}},{"type":"text","text":"done"}]}]}]}`,
 		`{"model":"m","max_tokens":5,"messages":[{"role":"assistant","content":"prefill"}]}`,
 		`{"model":"m","messages":[{"role":"user","content":"x"}]}`, `{"model":"m","max_tokens":0,"messages":[]}`, `{"messages":"x"}`, `[]`, `null`,
 	} {

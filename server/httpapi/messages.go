@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/agentrl/agentrl/chat"
@@ -236,6 +237,35 @@ func anthropicText(field string, raw json.RawMessage) (string, error) {
 	return strings.Join(texts, "\n"), nil
 }
 
+// anthropicResult is a tool_result's content: its text, or, when it has
+// image blocks (a tool that returns a screenshot or reads an image file),
+// its text and image blocks in order, for a vision-language template
+// (Chat.Images) or refused naming the part, as a user turn's are.
+func anthropicResult(field string, raw json.RawMessage) (string, []chat.ContentPart, error) {
+	var blocks []anthropicBlock
+	if json.Unmarshal(raw, &blocks) != nil || !slices.ContainsFunc(blocks, func(b anthropicBlock) bool { return b.Type == "image" }) {
+		text, err := anthropicText(field, raw)
+		return text, nil, err
+	}
+	parts := make([]chat.ContentPart, len(blocks))
+	for j, b := range blocks {
+		bf := fmt.Sprintf("%s[%d]", field, j)
+		switch b.Type {
+		case "text":
+			parts[j] = chat.ContentPart{Type: "text", Text: b.Text}
+		case "image":
+			im, err := anthropicImage(bf, b.Source)
+			if err != nil {
+				return "", nil, err
+			}
+			parts[j] = chat.ImagePart(im)
+		default:
+			return "", nil, badRequest("field %q: block type %q is not supported in a tool_result with images (only text and image)", bf+".type", b.Type)
+		}
+	}
+	return "", parts, nil
+}
+
 // anthropicMessages turns messages[i] into chat messages. A user turn's
 // tool_result blocks become tool messages and its text blocks a user
 // message, in the order written; an assistant turn is one message with
@@ -307,12 +337,12 @@ func anthropicMessages(i int, m anthropicMessageParam) ([]chat.Message, error) {
 			}
 			// is_error is accepted; templates have no error flag, so the
 			// result's text (which says what failed) is what the model sees.
-			text, err := anthropicText(bf+".content", b.Content)
+			text, resultParts, err := anthropicResult(bf+".content", b.Content)
 			if err != nil {
 				return nil, err
 			}
 			flush()
-			out = append(out, chat.Message{Role: chat.RoleTool, Content: text, ToolCallID: b.ToolUseID})
+			out = append(out, chat.Message{Role: chat.RoleTool, Content: text, Parts: resultParts, ToolCallID: b.ToolUseID})
 		default:
 			return nil, badRequest(`field "%s.type": block type %q is not supported in a %s message (known: text, image, tool_result)`, bf, b.Type, role)
 		}

@@ -410,11 +410,13 @@ func responsesMessages(raw json.RawMessage) ([]chat.Message, error) {
 			a.ToolCalls = append(a.ToolCalls, chat.ToolCall{ID: it.CallID, Type: "function",
 				Function: chat.FunctionCall{Name: name, Arguments: it.Arguments, ArgumentsAsObject: true}})
 		case "function_call_output":
-			out, err := responsesText(fmt.Sprintf("input[%d].output", i), it.Output)
+			// The output is a string or a list of input_text and
+			// input_image parts (a tool that returns a screenshot).
+			out, parts, err := responsesUserContent(fmt.Sprintf("input[%d].output", i), it.Output)
 			if err != nil {
 				return nil, err
 			}
-			msgs = append(msgs, chat.Message{Role: chat.RoleTool, Content: out, ToolCallID: it.CallID})
+			msgs = append(msgs, chat.Message{Role: chat.RoleTool, Content: out, Parts: parts, ToolCallID: it.CallID})
 		case "reasoning":
 			var parts []responsesPart
 			if isSet(it.Content) {
