@@ -27,9 +27,11 @@ type Generation struct {
 	// said it served from its prefix cache (server.TokenOutput).
 	PromptTokens, CachedTokens int
 	// RoutedExperts is the MoE routing of prompt ++ TokenIDs from position
-	// 0, when the request asked for it (SamplingParams.RoutedExperts) and
-	// the engine returned it: the first call's, with only the new tokens'
-	// rows of each resumed call appended (verl's llm_server resume loop).
+	// 0 (or the request's RoutedExpertsFrom), when the request asked for
+	// it (SamplingParams.RoutedExperts) and the engine returned it: the
+	// first call's, with only the new tokens' rows of each resumed call
+	// appended (verl's llm_server resume loop). A resume asks only for
+	// those rows (RoutedExpertsFrom), where the engine can cut them.
 	RoutedExperts *server.Routing
 }
 
@@ -71,10 +73,15 @@ func GenerateResumable(ctx context.Context, srv server.LLMServer, req server.Gen
 		if budget > 0 {
 			r.Params.MaxNewTokens = budget - len(g.TokenIDs)
 		}
+		if req.Params.RoutedExperts && g.RoutedExperts != nil {
+			// A resume fetches only the rows not held yet (SGLang's
+			// routed_experts_start_len; engines that cannot cut send all).
+			r.Params.RoutedExpertsFrom = min(req.Params.RoutedExpertsFrom+g.RoutedExperts.Rows(), len(r.PromptIDs))
+		}
 		out, err := generateCut(ctx, srv, r)
 		g.PromptTokens += len(r.PromptIDs)
 		g.CachedTokens += out.CachedTokens
-		if aerr := g.add(out, &haveVersion); aerr != nil {
+		if aerr := g.add(out, &haveVersion, r.Params.RoutedExpertsFrom); aerr != nil {
 			return g, aerr
 		}
 		if err != nil {
@@ -111,7 +118,7 @@ func GenerateResumable(ctx context.Context, srv server.LLMServer, req server.Gen
 }
 
 // add appends one engine output to g after checking it.
-func (g *Generation) add(out server.TokenOutput, haveVersion *bool) error {
+func (g *Generation) add(out server.TokenOutput, haveVersion *bool, from int) error {
 	if out.Logprobs != nil && len(out.Logprobs) != len(out.TokenIDs) {
 		return fmt.Errorf("%w: engine returned %d logprobs for %d tokens", server.ErrBadResponse, len(out.Logprobs), len(out.TokenIDs))
 	}
@@ -127,7 +134,7 @@ func (g *Generation) add(out server.TokenOutput, haveVersion *bool) error {
 			g.MaxWeightVersion = max(g.MaxWeightVersion, out.WeightVersion)
 		}
 	}
-	if err := g.addRouting(out.RoutedExperts); err != nil {
+	if err := g.addRouting(out.RoutedExperts, from); err != nil {
 		return err
 	}
 	if len(out.TokenIDs) > 0 {
@@ -145,26 +152,34 @@ func (g *Generation) add(out server.TokenOutput, haveVersion *bool) error {
 // addRouting keeps the first output's routing and appends, of each later
 // one, the rows of the positions not covered yet: the rows of tokens
 // generated before a resume keep the routing of the weights that made them.
-func (g *Generation) addRouting(r *server.Routing) error {
+// A later output may start at any position up to the rows held (a resume
+// asked only for the rows it lacked); the first starts where the request
+// asked, from (0 for the whole sequence).
+func (g *Generation) addRouting(r *server.Routing, from int) error {
 	if r == nil {
 		return nil
 	}
 	if err := r.Check(); err != nil {
 		return fmt.Errorf("%w: %w", server.ErrBadResponse, err)
 	}
-	if r.Start != 0 {
-		return fmt.Errorf("%w: routed experts start at position %d, not 0", server.ErrBadResponse, r.Start)
-	}
 	if g.RoutedExperts == nil {
-		g.RoutedExperts = &server.Routing{Layers: r.Layers, TopK: r.TopK, Experts: append([]int16(nil), r.Experts...)}
+		if r.Start != 0 && r.Start != from {
+			return fmt.Errorf("%w: routed experts start at position %d, not 0 or the %d asked for", server.ErrBadResponse, r.Start, from)
+		}
+		g.RoutedExperts = &server.Routing{Start: r.Start, Layers: r.Layers, TopK: r.TopK, Experts: append([]int16(nil), r.Experts...)}
 		return nil
 	}
 	have := g.RoutedExperts
 	if r.Layers != have.Layers || r.TopK != have.TopK {
 		return fmt.Errorf("%w: resumed generation's routed experts are %d layers × top-%d, before %d × %d", server.ErrBadResponse, r.Layers, r.TopK, have.Layers, have.TopK)
 	}
-	if n := have.Rows(); r.Rows() > n {
-		have.Experts = append(have.Experts, r.Experts[n*r.Layers*r.TopK:]...)
+	end := have.Start + have.Rows() // the first position not held
+	if r.Start < have.Start || r.Start > end {
+		return fmt.Errorf("%w: resumed generation's routed experts start at position %d, outside the %d..%d held", server.ErrBadResponse, r.Start, have.Start, end)
+	}
+	if rEnd := r.Start + r.Rows(); rEnd > end {
+		w := r.Layers * r.TopK
+		have.Experts = append(have.Experts, r.Experts[(end-r.Start)*w:]...)
 	}
 	return nil
 }

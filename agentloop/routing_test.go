@@ -2,6 +2,7 @@ package agentloop
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 
@@ -23,6 +24,11 @@ type routingEngine struct {
 	abortAt map[int]int // call → tokens returned before a (resumable) abort
 	calls   int
 	version int16
+	// cut answers only the rows from RoutedExpertsFrom on, as SGLang's
+	// routed_experts_start_len does; without it every row (vLLM). froms
+	// are the RoutedExpertsFrom of the calls.
+	cut   bool
+	froms []int
 }
 
 func (e *routingEngine) Generate(_ context.Context, req server.GenerateRequest) (server.TokenOutput, error) {
@@ -41,10 +47,16 @@ func (e *routingEngine) Generate(_ context.Context, req server.GenerateRequest) 
 	}
 	out := server.TokenOutput{TokenIDs: toks, StopReason: stop}
 	if req.Params.RoutedExperts {
-		rows := len(req.PromptIDs) + len(toks) - 1
-		r := &server.Routing{Layers: 2, TopK: 1, Experts: make([]int16, 2*rows)}
-		for p := range rows {
-			r.Experts[2*p], r.Experts[2*p+1] = e.version*1000+int16(p), -(e.version*1000 + int16(p))
+		e.froms = append(e.froms, req.Params.RoutedExpertsFrom)
+		start := 0
+		if e.cut {
+			start = req.Params.RoutedExpertsFrom
+		}
+		rows := len(req.PromptIDs) + len(toks) - 1 - start
+		r := &server.Routing{Start: start, Layers: 2, TopK: 1, Experts: make([]int16, 2*rows)}
+		for i := range rows {
+			p := start + i
+			r.Experts[2*i], r.Experts[2*i+1] = e.version*1000+int16(p), -(e.version*1000 + int16(p))
 		}
 		out.RoutedExperts = r
 	}
@@ -53,12 +65,20 @@ func (e *routingEngine) Generate(_ context.Context, req server.GenerateRequest) 
 
 // The trajectory's routing is the last turn's, covering the whole
 // sequence; a resumed turn keeps the first call's rows for the tokens
-// generated before the abort (verl's resume loop) and appends the rest.
+// generated before the abort (verl's resume loop) and appends the rest,
+// which the resume asks for alone (RoutedExpertsFrom): an engine that
+// cuts them (SGLang) sends only those, one that cannot (vLLM) all.
 func TestEpisodeRoutedExperts(t *testing.T) {
+	for _, cut := range []bool{true, false} {
+		t.Run(fmt.Sprint("cut=", cut), func(t *testing.T) { testEpisodeRoutedExperts(t, cut) })
+	}
+}
+
+func testEpisodeRoutedExperts(t *testing.T, cutRows bool) {
 	tok := qwen3(t)
 	call := "<tool_call>\n{\"name\": \"add\", \"arguments\": {\"a\": 1, \"b\": 2}}\n</tool_call>"
 	first, second := turn(t, tok, call), turn(t, tok, "3")
-	eng := &routingEngine{turns: [][]int32{first, second}, abortAt: map[int]int{1: 1}}
+	eng := &routingEngine{turns: [][]int32{first, second}, abortAt: map[int]int{1: 1}, cut: cutRows}
 	set, err := tool.NewSet(addTool(t))
 	require.NoError(t, err)
 	kit, err := NewToolKit(&Env{Server: eng, Tokenizer: tok, Tools: set}, Config{})
@@ -83,6 +103,8 @@ func TestEpisodeRoutedExperts(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, tr.Validate())
 	require.Equal(t, 3, eng.calls, "the second turn was resumed once")
+	seqLen := len(tr.PromptIDs) + len(tr.ResponseIDs)
+	require.Equal(t, []int{0, 0, seqLen - len(second)}, eng.froms, "the resume asks from the first row it lacks")
 	r := tr.RoutedExperts
 	require.NotNil(t, r)
 	seq := len(tr.PromptIDs) + len(tr.ResponseIDs)
@@ -111,10 +133,19 @@ func TestEpisodeRoutedExperts(t *testing.T) {
 
 func TestGenerationRoutingErrors(t *testing.T) {
 	var g Generation
-	require.NoError(t, g.addRouting(&server.Routing{Layers: 2, TopK: 1, Experts: make([]int16, 4)}))
-	require.ErrorIs(t, g.addRouting(&server.Routing{Layers: 1, TopK: 2, Experts: make([]int16, 6)}), server.ErrBadResponse)
-	require.ErrorIs(t, g.addRouting(&server.Routing{Start: 3, Layers: 2, TopK: 1, Experts: make([]int16, 4)}), server.ErrBadResponse)
-	require.ErrorIs(t, g.addRouting(&server.Routing{Layers: 2, TopK: 1, Experts: make([]int16, 3)}), server.ErrBadResponse)
+	require.ErrorIs(t, g.addRouting(&server.Routing{Start: 3, Layers: 2, TopK: 1, Experts: make([]int16, 4)}, 0), server.ErrBadResponse,
+		"a first answer starts at 0 or where it was asked")
+	require.NoError(t, g.addRouting(&server.Routing{Layers: 2, TopK: 1, Experts: make([]int16, 4)}, 0))
+	require.ErrorIs(t, g.addRouting(&server.Routing{Layers: 1, TopK: 2, Experts: make([]int16, 6)}, 2), server.ErrBadResponse)
+	require.ErrorIs(t, g.addRouting(&server.Routing{Start: 3, Layers: 2, TopK: 1, Experts: make([]int16, 4)}, 2), server.ErrBadResponse,
+		"a resumed answer that leaves a gap after the 2 rows held")
+	require.ErrorIs(t, g.addRouting(&server.Routing{Layers: 2, TopK: 1, Experts: make([]int16, 3)}, 2), server.ErrBadResponse)
+	// Rows from position 1 on: the one past the 2 held is appended.
+	require.NoError(t, g.addRouting(&server.Routing{Start: 1, Layers: 2, TopK: 1, Experts: []int16{9, 9, 7, 7}}, 2))
+	require.Equal(t, []int16{0, 0, 0, 0, 7, 7}, g.RoutedExperts.Experts)
+	var h Generation
+	require.NoError(t, h.addRouting(&server.Routing{Start: 5, Layers: 1, TopK: 1, Experts: []int16{1}}, 5))
+	require.Equal(t, 5, h.RoutedExperts.Start)
 }
 
 // A loop run without the Manager gets its checks too: no Env is an error,

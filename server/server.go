@@ -59,6 +59,12 @@ type SamplingParams struct {
 	// them; engines without routing (dense models, the in-process engine)
 	// leave it nil.
 	RoutedExperts bool
+	// RoutedExpertsFrom asks for the routing from this position on
+	// (SGLang's routed_experts_start_len, 0 ≤ it ≤ len(PromptIDs)), so a
+	// resumed generation fetches only the rows it lacks; 0 is the whole
+	// sequence. Engines that cannot cut it (vLLM) return the whole
+	// sequence: TokenOutput.RoutedExperts.Start says where rows begin.
+	RoutedExpertsFrom int
 }
 
 // GenerateRequest is one token-in/token-out generation call.

@@ -37,6 +37,9 @@ func CheckRequest(req GenerateRequest, vocab int) error {
 	if p.PromptLogprobs && (p.PromptLogprobsFrom < 0 || p.PromptLogprobsFrom >= n) {
 		return badField("prompt logprobs from position %d: outside the prompt of %d tokens", p.PromptLogprobsFrom, n)
 	}
+	if p.RoutedExpertsFrom < 0 || p.RoutedExpertsFrom > n {
+		return badField("routed experts from position %d: outside 0..%d (the prompt)", p.RoutedExpertsFrom, n)
+	}
 	if err := p.Validate(); err != nil {
 		return err
 	}

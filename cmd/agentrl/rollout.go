@@ -3,12 +3,14 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -183,7 +185,13 @@ func runRollout(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	if env.Vision, err = rolloutVision(*tokDir, tok, cfg); err != nil {
 		return err
 	}
-	engine, closeEngine, err := buildEngine(cfg, logger)
+	var moe moeShape
+	if cfg.ActorRolloutRef.Rollout.EnableRolloutRoutingReplay {
+		if moe, err = readMoEShape(*tokDir); err != nil {
+			return fmt.Errorf("actor_rollout_ref.rollout.enable_rollout_routing_replay: %w", err)
+		}
+	}
+	engine, closeEngine, err := buildEngine(cfg, moe, logger)
 	if err != nil {
 		return err
 	}
@@ -427,6 +435,7 @@ func managerSettings(cfg rolloutConfig, validate bool, logger *slog.Logger) (*ag
 	if ro.CalculateLogProbs != nil {
 		sp.Logprobs = *ro.CalculateLogProbs
 	}
+	sp.RoutedExperts = ro.EnableRolloutRoutingReplay
 	if ro.DoSample != nil && !*ro.DoSample {
 		sp.Temperature = 0 // verl: do_sample False is greedy
 	}
@@ -486,7 +495,41 @@ func managerSettings(cfg rolloutConfig, validate bool, logger *slog.Logger) (*ag
 // buildEngine opens the in-process engine on a local model, or makes one
 // client per server URL behind a router, which logs its ejections and
 // retries to logger.
-func buildEngine(cfg rolloutConfig, logger *slog.Logger) (server.LLMServer, func(), error) {
+// moeShape is a mixture-of-experts model's routing shape: the layers and
+// the experts per token SGLang's flat routed_experts array holds.
+type moeShape struct{ layers, topk int }
+
+// readMoEShape reads it from dir/config.json: num_hidden_layers and
+// num_experts_per_tok, at the top or in text_config (vision-language MoE
+// models nest them there).
+func readMoEShape(dir string) (moeShape, error) {
+	path := filepath.Join(dir, "config.json")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return moeShape{}, fmt.Errorf("routing replay needs the model's config.json for its MoE shape: %w", err)
+	}
+	type shape struct {
+		Layers int `json:"num_hidden_layers"`
+		TopK   int `json:"num_experts_per_tok"`
+	}
+	var c struct {
+		shape
+		TextConfig *shape `json:"text_config"`
+	}
+	if err := json.Unmarshal(data, &c); err != nil {
+		return moeShape{}, fmt.Errorf("%s: %w", path, err)
+	}
+	sh := c.shape
+	if (sh.Layers <= 0 || sh.TopK <= 0) && c.TextConfig != nil {
+		sh = *c.TextConfig
+	}
+	if sh.Layers <= 0 || sh.TopK <= 0 {
+		return moeShape{}, fmt.Errorf("%s: no num_hidden_layers and num_experts_per_tok (got %d and %d): routing replay is for mixture-of-experts models", path, sh.Layers, sh.TopK)
+	}
+	return moeShape{layers: sh.Layers, topk: sh.TopK}, nil
+}
+
+func buildEngine(cfg rolloutConfig, moe moeShape, logger *slog.Logger) (server.LLMServer, func(), error) {
 	if dir := cfg.AgentRL.LocalModel; dir != "" {
 		dev, err := model.ParseDevice(cfg.AgentRL.Device)
 		if err != nil {
@@ -507,7 +550,7 @@ func buildEngine(cfg rolloutConfig, logger *slog.Logger) (server.LLMServer, func
 		)
 		switch cfg.AgentRL.Backend {
 		case "", "sglang":
-			srv, err = sglang.New(sglang.Config{BaseURL: u})
+			srv, err = sglang.New(sglang.Config{BaseURL: u, RoutingLayers: moe.layers, RoutingTopK: moe.topk})
 		case "vllm":
 			srv, err = vllm.New(vllm.Config{BaseURL: u, Model: cfg.AgentRL.Model})
 		default:

@@ -49,7 +49,10 @@ type rolloutConfig struct {
 			PromptLength      int      `yaml:"prompt_length"`
 			ResponseLength    int      `yaml:"response_length"`
 			CalculateLogProbs *bool    `yaml:"calculate_log_probs"`
-			ValKwargs         struct {
+			// EnableRolloutRoutingReplay asks the engines for the MoE
+			// routing of every token (R3): routed_experts in the batch.
+			EnableRolloutRoutingReplay bool `yaml:"enable_rollout_routing_replay"`
+			ValKwargs                  struct {
 				N           int      `yaml:"n"`
 				Temperature *float64 `yaml:"temperature"`
 				TopP        *float64 `yaml:"top_p"`
@@ -158,13 +161,13 @@ var configSchema = map[string]any{
 			"fused_kernel_options", "trust_remote_code", "use_shm", "tokenizer_path", "hf_config_path"}}),
 		"rollout": func() map[string]any {
 			m := section(map[string][]string{keyUsed: {"name", "n", "temperature", "top_p", "top_k", "do_sample", "min_p", "repetition_penalty",
-				"prompt_length", "response_length", "calculate_log_probs"}, keyOpen: {"engine_kwargs", "checkpoint_engine", "trace", "profiler", "prometheus", "custom_async_server", "mtp"}, keyNoEffect: {"_target_", "mode", "dtype", "gpu_memory_utilization", "ignore_eos", "enforce_eager",
+				"prompt_length", "response_length", "calculate_log_probs", "enable_rollout_routing_replay"}, keyOpen: {"engine_kwargs", "checkpoint_engine", "trace", "profiler", "prometheus", "custom_async_server", "mtp"}, keyNoEffect: {"_target_", "mode", "dtype", "gpu_memory_utilization", "ignore_eos", "enforce_eager",
 				"cudagraph_capture_sizes", "free_cache_engine", "tensor_model_parallel_size", "data_parallel_size",
 				"expert_parallel_size", "pipeline_model_parallel_size", "max_num_batched_tokens", "max_model_len",
 				"max_num_seqs", "enable_chunked_prefill", "enable_prefix_caching", "logprobs_mode", "scheduling_policy",
 				"load_format", "log_prob_micro_batch_size", "log_prob_micro_batch_size_per_gpu", "log_prob_use_dynamic_bsz",
 				"log_prob_max_token_len_per_gpu", "disable_log_stats", "over_sample_rate", "multi_stage_wake_up",
-				"skip_rollout", "skip_dump_dir", "skip_tokenizer_init", "enable_rollout_routing_replay", "quantization",
+				"skip_rollout", "skip_dump_dir", "skip_tokenizer_init", "quantization",
 				"quantization_config_file", "layered_summon"}})
 			m["val_kwargs"] = section(map[string][]string{keyUsed: {"n", "temperature", "top_p", "top_k", "do_sample"}, keyNoEffect: {"_target_"}})
 			m["multi_turn"] = section(map[string][]string{keyUsed: {"enable", "max_assistant_turns", "max_user_turns", "max_parallel_calls",

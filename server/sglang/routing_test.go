@@ -102,4 +102,34 @@ func TestGenerateRoutedExperts(t *testing.T) {
 	require.NoError(t, err)
 	_, err = c.Generate(ctx, req) // 48 values = 12 positions of 2×2 for a 7-token sequence
 	require.ErrorContains(t, err, "12 positions for a sequence of 7 tokens")
+
+	// From a position on (a resumed generation): routed_experts_start_len
+	// goes out, and the rows start there ([start, seqlen-1) in SGLang's
+	// GenerateReqInput).
+	c16Client, err := sglang.New(sglang.Config{BaseURL: ts.URL, MaxAttempts: 1, RoutingLayers: c16.Layers, RoutingTopK: c16.TopK})
+	require.NoError(t, err)
+	payload = c16 // 3 positions: 3..5 of the 7-token sequence
+	from := req
+	from.Params.RoutedExpertsFrom = 3
+	out, err = c16Client.Generate(ctx, from)
+	require.NoError(t, err)
+	require.EqualValues(t, 3, got["routed_experts_start_len"])
+	require.Equal(t, 3, out.RoutedExperts.Start)
+	require.Equal(t, c16.Values, out.RoutedExperts.Experts)
+	c6Client, err := sglang.New(sglang.Config{BaseURL: ts.URL, MaxAttempts: 1, RoutingLayers: c6.Layers, RoutingTopK: c6.TopK})
+	require.NoError(t, err)
+	payload = c6 // 6 rows do not fit from position 4 of 7 tokens
+	from.Params.RoutedExpertsFrom = 4
+	_, err = c6Client.Generate(ctx, from)
+	require.ErrorContains(t, err, "6 positions for a sequence of 7 tokens from position 4")
+	from.Params.RoutedExpertsFrom = 5 // after the prompt: refused before sending
+	got = nil
+	_, err = c6Client.Generate(ctx, from)
+	require.ErrorIs(t, err, server.ErrBadRequest)
+	require.Nil(t, got)
+	payload = c16
+	// From 0 is the whole sequence: the field is left out.
+	_, err = c16Client.Generate(ctx, req)
+	require.NoError(t, err)
+	require.NotContains(t, got, "routed_experts_start_len")
 }

@@ -110,7 +110,7 @@ func (c *Client) Generate(ctx context.Context, req server.GenerateRequest) (serv
 		out.TopLogprobs, err = parseOutputTopLogprobs(data, req.Params.TopLogprobs, len(out.TokenIDs))
 	}
 	if err == nil && req.Params.RoutedExperts {
-		out.RoutedExperts, err = parseRoutedExperts(data, c.cfg.RoutingLayers, c.cfg.RoutingTopK, len(req.PromptIDs)+len(out.TokenIDs))
+		out.RoutedExperts, err = parseRoutedExperts(data, c.cfg.RoutingLayers, c.cfg.RoutingTopK, req.Params.RoutedExpertsFrom, len(req.PromptIDs)+len(out.TokenIDs))
 	}
 	if err != nil {
 		return server.TokenOutput{}, c.t.Errorf("generate", http.StatusOK, false, err)
@@ -240,8 +240,9 @@ func parseOutputTopLogprobs(data []byte, k, n int) ([][]server.TopLogprob, error
 // routed_experts_dtype) of a request that asked for them: nil when the
 // server sent none (it runs without --enable-return-routed-experts, or the
 // request was aborted before a forward pass). The rows cover the sequence
-// from position 0 and cannot outnumber its seqLen tokens.
-func parseRoutedExperts(data []byte, layers, topk, seqLen int) (*server.Routing, error) {
+// from position from (routed_experts_start_len, 0 for the whole) and
+// cannot outnumber its seqLen-from tokens.
+func parseRoutedExperts(data []byte, layers, topk, from, seqLen int) (*server.Routing, error) {
 	var r struct {
 		MetaInfo struct {
 			RoutedExperts *string `json:"routed_experts"`
@@ -258,9 +259,10 @@ func parseRoutedExperts(data []byte, layers, topk, seqLen int) (*server.Routing,
 	if err != nil {
 		return nil, httpclient.BadResponse("meta_info.%v", err)
 	}
-	if rt.Rows() > seqLen {
-		return nil, httpclient.BadResponse("meta_info.routed_experts has %d positions for a sequence of %d tokens", rt.Rows(), seqLen)
+	if rt.Rows() > seqLen-from {
+		return nil, httpclient.BadResponse("meta_info.routed_experts has %d positions for a sequence of %d tokens from position %d", rt.Rows(), seqLen, from)
 	}
+	rt.Start = from
 	return rt, nil
 }
 

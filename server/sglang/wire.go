@@ -118,6 +118,15 @@ func appendGenerateRequest(b []byte, req server.GenerateRequest, stream bool) ([
 	}
 	if p.RoutedExperts {
 		b = append(b, `,"return_routed_experts":true`...)
+		if p.RoutedExpertsFrom > 0 {
+			// GenerateReqInput.routed_experts_start_len: the answer covers
+			// [start, seqlen-1), start within [0, prompt tokens].
+			if p.RoutedExpertsFrom > len(req.PromptIDs) {
+				return nil, fmt.Errorf("routed experts from position %d, after the %d-token prompt: %w", p.RoutedExpertsFrom, len(req.PromptIDs), server.ErrBadRequest)
+			}
+			b = append(b, `,"routed_experts_start_len":`...)
+			b = strconv.AppendInt(b, int64(p.RoutedExpertsFrom), 10)
+		}
 	}
 	if req.Priority != 0 {
 		b = append(b, `,"priority":`...)
