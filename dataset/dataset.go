@@ -18,6 +18,9 @@ type Options struct {
 	// data.prompt_key); "" means "prompt", and then "raw_prompt" and
 	// "messages" are accepted too.
 	PromptKey string
+	// ImageKey is the column holding each row's images (verl's
+	// data.image_key); "" means "images".
+	ImageKey string
 	// Limit stops after this many rows; 0 reads all.
 	Limit int
 	// MaxRowBytes bounds one JSONL line and the decoded size of one Parquet

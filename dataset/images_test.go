@@ -81,7 +81,7 @@ func TestImagesColumnJSONL(t *testing.T) {
 		map[string]any{"path": "a/b.png"},
 		map[string]any{"image": "file:///x/y.jpg"},
 		"data:image/png;base64,AAAA",
-	}), "")
+	}), Options{})
 	require.NoError(t, err)
 	require.Equal(t, []chat.ContentPart{
 		chat.ImagePart(chat.Image{Data: png}), chat.ImagePart(chat.Image{URL: "a/b.png"}), {Type: "text", Text: "\n"},
@@ -115,8 +115,23 @@ func TestImagesColumnJSONL(t *testing.T) {
 		require.ErrorContains(t, err, c.want)
 	}
 	// Without an images column, <image> is text.
-	s, _, err = SampleFromRow(map[string]any{"prompt": []any{map[string]any{"role": "user", "content": "<image>"}}}, "")
+	s, _, err = SampleFromRow(map[string]any{"prompt": []any{map[string]any{"role": "user", "content": "<image>"}}}, Options{})
 	require.NoError(t, err)
 	require.Equal(t, "<image>", s.Messages[0].Content)
+	// verl's data.image_key names another column; errors name it.
+	other := map[string]any{"prompt": []any{map[string]any{"role": "user", "content": "<image>x"}}, "image": []any{"a.png"}}
+	s, _, err = SampleFromRow(other, Options{ImageKey: "image"})
+	require.NoError(t, err)
+	require.Equal(t, []chat.ContentPart{chat.ImagePart(chat.Image{URL: "a.png"}), {Type: "text", Text: "x"}}, s.Messages[0].Parts)
+	other["image"] = []any{"a.png", "b.png"}
+	line, err := json.Marshal(other)
+	require.NoError(t, err)
+	path := filepath.Join(t.TempDir(), "rows.jsonl")
+	require.NoError(t, os.WriteFile(path, append(line, '\n'), 0o644))
+	_, err = ReadAll(context.Background(), Options{ImageKey: "image"}, path)
+	var re *RowError
+	require.ErrorAs(t, err, &re)
+	require.Equal(t, "image", re.Column)
+	require.ErrorContains(t, err, "2 images but 1 <image> markers")
 	var _ agentloop.Sample = s
 }

@@ -61,7 +61,7 @@ func (j *JSONL) Next(ctx context.Context) (agentloop.Sample, error) {
 		if row == nil {
 			return agentloop.Sample{}, &RowError{File: j.name, Row: j.line, Err: fmt.Errorf("%w: not a JSON object: null", ErrFormat)}
 		}
-		s, hasIndex, err := SampleFromRow(row, j.opts.PromptKey)
+		s, hasIndex, err := SampleFromRow(row, j.opts)
 		if err != nil {
 			return agentloop.Sample{}, rowError(j.name, j.line, err)
 		}

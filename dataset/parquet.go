@@ -293,7 +293,7 @@ func (p *Parquet) Next(ctx context.Context) (agentloop.Sample, error) {
 	if err != nil {
 		return agentloop.Sample{}, rowError(p.name, p.row, err)
 	}
-	s, hasIndex, err := SampleFromRow(row, p.opts.PromptKey)
+	s, hasIndex, err := SampleFromRow(row, p.opts)
 	if err != nil {
 		return agentloop.Sample{}, rowError(p.name, p.row, err)
 	}

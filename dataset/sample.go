@@ -36,8 +36,10 @@ func ferr(column, format string, a ...any) error {
 // string, float64, bool, nil); int64 and json.Number are accepted too.
 // The extra_info keys are also read at the top level; the prompt may be a
 // JSON string holding the message list. hasIndex reports whether the row
-// names its index (otherwise the caller numbers it by position).
-func SampleFromRow(row map[string]any, promptKey string) (s agentloop.Sample, hasIndex bool, err error) {
+// names its index (otherwise the caller numbers it by position). Of opts,
+// PromptKey and ImageKey name the columns, as for a Reader.
+func SampleFromRow(row map[string]any, opts Options) (s agentloop.Sample, hasIndex bool, err error) {
+	promptKey := opts.PromptKey
 	ei, _ := row["extra_info"].(map[string]any)
 	if v, ok := row["extra_info"]; ok && v != nil && ei == nil {
 		return s, false, ferr("extra_info", "must be an object, got %s", kind(v))
@@ -68,8 +70,12 @@ func SampleFromRow(row map[string]any, promptKey string) (s agentloop.Sample, ha
 	if s.Messages, err = messages(prompt, col); err != nil {
 		return s, false, err
 	}
-	if v, ok := row["images"]; ok && v != nil {
-		if err := attachImages(s.Messages, v, "images"); err != nil {
+	imageKey := opts.ImageKey
+	if imageKey == "" {
+		imageKey = "images"
+	}
+	if v, ok := row[imageKey]; ok && v != nil {
+		if err := attachImages(s.Messages, v, imageKey); err != nil {
 			return s, false, err
 		}
 	}

@@ -162,7 +162,7 @@ func runRollout(ctx context.Context, args []string, stdin io.Reader, stdout, std
 			return err
 		}
 	}
-	dsOpts := dataset.Options{PromptKey: cfg.Data.PromptKey, Limit: *limit}
+	dsOpts := dataset.Options{PromptKey: cfg.Data.PromptKey, ImageKey: cfg.Data.ImageKey, Limit: *limit}
 	rows, agents, err := checkDataset(ctx, dsOpts, dataPaths, env, opts.DefaultAgent)
 	if err != nil {
 		return err

@@ -28,6 +28,7 @@ type rolloutConfig struct {
 		TrainMaxSamples         int            `yaml:"train_max_samples"`
 		ValMaxSamples           int            `yaml:"val_max_samples"`
 		PromptKey               string         `yaml:"prompt_key"`
+		ImageKey                string         `yaml:"image_key"`
 		MaxPromptLength         int            `yaml:"max_prompt_length"`
 		MaxResponseLength       int            `yaml:"max_response_length"`
 		ToolConfigPath          string         `yaml:"tool_config_path"`
@@ -149,11 +150,11 @@ var configSchema = map[string]any{
 	"trainer": keyOpen, "algorithm": keyOpen, "critic": keyOpen, "custom_reward_function": keyOpen,
 	"global_profiler": keyOpen, "ray_kwargs": keyOpen, "reward_manager": keyOpen, "reward_model": keyOpen,
 	"transfer_queue": keyOpen,
-	"data": section(map[string][]string{keyUsed: {"train_files", "val_files", "train_max_samples", "val_max_samples", "prompt_key",
+	"data": section(map[string][]string{keyUsed: {"train_files", "val_files", "train_max_samples", "val_max_samples", "prompt_key", "image_key",
 		"max_prompt_length", "max_response_length", "tool_config_path"}, keyOpen: {"apply_chat_template_kwargs", "custom_cls", "sampler", "datagen"}, keyNoEffect: {"tokenizer", "use_shm", "reward_fn_key", "train_batch_size", "val_batch_size",
 		"return_raw_input_ids", "return_raw_chat", "return_full_prompt", "shuffle", "seed", "dataloader_num_workers",
 		"image_patch_size", "validation_shuffle", "filter_overlong_prompts", "filter_overlong_prompts_workers",
-		"truncation", "image_key", "video_key", "trust_remote_code", "return_multi_modal_inputs"}}),
+		"truncation", "video_key", "trust_remote_code", "return_multi_modal_inputs"}}),
 	"actor_rollout_ref": map[string]any{
 		"hybrid_engine": keyNoEffect, "nccl_timeout": keyNoEffect, "actor": keyOpen, "ref": keyOpen,
 		"model": section(map[string][]string{keyUsed: {"path"}, keyOpen: {"override_config", "lora", "custom_chat_template", "mtp"}, keyNoEffect: {"external_lib", "enable_gradient_checkpointing", "enable_activation_offload", "use_remove_padding",
