@@ -1,12 +1,10 @@
 package sglang
 
 import (
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
-	"net/http"
 	"strconv"
 
 	"github.com/agentrl/agentrl/server"
@@ -60,10 +58,8 @@ func appendGenerateRequest(b []byte, req server.GenerateRequest, stream bool) ([
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = append(b, `"data:`...)
-			b = append(b, http.DetectContentType(im.Data)...)
-			b = append(b, `;base64,`...)
-			b = base64.StdEncoding.AppendEncode(b, im.Data)
+			b = append(b, '"')
+			b = wire.AppendDataURL(b, im.Data)
 			b = append(b, '"')
 		}
 		b = append(b, ']')

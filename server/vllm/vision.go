@@ -3,11 +3,11 @@ package vllm
 import (
 	"context"
 	"crypto/sha256"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"sync"
 
 	"github.com/hashicorp/golang-lru/v2/simplelru"
@@ -15,6 +15,7 @@ import (
 
 	"github.com/agentrl/agentrl/server"
 	"github.com/agentrl/agentrl/server/internal/httpclient"
+	"github.com/agentrl/agentrl/server/internal/wire"
 )
 
 // Images reach vLLM the way its own disaggregated serving sends them
@@ -218,7 +219,7 @@ type renderPart struct {
 // render asks /v1/chat/completions/render for the image's item.
 func (c *Client) render(ctx context.Context, v *server.Vision, data []byte) (*renderedImage, error) {
 	part := renderPart{Type: "image_url"}
-	part.ImageURL.URL = dataURL(data)
+	part.ImageURL.URL = string(wire.AppendDataURL(make([]byte, 0, 32+len(data)*4/3), data))
 	body, err := json.Marshal(renderRequest{Model: c.cfg.Model, MaxTokens: 1,
 		Messages: []renderMessage{{Role: "user", Content: []renderPart{part}}}})
 	if err != nil {
@@ -255,11 +256,9 @@ func parseRender(v *server.Vision, data []byte) (*renderedImage, error) {
 	if f == nil {
 		return nil, errors.New("no features: the served model takes no images")
 	}
-	for _, m := range []map[string]int{{"mm_hashes": len(f.MMHashes)}, {"mm_placeholders": len(f.MMPlaceholders)}, {"kwargs_data": len(f.KwargsData)}} {
-		for name, n := range m {
-			if n != 1 {
-				return nil, fmt.Errorf("features.%s has %d modalities, want only %q", name, n, imageModality)
-			}
+	for name, n := range map[string]int{"mm_hashes": len(f.MMHashes), "mm_placeholders": len(f.MMPlaceholders), "kwargs_data": len(f.KwargsData)} {
+		if n != 1 {
+			return nil, fmt.Errorf("features.%s has %d modalities, want only %q", name, n, imageModality)
 		}
 	}
 	hashes, phs, kws := f.MMHashes[imageModality], f.MMPlaceholders[imageModality], f.KwargsData[imageModality]
@@ -285,13 +284,7 @@ func parseRender(v *server.Vision, data []byte) (*renderedImage, error) {
 	if pads == 0 {
 		return nil, errors.New("token_ids hold no image block")
 	}
-	first := -1
-	for i, id := range r.TokenIDs {
-		if id == v.Pad {
-			first = i
-			break
-		}
-	}
+	first := slices.Index(r.TokenIDs, v.Pad)
 	ph := phs[0]
 	// The range may start at the block's vision_start and end at its
 	// vision_end, never outside the block.
@@ -299,14 +292,4 @@ func parseRender(v *server.Vision, data []byte) (*renderedImage, error) {
 		return nil, fmt.Errorf("placeholder {offset %d, length %d} is not within the image block at %d..%d", ph.Offset, ph.Length, first-1, first+pads)
 	}
 	return &renderedImage{hash: hashes[0], kwargs: *kws[0], pads: pads, rel: ph.Offset - first, length: ph.Length}, nil
-}
-
-// dataURL is the image as a base64 data URL, the form vLLM's media
-// connector reads without fetching anything.
-func dataURL(data []byte) string {
-	b := make([]byte, 0, 32+len(data)*4/3)
-	b = append(b, "data:"...)
-	b = append(b, http.DetectContentType(data)...)
-	b = append(b, ";base64,"...)
-	return string(base64.StdEncoding.AppendEncode(b, data))
 }

@@ -1,6 +1,10 @@
 package wire
 
-import "strconv"
+import (
+	"encoding/base64"
+	"net/http"
+	"strconv"
+)
 
 // AppendIDs appends ids as a JSON list of integers.
 func AppendIDs(b []byte, ids []int32) []byte {
@@ -21,4 +25,15 @@ func SkipSpace(data []byte, i int) int {
 		i++
 	}
 	return i
+}
+
+// AppendDataURL appends an encoded image as a base64 data URL, its media
+// type sniffed from the bytes: the form SGLang's load_image and vLLM's
+// media connector read without fetching anything. No quotes: base64 and
+// the sniffed types need no JSON escaping.
+func AppendDataURL(b, data []byte) []byte {
+	b = append(b, "data:"...)
+	b = append(b, http.DetectContentType(data)...)
+	b = append(b, ";base64,"...)
+	return base64.StdEncoding.AppendEncode(b, data)
 }
