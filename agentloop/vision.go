@@ -146,13 +146,18 @@ func (e *Episode) visionRequest() *server.Vision {
 	if len(e.images) == 0 {
 		return nil
 	}
-	p := e.env.Vision.Placeholders
-	v := &server.Vision{VisionStart: int32(p.VisionStart), Pad: int32(p.Pad), VisionEnd: int32(p.VisionEnd),
-		Images: make([]server.Image, len(e.images))}
-	for i, im := range e.images {
-		v.Images[i] = server.Image{Data: im.data, Tokens: im.feat.Tokens(), Grid: im.feat.Grid}
+	return e.env.Vision.serverVision(e.images)
+}
+
+// serverVision is imgs as a generate call carries them.
+func (v *Vision) serverVision(imgs []episodeImage) *server.Vision {
+	p := v.Placeholders
+	sv := &server.Vision{VisionStart: int32(p.VisionStart), Pad: int32(p.Pad), VisionEnd: int32(p.VisionEnd),
+		Images: make([]server.Image, len(imgs))}
+	for i, im := range imgs {
+		sv.Images[i] = server.Image{Data: im.data, Tokens: im.feat.Tokens(), Grid: im.feat.Grid}
 	}
-	return v
+	return sv
 }
 
 // multiModal is the trajectory's images as the trainer reads them, with
@@ -217,21 +222,10 @@ func (v *Vision) MultiModal(ctx context.Context, images []*chat.Image, seq []int
 		}
 		imgs = append(imgs, img)
 	}
-	in := make([]int, len(seq))
-	for i, id := range seq {
-		in[i] = int(id)
-	}
-	runs, err := vision.CountPlaceholders(in, v.Placeholders)
-	if err != nil {
+	// The blocks as an engine checks a request's: one per image, each of
+	// its image's count.
+	if _, err := v.serverVision(imgs).ImageStarts(seq); err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", ErrImage, where, err)
-	}
-	if len(runs) != len(imgs) {
-		return nil, fmt.Errorf("%w: %s: %d image blocks for %d images", ErrImage, where, len(runs), len(imgs))
-	}
-	for i, n := range runs {
-		if n != imgs[i].feat.Tokens() {
-			return nil, fmt.Errorf("%w: %s: image %d: its block has %d pads, the processor gives it %d", ErrImage, where, i, n, imgs[i].feat.Tokens())
-		}
 	}
 	mm, err := v.multiModal(imgs, seq)
 	if err != nil {

@@ -226,3 +226,43 @@ func TestFetchImage(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, want.Pixels, tr.MultiModal.PixelValues)
 }
+
+// Vision.MultiModal (capture's rebuild) processes the images as they come
+// and checks the sequence's blocks as an engine checks a request's: a
+// block per image, each of its image's count.
+func TestVisionMultiModalChecksBlocks(t *testing.T) {
+	_, vis := qwenVL(t)
+	png := testImage(t, "rgb_56x56_checker.png") // 56×56: a 4×4 grid, 4 tokens
+	p := vision.QwenImagePlaceholders
+	block := func(pads int) []int32 {
+		ids := []int32{int32(p.VisionStart)}
+		for range pads {
+			ids = append(ids, int32(p.Pad))
+		}
+		return append(ids, int32(p.VisionEnd))
+	}
+	seq := append(append([]int32{1, 2}, block(4)...), 3)
+	mm, err := vis.MultiModal(context.Background(), []*chat.Image{{URL: dataURL(png)}}, seq, "t")
+	require.NoError(t, err)
+	require.Equal(t, [][3]int64{{1, 4, 4}}, mm.ImageGridTHW)
+	require.Len(t, mm.PixelValues, 16*mm.RowLen)
+	pos, err := vis.Rope.VerlPositionIDs(toInts(seq), nil, vision.Vision{Images: [][3]int{{1, 4, 4}}})
+	require.NoError(t, err)
+	require.Equal(t, pos, mm.PositionIDs)
+
+	for _, c := range []struct {
+		seq  []int32
+		want string
+	}{
+		{append([]int32{1}, block(5)...), "t: image 0: its block has 5 pad tokens, the image stands for 4"},
+		{append(append([]int32{1}, block(4)...), block(4)...), "t: more image blocks than the 1 images"},
+		{[]int32{1, 2}, "t: 1 images but 0 image blocks"},
+	} {
+		_, err := vis.MultiModal(context.Background(), []*chat.Image{{URL: dataURL(png)}}, c.seq, "t")
+		require.ErrorIs(t, err, ErrImage)
+		require.ErrorContains(t, err, c.want)
+	}
+	var none *Vision
+	_, err = none.MultiModal(context.Background(), []*chat.Image{{Data: png}}, seq, "t")
+	require.ErrorContains(t, err, "t: 1 images, and no image processor")
+}
