@@ -1,14 +1,10 @@
 package agentloop
 
 import (
-	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"os"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -19,6 +15,7 @@ import (
 	"github.com/agentrl/agentrl/chat"
 	"github.com/agentrl/agentrl/server"
 	"github.com/agentrl/agentrl/tokenizer"
+	"github.com/agentrl/agentrl/tokenizer/tokenizertest"
 	"github.com/agentrl/agentrl/tool"
 )
 
@@ -46,25 +43,9 @@ func qwen3(t testing.TB) *tokenizer.Tokenizer {
 }
 
 // sharedQwen3 loads the copy committed (gzipped) with the tokenizer
-// package, else the shared test data next to the repository; nil without
-// error when neither exists.
+// package, once per test binary.
 func sharedQwen3() (*tokenizer.Tokenizer, error) {
-	qwenOnce.Do(func() {
-		tmp, err := os.MkdirTemp("", "qwen3")
-		if err != nil {
-			qwenErr = err
-			return
-		}
-		defer os.RemoveAll(tmp)
-		dir := tmp
-		if err := gunzipDir(filepath.Join("..", "tokenizer", "testdata", "qwen3"), tmp); err != nil {
-			dir = filepath.Join("..", "..", "shared", "testdata", "tokenizers", "qwen3")
-			if _, serr := os.Stat(dir); serr != nil {
-				return
-			}
-		}
-		qwenTok, qwenErr = tokenizer.Load(dir)
-	})
+	qwenOnce.Do(func() { qwenTok, qwenErr = tokenizertest.Qwen3("") })
 	return qwenTok, qwenErr
 }
 
@@ -173,31 +154,6 @@ func jsonMarshal(v any) ([]byte, error) { return json.Marshal(v) }
 
 func tokenizerContext(s Sample) tokenizer.ChatContext {
 	return tokenizer.ChatContext{Messages: s.Messages, AddGenerationPrompt: true}
-}
-
-// gunzipDir unpacks dir/tokenizer.json.gz and dir/tokenizer_config.json.gz
-// into out.
-func gunzipDir(dir, out string) error {
-	for _, name := range []string{"tokenizer.json", "tokenizer_config.json"} {
-		f, err := os.Open(filepath.Join(dir, name+".gz"))
-		if err != nil {
-			return err
-		}
-		zr, err := gzip.NewReader(f)
-		if err != nil {
-			f.Close()
-			return err
-		}
-		data, err := io.ReadAll(zr)
-		f.Close()
-		if err != nil {
-			return err
-		}
-		if err := os.WriteFile(filepath.Join(out, name), data, 0o644); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 func tokenizerContextTools(s Sample, tools []chat.ToolSchema) tokenizer.ChatContext {
