@@ -28,8 +28,12 @@
 // Messages honours: system as a string or text blocks, and role "system"
 // (or "developer") entries in messages; text, thinking,
 // redacted_thinking (dropped), tool_use (input as the arguments object)
-// and tool_result blocks (content a string or text blocks; is_error is
-// accepted, and the result's text is what the model sees); client tools
+// and tool_result blocks (content a string, or text and image blocks;
+// is_error is accepted, and the result's text is what the model sees);
+// image blocks (base64 or URL sources) in user turns and tool results
+// with Chat.Images (VisionImages for a Qwen-VL model), where
+// Responses' input_image parts, in messages and function_call_output,
+// and chat's image_url parts go too; client tools
 // (input_schema as the parameters); tool_choice auto, any, tool and none
 // (validated, not constrained, as chat's required); max_tokens
 // (required), stop_sequences, temperature, top_p, top_k, agentrl's seed
@@ -49,7 +53,8 @@
 // between calls) opens a new text block in the stream, while the
 // non-streamed reply has one text block before the calls. Refused (400, naming the field): server tools (a versioned
 // "type"), mcp_servers, structured outputs (output_config.format),
-// images and documents, a final assistant message (prefill). Errors on
+// documents, images without Chat.Images, a final assistant message
+// (prefill). Errors on
 // /v1/messages… are {"type":"error","error":{"type","message"}} with the
 // SDK's error types, also those the server answers before routing
 // (auth, origin, load); the token is read from x-api-key or the bearer
